@@ -1,0 +1,18 @@
+"""headrace: a static-graph deep-learning framework.
+
+Build a program with Python calls, run it with an Executor. Public API, re-exported explicitly.
+"""
+from . import dtypes, errors, ops, unique_name
+from .errors import (HeadraceError, OpError, ProgramError, ProgramParseError, ShapeError,
+                     UnknownOpError, VariableError)
+from .framework import (PROGRAM_VERSION, Block, Operator, Parameter, Program, Variable,
+                        default_main_program, default_startup_program, program_guard)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "dtypes", "errors", "ops", "unique_name", "HeadraceError", "OpError", "ProgramError",
+    "ProgramParseError", "ShapeError", "UnknownOpError", "VariableError", "PROGRAM_VERSION",
+    "Block", "Operator", "Parameter", "Program", "Variable", "default_main_program",
+    "default_startup_program", "program_guard", "__version__",
+]

@@ -1,0 +1,250 @@
+"""Block: variables and a sequence of operators, nested through its parent.
+
+Variables are looked up in the block, then its ancestors (a sub-block's ops read the enclosing
+block's variables). Parameters always live in the global block, whichever block creates them.
+The Python lists ``vars`` and ``ops`` and the BlockDesc's repeated fields are changed together,
+always, by the methods here.
+"""
+from .. import dtypes as dt
+from ..errors import OpError, ProgramError, VariableError
+from ..ops import attrs as attr_codec
+from ..proto import framework_pb2 as pb
+from .operator import Operator, prepare_op
+from .variable import KINDS, Parameter, Variable, init_desc, normalize_shape
+
+__all__ = ["Block"]
+
+
+class Block:
+    """One block of a program. ``idx`` is its index in the program, ``parent_idx`` its parent's
+    (-1 for the global block)."""
+
+    def __init__(self, program, desc):
+        self.program = program
+        self.desc = desc
+        self.vars = {}   # name -> Variable, in declaration order
+        self.ops = []    # Operator, in execution order
+
+    @property
+    def idx(self):
+        return self.desc.idx
+
+    @property
+    def parent_idx(self):
+        return self.desc.parent_idx
+
+    @property
+    def forward_block_idx(self):
+        return self.desc.forward_block_idx
+
+    @property
+    def parent(self):
+        """The parent Block, or None for the global block."""
+        return self.program.block(self.parent_idx) if self.parent_idx >= 0 else None
+
+    def _changed(self):
+        self.program._revision += 1
+
+    # -- variables -------------------------------------------------------------------------
+    def has_var(self, name):
+        return name in self.vars
+
+    def var(self, name):
+        """The variable ``name`` of this block (not its ancestors)."""
+        try:
+            return self.vars[name]
+        except KeyError:
+            raise VariableError(f"block {self.idx} has no variable '{name}'") from None
+
+    def _find_var_recursive(self, name):
+        block = self
+        while block is not None:
+            v = block.vars.get(name)
+            if v is not None:
+                return v
+            block = block.parent
+        return None
+
+    def find_var(self, name):
+        """The variable ``name`` in this block or its nearest ancestor that has it, or None."""
+        return self._find_var_recursive(name)
+
+    def var_recursive(self, name):
+        """Like :meth:`find_var` but an error when no ancestor has it."""
+        v = self._find_var_recursive(name)
+        if v is None:
+            raise VariableError(f"variable '{name}' is not defined in block {self.idx} "
+                                f"or its ancestors")
+        return v
+
+    def all_parameters(self):
+        return [v for v in self.vars.values() if isinstance(v, Parameter)]
+
+    def create_var(self, name=None, shape=None, dtype=None, lod_level=None, persistable=None,
+                   stop_gradient=None, type="lod_tensor", need_check_feed=None):
+        """Declare a variable in this block, or return the existing one of that name.
+
+        Re-declaring a name returns the same Variable and never adds a second VarDesc; a
+        re-declaration with another shape, dtype, kind or lod_level is a VariableError.
+        """
+        if name is None:
+            name = self.program._unique_var_name("_generated_var")
+        if not isinstance(name, str) or not name:
+            raise VariableError(f"variable name must be a non-empty str, got {name!r}")
+        shape = normalize_shape(shape, name)
+        if dtype is not None:
+            dtype = dt.canonical(dtype)
+        existing = self.vars.get(name)
+        if existing is not None:
+            self._check_redeclaration(existing, shape, dtype, lod_level, type)
+            return existing
+        desc = self.desc.vars.add()
+        init_desc(desc, name, type, shape, dtype, lod_level, persistable, stop_gradient,
+                  need_check_feed)
+        var = Variable(self, desc)
+        self.vars[name] = var
+        self._changed()
+        return var
+
+    def _check_redeclaration(self, var, shape, dtype, lod_level, kind):
+        found = []
+        if kind != var.kind:
+            found.append(f"kind {kind} (declared {var.kind})")
+        if shape is not None and tuple(shape) != var.shape:
+            found.append(f"shape {list(shape)} (declared {list(var.shape)})")
+        if dtype is not None and dtype != var.dtype:
+            found.append(f"dtype {dtype} (declared {var.dtype})")
+        if lod_level is not None and lod_level != var.lod_level:
+            found.append(f"lod_level {lod_level} (declared {var.lod_level})")
+        if found:
+            raise VariableError(f"variable '{var.name}' is re-declared in block {self.idx} "
+                                f"with a conflicting " + "; ".join(found))
+
+    def create_parameter(self, name, shape, dtype="float32", trainable=True,
+                         optimize_attr=None, regularizer=None, gradient_clip=None,
+                         initializer=None, lod_level=None):
+        """Declare a parameter. Parameters are global: it lands in the program's global block,
+        whichever block this is. Re-declaring returns the existing parameter."""
+        g = self.program.global_block()
+        if name in g.vars:
+            existing = g.vars[name]
+            if not isinstance(existing, Parameter):
+                raise VariableError(f"'{name}' is already a non-parameter variable of block 0")
+            g._check_redeclaration(existing, normalize_shape(shape, name),
+                                   dt.canonical(dtype), lod_level, "lod_tensor")
+            return existing
+        shape = normalize_shape(shape, name)
+        if shape is None or any(d < 0 for d in shape):
+            raise VariableError(f"parameter '{name}' needs a fully known shape, got {shape}")
+        desc = g.desc.vars.add()
+        init_desc(desc, name, "lod_tensor", shape, dtype, lod_level, True, False, False)
+        p = Parameter(g, desc, trainable, optimize_attr, regularizer, gradient_clip, initializer)
+        g.vars[name] = p
+        g._changed()
+        return p
+
+    def remove_var(self, name):
+        """Remove variable ``name`` from this block."""
+        if name not in self.vars:
+            raise VariableError(f"block {self.idx} has no variable '{name}'")
+        del self.vars[name]
+        for i, d in enumerate(self.desc.vars):
+            if d.name == name:
+                del self.desc.vars[i]
+                break
+        self._changed()
+
+    # -- operators -------------------------------------------------------------------------
+    def append_op(self, type, inputs=None, outputs=None, attrs=None):
+        """Append an operator; validated against its definition, shapes inferred."""
+        return self.insert_op(len(self.ops), type, inputs, outputs, attrs)
+
+    def prepend_op(self, type, inputs=None, outputs=None, attrs=None):
+        """Insert an operator at the front (parameter initializers use this)."""
+        return self.insert_op(0, type, inputs, outputs, attrs)
+
+    def insert_op(self, index, type, inputs=None, outputs=None, attrs=None):
+        """Insert an operator at ``index`` (negative counts from the end, as list.insert)."""
+        n = len(self.ops)
+        index = max(0, min(n, index + n + 1 if index < 0 else index))
+        prepared = prepare_op(self, type, inputs, outputs, attrs, index)
+        return self._commit(index, prepared, type)
+
+    def _commit(self, index, p, op_type):
+        # Check before changing anything: an existing variable cannot change its kind.
+        kinds = {}
+        for slot, metas in p.results.items():
+            for meta in metas.values():
+                kinds[meta.name] = meta.kind
+                var = self._find_var_recursive(meta.name)
+                if var is not None and var.kind != meta.kind:
+                    raise OpError(f"output '{slot}' ({meta.name}) is a {var.kind} variable",
+                                  op_type=op_type, block_idx=self.idx, op_idx=index,
+                                  source=p.source, expected=meta.kind, found=var.kind)
+        for name in p.new_vars:
+            self.create_var(name=name, type=kinds.get(name, "lod_tensor"))
+        for metas in p.results.values():
+            for meta in metas.values():
+                var = self._find_var_recursive(meta.name)
+                if var.kind in ("lod_tensor", "lod_tensor_array", "selected_rows"):
+                    var.shape = meta.shape
+                    if meta.dtype is not None:
+                        var.dtype = meta.dtype
+                    if var.kind != "selected_rows":
+                        var.lod_level = meta.lod_level
+        desc = self.desc.ops.add() if index == len(self.ops) else self._insert_desc(index)
+        desc.type = op_type
+        for container, slots in ((desc.inputs, p.inputs), (desc.outputs, p.outputs)):
+            for slot, names in slots.items():
+                v = container.add()
+                v.parameter = slot
+                v.arguments.extend(names)
+        for name, value in p.attrs.items():
+            spec = p.opdef.attr(name)
+            kind = spec.type if spec is not None else attr_codec.guess_type(value)
+            attr_codec.encode(desc.attrs.add(), name, kind, value)
+        if "op_role" not in p.attrs:
+            attr_codec.encode(desc.attrs.add(), "op_role", "int", self.program._op_role)
+        if p.source and "op_callstack" not in p.attrs:
+            attr_codec.encode(desc.attrs.add(), "op_callstack", "strings", [p.source])
+        op = Operator(self, desc, p.opdef)
+        self.ops.insert(index, op)
+        for names in p.outputs.values():
+            for name in names:
+                self._find_var_recursive(name).op = op
+        self._changed()
+        return op
+
+    def _insert_desc(self, index):
+        self.desc.ops.insert(index, pb.OpDesc())
+        return self.desc.ops[index]
+
+    def remove_op(self, index):
+        """Remove the operator at ``index``; writers of its outputs are recomputed."""
+        op = self.ops.pop(index)
+        del self.desc.ops[index]
+        for name in op.output_arg_names:
+            var = self._find_var_recursive(name)
+            if var is not None and var.op is op:
+                var.op = next((o for o in reversed(self.ops) if name in o.output_arg_names),
+                              None)
+        self._changed()
+        return op
+
+    # -- text ------------------------------------------------------------------------------
+    def to_string(self, show_bookkeeping=False):
+        lines = [f"block {self.idx} (parent {self.parent_idx}"
+                 + (f", forward block {self.forward_block_idx}" if self.forward_block_idx >= 0
+                    else "") + f"): {len(self.vars)} vars, {len(self.ops)} ops"]
+        for v in self.vars.values():
+            lines.append(f"  var {v.to_string()}")
+        for i, op in enumerate(self.ops):
+            lines.append(f"  op {i}: {op.to_string(show_bookkeeping)}")
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return f"<Block {self.idx} parent={self.parent_idx} vars={len(self.vars)} " \
+               f"ops={len(self.ops)}>"
+
+
+_ = KINDS  # re-exported for type=... values in create_var's documentation

@@ -1,0 +1,330 @@
+"""Operator: a Python view over an OpDesc, plus the build-time checks of a new op.
+
+``Block.append_op`` goes through :func:`prepare_op`: the op type must be registered, slots and
+attributes must match the definition, defaults are filled in, and shape inference runs on the
+inputs' VarDescs. Nothing touches the program until all of that succeeded, so a rejected op
+leaves the program exactly as it was.
+"""
+from ..errors import OpError, OpValidationError
+from ..ops import attrs as attr_codec
+from ..ops.definition import COMMON_ATTRS
+from ..ops.infer import InferContext
+from .variable import Variable
+
+__all__ = ["Operator", "prepare_op", "PreparedOp"]
+
+
+def _find_slot(container, slot):
+    for v in container:
+        if v.parameter == slot:
+            return v
+    return None
+
+
+class Operator:
+    """An operator in a block. ``opdef`` is its definition (None for op types loaded from a
+    file that no installed plugin defines; such a program can be inspected and saved)."""
+
+    def __init__(self, block, desc, opdef=None):
+        self.block = block
+        self.desc = desc
+        self.opdef = opdef
+
+    @property
+    def type(self):
+        return self.desc.type
+
+    @property
+    def idx(self):
+        """Position in the block (a linear search: for messages, not hot loops)."""
+        return self.block.ops.index(self)
+
+    # -- slots -----------------------------------------------------------------------------
+    def input(self, slot):
+        """Variable names bound to input ``slot`` (empty if unbound)."""
+        v = _find_slot(self.desc.inputs, slot)
+        return list(v.arguments) if v is not None else []
+
+    def output(self, slot):
+        """Variable names bound to output ``slot`` (empty if unbound)."""
+        v = _find_slot(self.desc.outputs, slot)
+        return list(v.arguments) if v is not None else []
+
+    @property
+    def input_names(self):
+        return [v.parameter for v in self.desc.inputs]
+
+    @property
+    def output_names(self):
+        return [v.parameter for v in self.desc.outputs]
+
+    @property
+    def inputs(self):
+        return {v.parameter: list(v.arguments) for v in self.desc.inputs}
+
+    @property
+    def outputs(self):
+        return {v.parameter: list(v.arguments) for v in self.desc.outputs}
+
+    @property
+    def input_arg_names(self):
+        return [a for v in self.desc.inputs for a in v.arguments]
+
+    @property
+    def output_arg_names(self):
+        return [a for v in self.desc.outputs for a in v.arguments]
+
+    def rename_input(self, old, new):
+        for v in self.desc.inputs:
+            for i, a in enumerate(v.arguments):
+                if a == old:
+                    v.arguments[i] = new
+        self.block._changed()
+
+    def rename_output(self, old, new):
+        for v in self.desc.outputs:
+            for i, a in enumerate(v.arguments):
+                if a == old:
+                    v.arguments[i] = new
+        self.block._changed()
+
+    # -- attributes ------------------------------------------------------------------------
+    def _attr_msg(self, name):
+        for a in self.desc.attrs:
+            if a.name == name:
+                return a
+        return None
+
+    def has_attr(self, name):
+        return self._attr_msg(name) is not None
+
+    @property
+    def attr_names(self):
+        return [a.name for a in self.desc.attrs]
+
+    def attr(self, name):
+        """The value of attribute ``name``; BLOCK attributes give Block objects."""
+        msg = self._attr_msg(name)
+        if msg is None:
+            raise OpError(f"has no attribute '{name}'", op_type=self.type,
+                          block_idx=self.block.idx, options=self.attr_names,
+                          source=self.source)
+        kind, value = attr_codec.decode(msg)
+        if kind == "block":
+            return self.block.program.block(value)
+        if kind == "blocks":
+            return [self.block.program.block(i) for i in value]
+        return value
+
+    def attr_type(self, name):
+        msg = self._attr_msg(name)
+        return attr_codec.type_name(msg.type) if msg is not None else None
+
+    @property
+    def attrs(self):
+        """All attributes as a dict (decoded)."""
+        return {n: self.attr(n) for n in self.attr_names}
+
+    def set_attr(self, name, value):
+        """Set an attribute, checked against the op's definition when it has one."""
+        spec = self.opdef.attr(name) if self.opdef is not None else None
+        if spec is None and self.opdef is not None and name not in COMMON_ATTRS:
+            raise OpValidationError(f"unknown attribute '{name}'", op_type=self.type,
+                                    block_idx=self.block.idx, source=self.source,
+                                    options=sorted(self.opdef.attrs))
+        if spec is not None:
+            ok = spec.validate(value)
+            if isinstance(ok, str):
+                raise OpValidationError(f"attribute '{name}' {ok}", op_type=self.type,
+                                        block_idx=self.block.idx, source=self.source)
+            value, kind = ok[0], spec.type
+        else:
+            kind = self.attr_type(name) or attr_codec.guess_type(value)
+            value = attr_codec.coerce(kind, value)
+        msg = self._attr_msg(name) or self.desc.attrs.add()
+        attr_codec.encode(msg, name, kind, value)
+        self.block._changed()
+
+    def remove_attr(self, name):
+        for i, a in enumerate(self.desc.attrs):
+            if a.name == name:
+                del self.desc.attrs[i]
+                self.block._changed()
+                return
+
+    @property
+    def source(self):
+        """The user's source line that created the op (from op_callstack), or None."""
+        msg = self._attr_msg("op_callstack")
+        return msg.strings[0] if msg is not None and len(msg.strings) else None
+
+    def sub_blocks(self):
+        """The blocks this op owns through BLOCK/BLOCKS attributes."""
+        out = []
+        for a in self.desc.attrs:
+            kind, value = attr_codec.decode(a)
+            if kind == "block":
+                out.append(self.block.program.block(value))
+            elif kind == "blocks":
+                out.extend(self.block.program.block(i) for i in value)
+        return out
+
+    # -- text ------------------------------------------------------------------------------
+    def to_string(self, show_bookkeeping=False):
+        """``Out=[y] = mul(X=[x], Y=[w]) {x_num_col_dims=1, ...}``"""
+        def slots(vs):
+            return ", ".join(f"{v.parameter}=[{', '.join(v.arguments)}]" for v in vs)
+        shown = []
+        for a in self.desc.attrs:
+            if a.name in COMMON_ATTRS and not show_bookkeeping:
+                continue
+            kind, value = attr_codec.decode(a)
+            if kind is None:
+                shown.append(f"{a.name}=<attr type {a.type}>")
+            elif kind in ("block", "blocks"):
+                shown.append(f"{a.name}=block{value}")
+            else:
+                shown.append(f"{a.name}={value!r}")
+        text = f"{slots(self.desc.outputs)} = {self.type}({slots(self.desc.inputs)})"
+        return text + (f" {{{', '.join(shown)}}}" if shown else "")
+
+    def __repr__(self):
+        return f"<Operator {self.to_string()}>"
+
+
+# ----------------------------------------------------------------------------------------
+# Building a new op
+# ----------------------------------------------------------------------------------------
+
+class PreparedOp:
+    """A validated op, ready to be committed into a block."""
+    __slots__ = ("opdef", "inputs", "outputs", "attrs", "new_vars", "results", "source")
+
+    def __init__(self, opdef, inputs, outputs, attrs, new_vars, results, source):
+        self.opdef, self.inputs, self.outputs, self.attrs = opdef, inputs, outputs, attrs
+        self.new_vars, self.results, self.source = new_vars, results, source
+
+
+class _BuildContext(InferContext):
+    """Inference over the VarDescs of a block (and its ancestors) at build time."""
+
+    def __init__(self, block, op_type, inputs, outputs, attrs):
+        super().__init__(op_type)
+        self._block, self._ins, self._outs, self._attrs = block, inputs, outputs, attrs
+
+    def _inputs(self, slot):
+        return [self._block._find_var_recursive(n).meta() for n in self._ins.get(slot, ())]
+
+    def _output_names(self, slot):
+        return self._outs.get(slot, [])
+
+    def attr(self, name):
+        return self._attrs[name]
+
+
+def _names(value, what, fail):
+    """Variable / name / list of them -> list of names."""
+    if value is None:
+        return []
+    items = value if isinstance(value, (list, tuple)) else [value]
+    out = []
+    for v in items:
+        if isinstance(v, Variable):
+            out.append(v.name)
+        elif isinstance(v, str) and v:
+            out.append(v)
+        else:
+            fail(f"{what} must be a Variable or a variable name",
+                 expected="Variable, str, or a list of them", found=f"{type(v).__name__} {v!r}")
+    return out
+
+
+def prepare_op(block, op_type, inputs, outputs, attrs, op_idx, strict_attrs=True):
+    """Validate a new op against its definition and run its shape inference.
+
+    Returns a :class:`PreparedOp`; raises an :class:`OpError` subclass naming the op, block,
+    index and the user's source line. Nothing in the program is changed here.
+    """
+    from .source import user_callsite
+    source = user_callsite()
+    where = dict(op_type=op_type, block_idx=block.idx, op_idx=op_idx, source=source)
+
+    def fail(message, **kw):
+        raise OpValidationError(message, **where, **kw)
+
+    try:
+        opdef = block.program.registry.get(op_type)
+    except OpError as e:
+        raise e.locate(**where)
+    ins, outs, new_vars = {}, {}, []
+    for kind, given, slots in (("input", inputs or {}, opdef.inputs),
+                               ("output", outputs or {}, opdef.outputs)):
+        if not isinstance(given, dict):
+            fail(f"{kind}s must be a dict of slot name -> variables",
+                 found=type(given).__name__)
+        valid = {s.name: s for s in slots}
+        for slot in given:
+            if slot not in valid:
+                fail(f"unknown {kind} slot '{slot}'", options=list(valid))
+        dest = ins if kind == "input" else outs
+        for s in slots:
+            names = _names(given.get(s.name), f"{kind} slot '{s.name}'", fail)
+            if not names:
+                if s.intermediate:
+                    # Intermediate outputs exist for the backward pass: create one if not given.
+                    names = [block.program._unique_var_name(f"{op_type}.{s.name.lower()}")]
+                    new_vars.append(names[0])
+                elif not s.optional:
+                    fail(f"missing {kind} '{s.name}'", expected=f"a variable for slot '{s.name}'",
+                         found="nothing")
+                else:
+                    continue
+            if len(names) > 1 and not s.duplicable:
+                fail(f"{kind} slot '{s.name}' takes one variable",
+                     expected="1 variable", found=f"{len(names)}: {names}")
+            for n in names:
+                var = block._find_var_recursive(n)
+                if kind == "input":
+                    if var is None:
+                        fail(f"input variable '{n}' (slot '{s.name}') is not defined in block "
+                             f"{block.idx} or its ancestors")
+                    if s.dtypes is not None and var.dtype is not None and var.dtype not in s.dtypes:
+                        fail(f"input '{s.name}' ({n}) has an unsupported dtype",
+                             expected=" or ".join(s.dtypes), found=var.dtype)
+                elif var is None and n not in new_vars:
+                    new_vars.append(n)
+            dest[s.name] = names
+    # Attributes: declared ones are checked and defaulted; bookkeeping ones pass.
+    values = {}
+    for name, value in (attrs or {}).items():
+        spec = opdef.attr(name)
+        if spec is None:
+            if strict_attrs:
+                fail(f"unknown attribute '{name}'", options=sorted(opdef.attrs) or ["(none)"])
+            kind = attr_codec.guess_type(value)
+            if kind is None:
+                fail(f"attribute '{name}' has a value of unsupported type {type(value).__name__}")
+            values[name] = attr_codec.coerce(kind, value)
+            continue
+        ok = spec.validate(value)
+        if isinstance(ok, str):
+            fail(f"attribute '{name}' {ok}", expected=f"{spec.type}" +
+                 (f" in {list(spec.choices)}" if spec.choices else ""), found=repr(value))
+        values[name] = ok[0]
+    for spec in opdef.attrs.values():
+        if spec.name not in values:
+            if spec.required:
+                fail(f"missing required attribute '{spec.name}'", expected=spec.type)
+            values[spec.name] = spec.default
+    results = {}
+    if opdef.infer is not None:
+        # Inputs that do not exist yet cannot be read; outputs that will be created are fine.
+        ctx = _BuildContext(block, op_type, ins, outs, values)
+        try:
+            opdef.infer(ctx)
+        except OpError as e:
+            raise e.locate(**where)
+        except Exception as e:  # a bug in a plugin's rule: still say which op and where
+            raise OpError(f"shape inference raised {type(e).__name__}: {e}", **where) from e
+        results = ctx.results
+    return PreparedOp(opdef, ins, outs, values, new_vars, results, source)

@@ -1,0 +1,98 @@
+"""Structural checks of a parsed ProgramDesc.
+
+Protobuf only checks the wire format; a ProgramDesc can still be nonsense (a block whose parent
+does not exist, a variable without a type, a BLOCK attribute pointing nowhere). Every such case
+is a ProgramParseError naming the block, op or variable, so nothing downstream meets it.
+Attributes and ops that headrace does not know are *not* errors: programs written by newer
+Paddle versions carry them.
+"""
+from ..errors import ProgramParseError
+from ..proto import framework_pb2 as pb
+
+__all__ = ["validate_program_desc"]
+
+_TENSOR_FIELDS = {pb.VarType.LOD_TENSOR: "lod_tensor", pb.VarType.LOD_TENSOR_ARRAY: "tensor_array"}
+
+
+def _fail(msg):
+    raise ProgramParseError(msg)
+
+
+def _check_tensor(where, tensor):
+    if not tensor.HasField("data_type"):
+        _fail(f"{where}: tensor description has no data_type")
+    for d in tensor.dims:
+        if d < -1:
+            _fail(f"{where}: dims {list(tensor.dims)} has {d}; dims are >= 0 or -1 (unknown)")
+
+
+def _check_var(where, v):
+    if not v.name:
+        _fail(f"{where}: variable without a name")
+    where = f"{where}, variable '{v.name}'"
+    if not v.HasField("type") or not v.type.HasField("type"):
+        _fail(f"{where}: no type")
+    field = _TENSOR_FIELDS.get(v.type.type)
+    if field is not None and v.type.HasField(field):
+        sub = getattr(v.type, field)
+        if not sub.HasField("tensor"):
+            _fail(f"{where}: {field} without a tensor description")
+        _check_tensor(where, sub.tensor)
+        if sub.lod_level < 0:
+            _fail(f"{where}: negative lod_level {sub.lod_level}")
+    if v.type.HasField("selected_rows"):
+        _check_tensor(where, v.type.selected_rows)
+    for a in v.attrs:
+        if not a.HasField("name") or not a.HasField("type"):
+            _fail(f"{where}: an attribute without name or type")
+
+
+def _check_op(where, op, num_blocks):
+    if not op.type:
+        _fail(f"{where}: operator without a type")
+    where = f"{where} ('{op.type}')"
+    for kind, slots in (("input", op.inputs), ("output", op.outputs)):
+        for s in slots:
+            if not s.HasField("parameter"):
+                _fail(f"{where}: an {kind} slot without a name")
+            if any(not a for a in s.arguments):
+                _fail(f"{where}: {kind} slot '{s.parameter}' binds an empty variable name")
+    for a in op.attrs:
+        if not a.HasField("name") or not a.HasField("type"):
+            _fail(f"{where}: an attribute without name or type")
+        if a.type == pb.BLOCK:
+            if not 0 <= a.block_idx < num_blocks:
+                _fail(f"{where}: attribute '{a.name}' points at block {a.block_idx}, "
+                      f"but the program has {num_blocks} blocks")
+        elif a.type == pb.BLOCKS:
+            for i in a.blocks_idx:
+                if not 0 <= i < num_blocks:
+                    _fail(f"{where}: attribute '{a.name}' points at block {i}, "
+                          f"but the program has {num_blocks} blocks")
+
+
+def validate_program_desc(desc):
+    """Raise ProgramParseError unless ``desc`` is a well-formed program."""
+    if not len(desc.blocks):
+        _fail("the program has no blocks (a program needs at least its global block)")
+    n = len(desc.blocks)
+    for i, b in enumerate(desc.blocks):
+        where = f"block {i}"
+        if b.idx != i:
+            _fail(f"{where}: its idx field says {b.idx}; blocks are stored in index order")
+        if not b.HasField("parent_idx"):
+            _fail(f"{where}: no parent_idx")
+        if i == 0 and b.parent_idx != -1:
+            _fail(f"{where}: the global block must have parent_idx -1, found {b.parent_idx}")
+        if i > 0 and not 0 <= b.parent_idx < i:
+            _fail(f"{where}: parent_idx {b.parent_idx} must name an earlier block (0..{i - 1})")
+        if b.forward_block_idx != -1 and not 0 <= b.forward_block_idx < n:
+            _fail(f"{where}: forward_block_idx {b.forward_block_idx} out of range")
+        seen = set()
+        for v in b.vars:
+            _check_var(where, v)
+            if v.name in seen:
+                _fail(f"{where}: variable '{v.name}' is declared twice")
+            seen.add(v.name)
+        for j, op in enumerate(b.ops):
+            _check_op(f"{where}, op #{j}", op, n)

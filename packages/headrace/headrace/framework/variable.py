@@ -1,0 +1,234 @@
+"""Variable and Parameter: Python views over a VarDesc.
+
+Every property reads and writes the VarDesc itself, so the desc and the Python object can never
+disagree; the only state kept in Python is construction-time information that is not part of the
+desc (the op that writes the variable, a parameter's optimizer attributes and regularizer).
+"""
+from .. import dtypes
+from ..errors import VariableError
+from ..proto import framework_pb2 as pb
+
+__all__ = ["Variable", "Parameter", "KINDS"]
+
+_T = pb.VarType
+# kind name -> VarType.Type enum
+KINDS = {
+    "lod_tensor": _T.LOD_TENSOR, "selected_rows": _T.SELECTED_ROWS,
+    "feed_minibatch": _T.FEED_MINIBATCH, "fetch_list": _T.FETCH_LIST,
+    "step_scopes": _T.STEP_SCOPES, "lod_rank_table": _T.LOD_RANK_TABLE,
+    "lod_tensor_array": _T.LOD_TENSOR_ARRAY, "place_list": _T.PLACE_LIST, "reader": _T.READER,
+    "raw": _T.RAW, "tuple": _T.TUPLE, "string": _T.STRING, "strings": _T.STRINGS,
+    "vocab": _T.VOCAB, "feed_list": _T.FEED_LIST, "sparse_coo": _T.SPARSE_COO,
+    "sparse_csr": _T.SPARSE_CSR,
+}
+_KIND_NAMES = {v: k for k, v in KINDS.items()}
+_TENSOR_KINDS = ("lod_tensor", "lod_tensor_array", "selected_rows")
+
+
+def kind_name(enum_value):
+    return _KIND_NAMES.get(enum_value, f"unknown({enum_value})")
+
+
+def normalize_shape(shape, name):
+    """A tuple of ints, None and negative dims as -1; anything else is a VariableError."""
+    if shape is None:
+        return None
+    try:
+        dims = list(shape)
+    except TypeError:
+        raise VariableError(f"variable '{name}': shape must be a list of ints, got {shape!r}")
+    out = []
+    for d in dims:
+        if d is None:
+            out.append(-1)
+        elif isinstance(d, bool) or not hasattr(d, "__index__"):
+            raise VariableError(f"variable '{name}': shape {shape!r} has a non-integer dim {d!r}")
+        else:
+            out.append(max(int(d), -1))
+    return tuple(out)
+
+
+def _tensor_desc(desc, create):
+    """The TensorDesc inside a VarDesc for its kind, or None for kinds without one."""
+    t = desc.type
+    kind = kind_name(t.type)
+    if kind == "lod_tensor":
+        return t.lod_tensor.tensor if create or t.HasField("lod_tensor") else None
+    if kind == "lod_tensor_array":
+        return t.tensor_array.tensor if create or t.HasField("tensor_array") else None
+    if kind == "selected_rows":
+        return t.selected_rows if create or t.HasField("selected_rows") else None
+    return None
+
+
+def init_desc(desc, name, kind, shape, dtype, lod_level, persistable, stop_gradient,
+              need_check_feed):
+    """Fill a new VarDesc. Fields Paddle declares required are always set."""
+    desc.name = name
+    if kind not in KINDS:
+        raise VariableError(f"variable '{name}': unknown kind {kind!r}; valid: {', '.join(KINDS)}")
+    desc.type.type = KINDS[kind]
+    if kind in _TENSOR_KINDS:
+        t = _tensor_desc(desc, True)
+        t.data_type = dtypes.to_proto(dtype or "float32")
+        del t.dims[:]
+        t.dims.extend(shape or ())
+        if kind != "selected_rows":
+            getattr(desc.type, "lod_tensor" if kind == "lod_tensor" else "tensor_array") \
+                .lod_level = lod_level or 0
+    desc.persistable = bool(persistable)
+    if stop_gradient:
+        desc.stop_gradient = True
+    if need_check_feed:
+        desc.need_check_feed = True
+
+
+class Variable:
+    """A named value in a block: the input or output of operators.
+
+    ``op`` is the operator that last wrote the variable (None for data, parameters and
+    variables nobody writes yet).
+    """
+
+    def __init__(self, block, desc):
+        self.block = block
+        self.desc = desc
+        self.op = None
+
+    # -- desc-backed properties ------------------------------------------------------------
+    @property
+    def name(self):
+        return self.desc.name
+
+    @property
+    def kind(self):
+        """'lod_tensor', 'lod_tensor_array', 'feed_minibatch', 'fetch_list', 'step_scopes'..."""
+        return kind_name(self.desc.type.type)
+
+    type = kind  # Fluid spelling
+
+    @property
+    def shape(self):
+        t = _tensor_desc(self.desc, False)
+        return tuple(t.dims) if t is not None else ()
+
+    @shape.setter
+    def shape(self, shape):
+        t = self._tensor_or_fail("shape")
+        del t.dims[:]
+        t.dims.extend(normalize_shape(shape, self.name))
+        self.block._changed()
+
+    @property
+    def dtype(self):
+        t = _tensor_desc(self.desc, False)
+        return dtypes.from_proto(t.data_type) if t is not None else None
+
+    @dtype.setter
+    def dtype(self, dtype):
+        self._tensor_or_fail("dtype").data_type = dtypes.to_proto(dtype)
+        self.block._changed()
+
+    @property
+    def lod_level(self):
+        t = self.desc.type
+        if self.kind == "lod_tensor":
+            return t.lod_tensor.lod_level
+        if self.kind == "lod_tensor_array":
+            return t.tensor_array.lod_level
+        return 0
+
+    @lod_level.setter
+    def lod_level(self, level):
+        if self.kind not in ("lod_tensor", "lod_tensor_array"):
+            raise VariableError(f"variable '{self.name}' of kind {self.kind} has no LoD")
+        getattr(self.desc.type, "lod_tensor" if self.kind == "lod_tensor" else "tensor_array") \
+            .lod_level = int(level)
+        self.block._changed()
+
+    def _flag(name):  # noqa: N805 - a property factory for the boolean VarDesc fields
+        def get(self):
+            return getattr(self.desc, name)
+
+        def set_(self, value):
+            setattr(self.desc, name, bool(value))
+            self.block._changed()
+        return property(get, set_)
+
+    persistable = _flag("persistable")
+    stop_gradient = _flag("stop_gradient")
+    need_check_feed = _flag("need_check_feed")
+    is_parameter = _flag("is_parameter")
+    del _flag
+
+    def _tensor_or_fail(self, what):
+        t = _tensor_desc(self.desc, True) if self.kind in _TENSOR_KINDS else None
+        if t is None:
+            raise VariableError(f"variable '{self.name}' of kind {self.kind} has no {what}")
+        return t
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def meta(self):
+        """The inference view (:class:`headrace.ops.VarMeta`) of this variable."""
+        from ..ops.infer import VarMeta
+        return VarMeta(self.name, self.shape, self.dtype, self.lod_level, self.kind)
+
+    def to_string(self):
+        """One readable line: name, dtype[shape], flags."""
+        if self.kind in _TENSOR_KINDS:
+            s = f"{self.name} : {self.dtype}{list(self.shape)}"
+            if self.kind != "lod_tensor":
+                s += f" ({self.kind})"
+            if self.lod_level:
+                s += f" lod_level={self.lod_level}"
+        else:
+            s = f"{self.name} : {self.kind}"
+        flags = [f for f in ("persistable", "stop_gradient", "need_check_feed") if
+                 getattr(self.desc, f)]
+        flags = ["data" if f == "need_check_feed" else f for f in flags]
+        if self.desc.is_parameter:
+            flags.insert(0, "parameter")
+        return s + (f"  [{', '.join(flags)}]" if flags else "")
+
+    def __repr__(self):
+        return f"<{type(self).__name__} {self.to_string()}>"
+
+    # Variables are graph nodes: identity semantics, usable as dict keys.
+    __hash__ = object.__hash__
+
+
+class Parameter(Variable):
+    """A persistable, global variable learned by training.
+
+    Python-only: ``trainable``, ``optimize_attr`` (e.g. ``{"learning_rate": 1.0}``, a per-
+    parameter learning-rate multiplier), ``regularizer``, ``gradient_clip``, ``initializer``.
+    ``trainable`` is mirrored in the desc as ``not stop_gradient`` so it survives saving.
+    """
+
+    def __init__(self, block, desc, trainable=True, optimize_attr=None, regularizer=None,
+                 gradient_clip=None, initializer=None):
+        super().__init__(block, desc)
+        desc.is_parameter = True
+        desc.persistable = True
+        self.optimize_attr = dict(optimize_attr or {"learning_rate": 1.0})
+        self.regularizer = regularizer
+        self.gradient_clip = gradient_clip
+        self.initializer = initializer
+        self.trainable = trainable
+
+    @property
+    def trainable(self):
+        return not self.desc.stop_gradient
+
+    @trainable.setter
+    def trainable(self, value):
+        self.desc.stop_gradient = not value
+        self.block._changed()
+
+    def python_state(self):
+        """The construction-time state that is not in the desc (carried by Program.clone)."""
+        return {"optimize_attr": dict(self.optimize_attr), "regularizer": self.regularizer,
+                "gradient_clip": self.gradient_clip, "initializer": self.initializer}

@@ -1,0 +1,158 @@
+"""Attribute types: checking a Python value against a declared type, and the wire encoding.
+
+An attribute type is named by a short string ("int", "floats", "block", ...), each tied to one
+``AttrType`` enum value and one value field of ``OpDesc.Attr``. :func:`coerce` turns a user value
+into the canonical Python value of that type or says why it cannot; :func:`encode` and
+:func:`decode` move canonical values in and out of the protobuf message.
+"""
+import math
+import numbers
+
+import numpy as np
+
+from ..proto import framework_pb2 as pb
+
+__all__ = ["ATTR_TYPES", "coerce", "encode", "decode", "guess_type", "type_name"]
+
+_INT32 = (-2**31, 2**31 - 1)
+_INT64 = (-2**63, 2**63 - 1)
+
+# type name -> (AttrType enum, value field of OpDesc.Attr)
+ATTR_TYPES = {
+    "int": (pb.INT, "i"), "float": (pb.FLOAT, "f"), "string": (pb.STRING, "s"),
+    "ints": (pb.INTS, "ints"), "floats": (pb.FLOATS, "floats"), "strings": (pb.STRINGS, "strings"),
+    "bool": (pb.BOOLEAN, "b"), "bools": (pb.BOOLEANS, "bools"), "block": (pb.BLOCK, "block_idx"),
+    "long": (pb.LONG, "l"), "blocks": (pb.BLOCKS, "blocks_idx"), "longs": (pb.LONGS, "longs"),
+    "float64s": (pb.FLOAT64S, "float64s"), "var": (pb.VAR, "var_name"),
+    "vars": (pb.VARS, "vars_name"), "float64": (pb.FLOAT64, "float64"),
+}
+_ENUM_TO_NAME = {enum: name for name, (enum, _) in ATTR_TYPES.items()}
+
+
+def type_name(enum_value):
+    """The type name of an AttrType enum value, or None for types headrace does not decode."""
+    return _ENUM_TO_NAME.get(enum_value)
+
+
+def _int(v, bounds):
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (numbers.Integral, np.integer)):
+        raise TypeError
+    v = int(v)
+    if not bounds[0] <= v <= bounds[1]:
+        raise ValueError(f"{v} is out of range [{bounds[0]}, {bounds[1]}]")
+    return v
+
+
+def _float(v):
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (numbers.Real, np.floating, np.integer)):
+        raise TypeError
+    return float(v)
+
+
+def _float32(v):
+    v = _float(v)
+    if math.isfinite(v) and abs(v) > 3.4028234663852886e38:
+        raise ValueError(f"{v} does not fit in float32")
+    return v
+
+
+def _bool(v):
+    if not isinstance(v, (bool, np.bool_)):
+        raise TypeError
+    return bool(v)
+
+
+def _str(v):
+    if not isinstance(v, str):
+        raise TypeError
+    return v
+
+
+def _block_index(v):
+    # A Block object (anything with .idx) or its index.
+    idx = getattr(v, "idx", v)
+    return _int(idx, (0, _INT32[1]))
+
+
+def _list(item):
+    def check(v):
+        if isinstance(v, (str, bytes)) or not isinstance(v, (list, tuple, np.ndarray)):
+            raise TypeError
+        return [item(x) for x in v]
+    return check
+
+
+_COERCE = {
+    "int": lambda v: _int(v, _INT32), "long": lambda v: _int(v, _INT64),
+    "float": _float32, "float64": _float, "string": _str, "bool": _bool,
+    "ints": _list(lambda v: _int(v, _INT32)), "longs": _list(lambda v: _int(v, _INT64)),
+    "floats": _list(_float32), "float64s": _list(_float), "strings": _list(_str),
+    "bools": _list(_bool), "block": _block_index, "blocks": _list(_block_index),
+    "var": _str, "vars": _list(_str),
+}
+
+
+def coerce(attr_type, value):
+    """Return ``value`` as the canonical Python value of ``attr_type``.
+
+    Raises TypeError (wrong kind of value) or ValueError (right kind, out of range); the caller
+    wraps either into an error that names the op and the attribute.
+    """
+    if attr_type in ("block", "blocks"):
+        # Block objects stay Block objects: the Operator keeps them, the desc keeps indices.
+        _COERCE[attr_type](value)
+        return list(value) if attr_type == "blocks" else value
+    return _COERCE[attr_type](value)
+
+
+def guess_type(value):
+    """The attribute type of an undeclared (bookkeeping) attribute value."""
+    if isinstance(value, (bool, np.bool_)):
+        return "bool"
+    if isinstance(value, (numbers.Integral, np.integer)):
+        return "int" if _INT32[0] <= value <= _INT32[1] else "long"
+    if isinstance(value, (numbers.Real, np.floating)):
+        return "float"
+    if isinstance(value, str):
+        return "string"
+    if hasattr(value, "idx") and hasattr(value, "program"):
+        return "block"
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return "ints"
+        inner = guess_type(value[0])
+        return {"int": "ints", "long": "longs", "float": "floats", "string": "strings",
+                "bool": "bools", "block": "blocks"}.get(inner)
+    return None
+
+
+def encode(msg, name, attr_type, value):
+    """Fill the OpDesc.Attr ``msg`` with a canonical value of ``attr_type``."""
+    enum, field = ATTR_TYPES[attr_type]
+    msg.Clear()
+    msg.name = name
+    msg.type = enum
+    if attr_type == "block":
+        msg.block_idx = _block_index(value)
+    elif attr_type == "blocks":
+        msg.blocks_idx.extend(_block_index(b) for b in value)
+    elif attr_type in ("ints", "floats", "strings", "bools", "longs", "float64s", "vars"):
+        getattr(msg, field).extend(value)
+    else:
+        setattr(msg, field, value)
+
+
+def decode(msg):
+    """(type name, Python value) of an OpDesc.Attr; block attrs give indices.
+
+    Types headrace does not decode (Paddle 3 scalars) give (None, None); the message itself is
+    kept untouched in the desc, so the attribute still round-trips.
+    """
+    name = type_name(msg.type)
+    if name is None:
+        return None, None
+    field = ATTR_TYPES[name][1]
+    value = getattr(msg, field)
+    if not isinstance(value, (int, float, str, bool)):
+        value = list(value)
+    return name, value

@@ -1,0 +1,1 @@
+"""headrace-control: control flow: conditional_block, while, increment, tensor arrays."""

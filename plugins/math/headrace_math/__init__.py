@@ -1,0 +1,1 @@
+"""headrace-math: arithmetic, matrix products, activations, reductions, comparisons."""

@@ -1,0 +1,18 @@
+"""scale: Out = scale * X + bias (or scale * (X + bias))."""
+from headrace.ops import Attr, In, OpDef, Out
+from headrace.ops.shape import same_as
+
+scale = OpDef(
+    "scale",
+    inputs=[In("X", "input tensor")],
+    outputs=[Out("Out", "the scaled tensor, shape and dtype of X")],
+    attrs=[
+        Attr("scale", "float", 1.0, "multiplier"),
+        Attr("bias", "float", 0.0, "added before or after scaling"),
+        Attr("bias_after_scale", "bool", True, "scale*X+bias if true, scale*(X+bias) if false"),
+    ],
+    infer=same_as("X"),
+    doc="Out = scale * X + bias if bias_after_scale else scale * (X + bias).",
+)
+
+OPS = [scale]

@@ -1,0 +1,1 @@
+"""headrace-nn: neural-network layers: softmax, losses, conv, pooling, normalization, dropout, embeddings, metrics, sequences."""

@@ -1,0 +1,1 @@
+"""Op definitions of the nn family, one op family per module (each lists its ``OPS``)."""

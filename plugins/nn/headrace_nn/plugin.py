@@ -1,0 +1,7 @@
+"""The plugin object announced in the ``headrace.plugins`` entry-point group."""
+from headrace.ops import hookimpl, register_ops_package
+
+
+@hookimpl
+def headrace_register_ops(registry):
+    register_ops_package(registry, "headrace_nn.ops")

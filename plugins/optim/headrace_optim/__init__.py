@@ -1,0 +1,1 @@
+"""headrace-optim: optimizer update ops: sgd, momentum, adam, adagrad, rmsprop."""

@@ -1,0 +1,1 @@
+"""headrace-tensor: tensor creation, copies, casts, reshapes, concat/split, feed/fetch."""
