@@ -160,7 +160,7 @@ class Program:
             block = Block(prog, bdesc)
             prog.blocks.append(block)
             for vdesc in bdesc.vars:
-                var = (Parameter(block, vdesc, trainable=not vdesc.stop_gradient)
+                var = (Parameter(block, vdesc, trainable=None)
                        if vdesc.is_parameter else Variable(block, vdesc))
                 block.vars[vdesc.name] = var
         for block in prog.blocks:
@@ -242,8 +242,9 @@ def switch_startup_program(program):
 @contextlib.contextmanager
 def program_guard(main_program, startup_program=None):
     """Layers inside the block append to ``main_program`` (and ``startup_program``)."""
-    for p in (main_program, startup_program):
-        if p is not None and not isinstance(p, Program):
+    # main_program is required (None would make default_main_program() return None).
+    for p in (main_program,) + ((startup_program,) if startup_program is not None else ()):
+        if not isinstance(p, Program):
             raise ProgramError(f"program_guard takes Program objects, got {type(p).__name__}")
     old_main = switch_main_program(main_program)
     old_startup = switch_startup_program(startup_program) if startup_program is not None else None

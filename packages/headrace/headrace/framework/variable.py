@@ -211,13 +211,17 @@ class Parameter(Variable):
     def __init__(self, block, desc, trainable=True, optimize_attr=None, regularizer=None,
                  gradient_clip=None, initializer=None):
         super().__init__(block, desc)
-        desc.is_parameter = True
-        desc.persistable = True
+        if not desc.is_parameter:
+            # A new parameter. A desc that already is one (parsed, cloned) is wrapped as it is:
+            # loading a program must not rewrite it (persistable, stop_gradient presence).
+            desc.is_parameter = True
+            desc.persistable = True
         self.optimize_attr = dict(optimize_attr or {"learning_rate": 1.0})
         self.regularizer = regularizer
         self.gradient_clip = gradient_clip
         self.initializer = initializer
-        self.trainable = trainable
+        if trainable is not None:  # None: keep the desc's stop_gradient
+            self.trainable = trainable
 
     @property
     def trainable(self):

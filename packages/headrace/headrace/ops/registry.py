@@ -53,6 +53,7 @@ class Registry:
     def __init__(self):
         self._ops = {}
         self._kernels = {}  # (op_type, device) -> [Kernel]
+        self._pending = {}  # device -> [(plugin, package)] kernel packages not imported yet
         self.plugins = []   # names of plugins that loaded
         self.failed = {}    # plugin name -> the exception it raised
         self._plugin = None  # the plugin whose hooks are running
@@ -114,9 +115,36 @@ class Registry:
             self._added.append(("kernel", (op_type, device), k))
         return k
 
+    def add_kernel_package(self, package, device):
+        """Register every kernel of ``package`` for ``device``, lazily: the package's modules
+        are imported the first time a kernel for ``device`` is looked up. Each module lists
+        its kernels in ``KERNELS = [(op_type, maker, dtypes), ...]``."""
+        self._pending.setdefault(device, []).append((self._plugin, package))
+        if self._added is not None:
+            self._added.append(("package", device, (self._plugin, package)))
+
+    def _load_device(self, device):
+        pending = self._pending.pop(device, ())
+        for plugin, package in pending:
+            from .package import iter_op_modules
+            self._plugin = plugin
+            try:
+                for module in iter_op_modules(package):
+                    for op_type, maker, dtypes in getattr(module, "KERNELS", ()):
+                        self.add_kernel(op_type, device, maker, dtypes)
+            except PluginError:
+                raise
+            except Exception as e:
+                raise PluginError(f"plugin {plugin!r}: loading {device} kernels from "
+                                  f"{package} failed: {type(e).__name__}: {e}") from e
+            finally:
+                self._plugin = None
+
     def kernel(self, op_type, device, dtype=None):
         """The kernel for ``op_type`` on ``device`` supporting ``dtype``; KernelNotFoundError
         lists what is registered otherwise."""
+        if device in self._pending:
+            self._load_device(device)
         for k in self._kernels.get((op_type, device), ()):
             if dtype is None or k.supports(dtype):
                 return k
@@ -128,7 +156,10 @@ class Registry:
             found=f"registered kernels: {listing or 'none'}")
 
     def kernels_for(self, op_type):
-        """``{device: dtypes}`` of the kernels registered for ``op_type`` (dtypes () = any)."""
+        """``{device: dtypes}`` of the kernels registered for ``op_type`` (dtypes () = any).
+        Imports the kernel packages of every device not loaded yet."""
+        for device in list(self._pending):
+            self._load_device(device)
         out = {}
         for (t, device), ks in sorted(self._kernels.items()):
             if t == op_type:
@@ -140,7 +171,7 @@ class Registry:
 
     def devices(self):
         """Devices that have at least one kernel."""
-        return sorted({d for _, d in self._kernels})
+        return sorted({d for _, d in self._kernels} | set(self._pending))
 
     # -- plugin bookkeeping ----------------------------------------------------------------
     @contextlib.contextmanager
@@ -153,6 +184,8 @@ class Registry:
             for entry in reversed(self._added):
                 if entry[0] == "op":
                     self._ops.pop(entry[1], None)
+                elif entry[0] == "package":
+                    self._pending[entry[1]].remove(entry[2])
                 else:
                     self._kernels[entry[1]].remove(entry[2])
                     if not self._kernels[entry[1]]:
@@ -169,3 +202,5 @@ class Registry:
             self._kernels[key] = [k for k in self._kernels[key] if k.plugin != plugin_name]
             if not self._kernels[key]:
                 del self._kernels[key]
+        for device in list(self._pending):
+            self._pending[device] = [e for e in self._pending[device] if e[0] != plugin_name]

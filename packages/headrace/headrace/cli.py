@@ -1,0 +1,107 @@
+"""The ``headrace`` command: look at the installed ops and at saved programs.
+
+    headrace ops [TYPE ...] [--brief]   registered ops: slots, attributes, kernels per device
+    headrace plugins                    loaded plugins and the ones that failed
+    headrace show FILE [--all-attrs]    a saved program (ProgramDesc bytes), readably
+"""
+import argparse
+import sys
+
+from .errors import HeadraceError
+
+__all__ = ["main"]
+
+
+def _slot_text(slot):
+    flags = slot.flags()
+    return slot.name + (f" ({', '.join(flags)})" if flags else "")
+
+
+def _describe_op(opdef, registry, brief):
+    head = f"{opdef.type}  [plugin {opdef.plugin}]"
+    notes = [n for n, on in (("no gradient", not opdef.differentiable),
+                             ("executor-interpreted", opdef.no_kernel)) if on]
+    if notes:
+        head += f"  ({', '.join(notes)})"
+    if brief:
+        return head
+    lines = [head]
+    if opdef.doc:
+        lines.append(f"    {opdef.doc.strip().splitlines()[0]}")
+    lines.append("    inputs:  " + (", ".join(map(_slot_text, opdef.inputs)) or "-"))
+    lines.append("    outputs: " + (", ".join(map(_slot_text, opdef.outputs)) or "-"))
+    attrs = [repr(a) for a in opdef.attrs.values()]
+    lines.append("    attrs:   " + (", ".join(attrs) or "-"))
+    kernels = registry.kernels_for(opdef.type)
+    if opdef.no_kernel:
+        text = "interpreted by the executor"
+    elif kernels:
+        text = "; ".join(f"{d}: {', '.join(ts) if ts else 'any dtype'}" for d, ts in kernels.items())
+    else:
+        text = "none yet"
+    lines.append(f"    kernels: {text}")
+    return "\n".join(lines)
+
+
+def cmd_ops(args, out):
+    from .ops import default_registry
+    registry = default_registry()
+    if args.types:
+        defs = [registry.get(t) for t in args.types]
+    else:
+        defs = registry.ops()
+    for d in defs:
+        print(_describe_op(d, registry, args.brief), file=out)
+    if not args.types:
+        print(f"{len(defs)} ops from {len(registry.plugins)} plugins", file=out)
+    return 0
+
+
+def cmd_plugins(args, out):
+    from .ops import default_registry
+    registry = default_registry()
+    for name in registry.plugins:
+        n = sum(1 for d in registry.ops() if d.plugin == name)
+        print(f"{name}: {n} ops", file=out)
+    for name, err in registry.failed.items():
+        print(f"{name}: FAILED: {type(err).__name__}: {err}", file=out)
+    return 1 if registry.failed else 0
+
+
+def cmd_show(args, out):
+    from .framework import Program
+    try:
+        with open(args.file, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise HeadraceError(f"cannot read {args.file}: {e.strerror}") from None
+    program = Program.parse_from_string(data)
+    print(program.to_string(show_bookkeeping=args.all_attrs), file=out)
+    return 0
+
+
+def main(argv=None, out=None):
+    out = out or sys.stdout
+    parser = argparse.ArgumentParser(prog="headrace", description="headrace command line")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("ops", help="list registered ops with slots, attributes and kernels")
+    p.add_argument("types", nargs="*", help="only these op types")
+    p.add_argument("--brief", action="store_true", help="one line per op")
+    p.set_defaults(run=cmd_ops)
+    p = sub.add_parser("plugins", help="list loaded and failed plugins")
+    p.set_defaults(run=cmd_plugins)
+    p = sub.add_parser("show", help="print a saved program readably")
+    p.add_argument("file", help="a serialized ProgramDesc (.pdmodel, __model__, ...)")
+    p.add_argument("--all-attrs", action="store_true",
+                   help="also show bookkeeping attributes (op_role, op_callstack, ...)")
+    p.set_defaults(run=cmd_show)
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args, out)
+    except HeadraceError as e:
+        print(f"headrace {args.command}: error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,266 @@
+"""The Executor: runs a program's global block on a place, with Fluid's feed/fetch semantics.
+
+``run`` executes every op of the program; ``eval`` (the seeds' ``pd.eval``) executes only the
+ops the targets depend on. Both compile the block into a :class:`~headrace.runtime.plan.Plan`
+once per (program revision, feed names, fetch names) and reuse it, so a training step costs
+the kernels plus the small constant per op of the loop.
+
+Values of non-persistable variables live only for the run (Fluid's local scope); persistable
+ones (parameters, optimizer state) are read from and written back to the scope.
+"""
+import weakref
+
+import numpy as np
+
+from ..errors import HeadraceError
+from ..framework import Program, Variable, default_main_program
+from . import plan as plan_mod
+from .place import CPUPlace, Place
+from .scope import global_scope
+from .tensor import Tensor, check_lod
+
+__all__ = ["Executor", "FeedError", "FetchError"]
+
+
+class FeedError(HeadraceError):
+    """A fed value that does not match its variable (name, dtype, shape, LoD)."""
+
+
+class FetchError(HeadraceError):
+    """A fetch target that is not in the program or has no value."""
+
+
+def _reads(op):
+    """Names an op reads, including what its sub-blocks read from outside themselves."""
+    names = list(op.input_arg_names)
+    for sub in op.sub_blocks():
+        inner = set(sub.vars)
+        for o in sub.ops:
+            names.extend(n for n in _reads(o) if n not in inner)
+    return names
+
+
+class _RunPlan:
+    """A root plan plus the bindings of one feed/fetch signature."""
+
+    def __init__(self, program, place, feed_names, fetch_names, prune):
+        block = program.global_block()
+        self.program = program
+        fetch_vars = [self._var(block, n, FetchError, "fetch target") for n in fetch_names]
+        op_filter = None
+        if prune:
+            keep = self._needed_ops(block, {v.name for v in fetch_vars}, set(feed_names))
+            op_filter = lambda op: id(op) in keep  # noqa: E731
+        self.plan = plan_mod.prepare(block, place, program.registry, op_filter)
+        slots = self.plan.slots
+        self.feeds = []
+        for name in feed_names:
+            var = self._var(block, name, FeedError, "fed variable")
+            self.feeds.append((name, slots.slot(var), var))
+        self.fetches = [(v.name, slots.slot(v)) for v in fetch_vars]
+        # Persistables come from the scope; those the run writes go back to it.
+        fed = {s for _, s, _ in self.feeds}
+        written, self.loads, self.stores = set(), [], []
+        for i, var in enumerate(slots.vars):
+            if var is not None and var.persistable and i not in fed:
+                self.loads.append((i, var.name))
+        self._check_inputs(fed)
+        for ins in self._all_instrs(self.plan):
+            for i in plan_mod._flat(ins.out_ids):
+                if i > 0:
+                    written.add(i)
+        self.stores = [(i, slots.vars[i].name, slots.vars[i].lod_level > 0)
+                       for i in sorted(written) if slots.vars[i].persistable]
+        self.nslots = len(slots)
+
+    @staticmethod
+    def _var(block, name, error, what):
+        var = block.find_var(name)
+        if var is None:
+            data = [v.name for v in block.vars.values() if v.need_check_feed]
+            hint = f"; data variables: {', '.join(data)}" if data else ""
+            raise error(f"{what} '{name}' is not a variable of the program's global "
+                        f"block{hint}")
+        return var
+
+    def _all_instrs(self, plan):
+        yield from plan.instrs
+        for sub in plan._subplans.values():
+            yield from self._all_instrs(sub)
+
+    def _check_inputs(self, fed):
+        """A non-persistable variable read before anything writes it must be fed."""
+        written, self.must_init = set(fed), []
+        for ins in self.plan.instrs:
+            for i in plan_mod._flat(ins.in_ids):
+                var = self.plan.slots.vars[i] if i > 0 else None
+                if var is not None and i not in written and var.persistable:
+                    self.must_init.append((i, ins.op))
+                    written.add(i)
+                elif var is not None and i not in written:
+                    op = ins.op
+                    raise FeedError(
+                        f"variable '{var.name}' is read by op '{op.type}' (block "
+                        f"{op.block.idx}, op #{op.idx}) but is neither fed nor computed before"
+                        + (" it: add it to feed" if var.need_check_feed else " it"))
+            for i in plan_mod._flat(ins.out_ids):
+                written.add(i)
+
+    @staticmethod
+    def _needed_ops(block, targets, feeds):
+        needed, keep = set(targets) - feeds, set()
+        for op in reversed(block.ops):
+            if op.type in ("feed", "fetch"):
+                continue
+            if any(n in needed for n in op.output_arg_names):
+                keep.add(id(op))
+                needed.update(n for n in _reads(op) if n not in feeds)
+        return keep
+
+
+class Executor:
+    """Runs programs on ``place`` (CPUPlace() by default, or CUDAPlace(i))."""
+
+    def __init__(self, place=None):
+        place = place if place is not None else CPUPlace()
+        if not isinstance(place, Place):
+            raise HeadraceError(f"Executor takes a CPUPlace or CUDAPlace, got {place!r}")
+        self.place = place
+        self._device = place.module()
+        self._cache = weakref.WeakKeyDictionary()  # program -> {key: _RunPlan}
+
+    def close(self):
+        self._cache.clear()
+
+    def _run_plan(self, program, feed_names, fetch_names, prune):
+        per_program = self._cache.get(program)
+        key = (program.revision, feed_names, fetch_names, prune)
+        if per_program is None or per_program.get("revision") != program.revision:
+            per_program = self._cache[program] = {"revision": program.revision}
+        rp = per_program.get(key)
+        if rp is None:
+            rp = per_program[key] = _RunPlan(program, self.place, feed_names, fetch_names,
+                                             prune)
+        return rp
+
+    def run(self, program=None, feed=None, fetch_list=None, scope=None, return_numpy=True,
+            feed_var_name="feed", fetch_var_name="fetch", use_program_cache=True):
+        """Run every op of ``program``'s global block.
+
+        feed: ``{name: value}`` (NumPy array, list, or Tensor with LoD). fetch_list: Variables
+        or names; the result is a list in that order, NumPy arrays (``return_numpy``) or Tensors.
+        Programs loaded from inference models may carry feed/fetch ops: without a fetch_list,
+        their fetch targets are returned in ``col`` order.
+        """
+        program = program if program is not None else default_main_program()
+        if not isinstance(program, Program):
+            raise HeadraceError(f"Executor.run takes a Program, got {type(program).__name__}")
+        if fetch_list is None:
+            fetch_list = self._fetch_ops_targets(program)
+        return self._execute(program, feed, fetch_list, scope, return_numpy, prune=False)
+
+    def eval(self, targets, feed=None, scope=None, return_numpy=True):
+        """Compute ``targets`` (Variables of one program), running only the ops they need."""
+        single = isinstance(targets, Variable)
+        targets = [targets] if single else list(targets)
+        if not targets or not all(isinstance(t, Variable) for t in targets):
+            raise HeadraceError("Executor.eval takes a Variable or a list of Variables")
+        program = targets[0].block.program
+        out = self._execute(program, feed, targets, scope, return_numpy, prune=True)
+        return out[0] if single else out
+
+    @staticmethod
+    def _fetch_ops_targets(program):
+        ops = [op for op in program.global_block().ops if op.type == "fetch"]
+        return [op.input("X")[0] for op in sorted(ops, key=lambda o: o.attr("col"))]
+
+    def _execute(self, program, feed, fetch_list, scope, return_numpy, prune):
+        feed = feed or {}
+        if not isinstance(feed, dict):
+            raise FeedError(f"feed must be a dict of name -> value, got {type(feed).__name__}")
+        scope = scope if scope is not None else global_scope()
+        fetch_names = []
+        for f in fetch_list:
+            if isinstance(f, Variable):
+                fetch_names.append(f.name)
+            elif isinstance(f, str):
+                fetch_names.append(f)
+            else:
+                raise FetchError(f"fetch_list items are Variables or names, got {f!r}")
+        feed_names = tuple(sorted(k.name if isinstance(k, Variable) else k for k in feed))
+        rp = self._run_plan(program, feed_names, tuple(fetch_names), prune)
+        values = [None] * rp.nslots
+        lods = {}
+        for i, name in rp.loads:
+            t = scope.find(name)
+            if t is not None:
+                values[i] = t.data
+                if t.lod:
+                    lods[i] = t.lod
+        feed = {k.name if isinstance(k, Variable) else k: v for k, v in feed.items()}
+        for name, i, var in rp.feeds:
+            values[i], lod = self._convert_feed(var, feed[name])
+            if lod:
+                lods[i] = lod
+        self._check_initialized(rp, values)
+        rp.plan.run(values, lods)
+        for i, name, has_lod in rp.stores:
+            v = values[i]
+            t = scope.find(name)
+            if t is None:
+                scope.set(name, Tensor(v, lods.get(i)))
+            else:
+                t.data = v
+                if has_lod:
+                    t.lod = lods.get(i, [])
+        return [self._fetch(name, values[i], lods.get(i), return_numpy)
+                for name, i in rp.fetches]
+
+    @staticmethod
+    def _check_initialized(rp, values):
+        for i, op in rp.must_init:
+            if values[i] is None:
+                raise HeadraceError(
+                    f"persistable variable '{rp.plan.slots.vars[i].name}' (read by op "
+                    f"'{op.type}', block {op.block.idx}, op #{op.idx}) is not initialized in "
+                    f"the scope: run the startup program first")
+
+    def _convert_feed(self, var, value):
+        lod = None
+        if isinstance(value, Tensor):
+            value, lod = value.data, value.lod
+        expected = var.dtype
+        if not isinstance(value, np.ndarray) and not self._device.is_array(value):
+            try:
+                value = np.asarray(value, dtype=np.dtype(expected))
+            except (TypeError, ValueError) as e:
+                raise FeedError(f"fed variable '{var.name}': cannot convert {type(value).__name__}"
+                                f" to {expected}: {e}") from None
+        found = np.dtype(value.dtype).name
+        if found != expected:
+            raise FeedError(f"fed variable '{var.name}' has the wrong dtype\n  expected: "
+                            f"{expected}\n  found:    {found}")
+        shape, want = tuple(value.shape), var.shape
+        if len(shape) != len(want) or any(w >= 0 and w != s for w, s in zip(want, shape)):
+            raise FeedError(f"fed variable '{var.name}' has the wrong shape\n  expected: "
+                            f"{list(want)} (-1 matches any size)\n  found:    {list(shape)}")
+        if lod:
+            try:
+                lod = check_lod(lod, shape[0] if shape else 0, f"fed variable '{var.name}'")
+            except HeadraceError as e:
+                raise FeedError(str(e)) from None
+        elif var.lod_level > 0:
+            lod = None
+        if isinstance(value, np.ndarray):
+            value = self._device.to_device(np.ascontiguousarray(value), self.place)
+        return value, lod
+
+    def _fetch(self, name, value, lod, return_numpy):
+        if value is None:
+            raise FetchError(f"fetch target '{name}' has no value after the run: it was not "
+                             f"fed, computed, or found in the scope")
+        if isinstance(value, list):  # tensor arrays, step scopes
+            return value
+        host = np.array(self._device.to_host(value), copy=True)
+        return host if return_numpy else Tensor(host, lod)
+

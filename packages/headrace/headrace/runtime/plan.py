@@ -1,0 +1,212 @@
+"""Prepared plans: a block compiled once into a flat list of kernel calls over numbered slots.
+
+Preparing resolves every variable to a slot index, picks every op's kernel for the place and
+binds its attributes, so a run is a tight loop: gather the input values, call the kernel, store
+the outputs (see ``_loop``). Sub-blocks (while, conditional_block) get plans of their own over
+the same slots; their kernels receive them through ``KernelInfo.subplan``.
+"""
+import numpy as np
+
+from ..errors import HeadraceError, OpError
+from ..ops.infer import DictInferContext, VarMeta
+from . import _loop
+from ._loop import Instr
+
+__all__ = ["KernelInfo", "Plan", "SlotMap", "prepare"]
+
+NONE_SLOT = 0  # slot 0 always holds None: unbound optional inputs point at it
+
+
+class SlotMap:
+    """Variable -> slot index, shared by a root plan and its sub-plans."""
+
+    def __init__(self):
+        self.index = {}   # id(Variable) -> slot
+        self.vars = [None]  # slot -> Variable (slot 0: None)
+
+    def slot(self, var):
+        i = self.index.get(id(var))
+        if i is None:
+            i = self.index[id(var)] = len(self.vars)
+            self.vars.append(var)
+        return i
+
+    def __len__(self):
+        return len(self.vars)
+
+
+class KernelInfo:
+    """What a kernel maker may know about the op it is specialized for.
+
+    ``op`` the Operator, ``attrs`` its attributes (dict), ``place`` and ``device`` the device
+    module, ``in_dtypes``/``out_dtypes`` ``{slot: [dtype, ...]}`` from the VarDescs,
+    ``out_shapes`` likewise (build-time shapes, -1 unknown), ``seed`` for random ops (None:
+    nondeterministic), ``subplan(block)`` a Plan for a sub-block over the same slots.
+    """
+
+    def __init__(self, plan, op, attrs, place):
+        self._plan = plan
+        self.op = op
+        self.attrs = attrs
+        self.place = place
+        self.device = place.module()
+        block = op.block
+        self.in_dtypes = {s: [block.var_recursive(n).dtype for n in ns]
+                          for s, ns in op.inputs.items()}
+        self.out_dtypes = {s: [block.var_recursive(n).dtype for n in ns]
+                           for s, ns in op.outputs.items()}
+        self.out_shapes = {s: [block.var_recursive(n).shape for n in ns]
+                           for s, ns in op.outputs.items()}
+        self.seed = self._seed(op, attrs)
+
+    @staticmethod
+    def _seed(op, attrs):
+        own = attrs.get("seed", 0)
+        if own:
+            return int(own)
+        base = op.block.program.random_seed
+        if not base:
+            return None
+        # Distinct, reproducible streams per op: the program seed mixed with the op's position.
+        return int(np.random.SeedSequence([base, op.block.idx, op.idx]).generate_state(1)[0])
+
+    def subplan(self, block):
+        return self._plan.subplan(block)
+
+
+class Plan:
+    """The compiled form of one block. ``instrs`` run in order over a values list."""
+
+    def __init__(self, block, place, slots, registry, op_filter=None):
+        self.block = block
+        self.place = place
+        self.slots = slots
+        self.registry = registry
+        self._subplans = {}
+        self.instrs = []
+        self.lod_slots = set()  # slots whose variables carry LoD
+        for op in block.ops:
+            if op_filter is not None and not op_filter(op):
+                continue
+            if op.type in ("feed", "fetch"):
+                continue  # the executor binds feeds and fetches to slots directly
+            self.instrs.append(self._compile(op))
+        self.local_ids = tuple(slots.slot(v) for v in block.vars.values())
+
+    def subplan(self, block):
+        p = self._subplans.get(block.idx)
+        if p is None:
+            p = self._subplans[block.idx] = Plan(block, self.place, self.slots, self.registry)
+        return p
+
+    def _slot_of(self, op, name, role):
+        var = op.block._find_var_recursive(name)
+        if var is None:
+            raise OpError(f"{role} variable '{name}' is not declared in block {op.block.idx} "
+                          f"or its ancestors", op_type=op.type, block_idx=op.block.idx,
+                          op_idx=op.idx, source=op.source)
+        i = self.slots.slot(var)
+        if var.lod_level > 0:
+            self.lod_slots.add(i)
+        return i
+
+    def _compile(self, op):
+        opdef = op.opdef
+        where = dict(op_type=op.type, block_idx=op.block.idx, op_idx=op.idx, source=op.source)
+        if opdef is None:
+            raise OpError("no installed plugin defines this op type, so it cannot run",
+                          **where)
+        ins, outs = op.inputs, op.outputs
+        in_ids = []
+        for s in opdef.inputs:
+            names = ins.get(s.name, [])
+            if s.duplicable:
+                in_ids.append(tuple(self._slot_of(op, n, "input") for n in names))
+            else:
+                in_ids.append(self._slot_of(op, names[0], "input") if names else NONE_SLOT)
+        out_ids = []
+        for s in opdef.outputs:
+            names = outs.get(s.name, [])
+            if s.duplicable:
+                out_ids.append(tuple(self._slot_of(op, n, "output") for n in names))
+            else:
+                out_ids.append(self._slot_of(op, names[0], "output") if names else -1)
+        dtype = None
+        for s in opdef.inputs:
+            names = ins.get(s.name)
+            if names:
+                dtype = op.block.var_recursive(names[0]).dtype
+                break
+        try:
+            kernel = self.registry.kernel(op.type, self.place.device, dtype)
+            attrs = op.attrs
+            fn = kernel.fn(attrs, KernelInfo(self, op, attrs, self.place))
+        except OpError as e:
+            raise e.locate(**where)
+        except HeadraceError:
+            raise
+        except Exception as e:
+            raise OpError(f"preparing its kernel failed: {type(e).__name__}: {e}",
+                          **where) from e
+        # LoD flows from the first input that has one to outputs that declare LoD, unless the
+        # kernel handles LoD itself (it then receives and returns Tensors: lod_kernel=True).
+        lod_share = ()
+        if not getattr(fn, "lod_kernel", False):
+            src = next((i for i in _flat(in_ids) if i in self.lod_slots), None)
+            dst = [i for i in _flat(out_ids) if i > 0 and
+                   self.slots.vars[i].lod_level > 0]
+            if src is not None and dst:
+                lod_share = tuple((src, d) for d in dst)
+                self.lod_slots.update(dst)
+        return Instr(fn, tuple(in_ids), tuple(out_ids), op, lod_share)
+
+    def run(self, values, lods):
+        """Run every instruction over ``values`` (list by slot) and ``lods`` (slot -> LoD)."""
+        try:
+            _loop.run(self.instrs, values, lods)
+        except OpError:
+            raise
+        except Exception as e:
+            raise self._explain(e, values) from e
+
+    def _explain(self, exc, values):
+        """Turn a kernel's exception into an OpError at the failing op; the op's shape rule is
+        re-run on the real shapes first, since its message is usually the most precise."""
+        instr = self.instrs[_loop.failed_index()]
+        op = instr.op
+        where = dict(op_type=op.type, block_idx=op.block.idx, op_idx=op.idx, source=op.source)
+        if isinstance(exc, HeadraceError) and not isinstance(exc, OpError):
+            return OpError(str(exc), **where)
+        opdef = op.opdef
+        if opdef.infer is not None:
+            metas = {}
+            for s, ids in zip(opdef.inputs, instr.in_ids):
+                ids = ids if isinstance(ids, tuple) else (ids,)
+                metas[s.name] = [self._meta(i, values[i]) for i in ids if i > 0]
+            ctx = DictInferContext(op.type, metas, op.outputs, op.attrs, runtime=True)
+            try:
+                opdef.infer(ctx)
+            except OpError as e:
+                return e.locate(**where)
+            except Exception:
+                pass
+        return OpError(f"kernel failed: {type(exc).__name__}: {exc}", **where)
+
+    def _meta(self, i, value):
+        var = self.slots.vars[i]
+        shape = tuple(getattr(value, "shape", ()))
+        dtype = np.dtype(value.dtype).name if hasattr(value, "dtype") else var.dtype
+        return VarMeta(var.name, shape, dtype, var.lod_level, var.kind)
+
+
+def _flat(ids):
+    for i in ids:
+        if isinstance(i, tuple):
+            yield from i
+        else:
+            yield i
+
+
+def prepare(block, place, registry, op_filter=None):
+    """A root Plan for ``block`` on ``place``."""
+    return Plan(block, place, SlotMap(), registry, op_filter)

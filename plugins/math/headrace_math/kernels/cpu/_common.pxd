@@ -1,0 +1,26 @@
+# Small inline helpers every CPU kernel module of this plugin shares (cimported, no runtime cost).
+cimport numpy as cnp
+
+ctypedef fused real:
+    float
+    double
+
+
+cdef inline cnp.ndarray contiguous(object x):
+    """``x`` as a C-contiguous ndarray (no copy when it already is one)."""
+    if type(x) is cnp.ndarray and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>x):
+        return <cnp.ndarray>x
+    import numpy as np
+    return np.ascontiguousarray(x)
+
+
+cdef inline cnp.ndarray empty_like(cnp.ndarray x):
+    return cnp.PyArray_EMPTY(cnp.PyArray_NDIM(x), cnp.PyArray_DIMS(x), cnp.PyArray_TYPE(x), 0)
+
+
+cdef inline cnp.ndarray empty(tuple shape, int typenum):
+    cdef cnp.npy_intp dims[32]
+    cdef int i, nd = len(shape)
+    for i in range(nd):
+        dims[i] = shape[i]
+    return cnp.PyArray_EMPTY(nd, dims, typenum, 0)

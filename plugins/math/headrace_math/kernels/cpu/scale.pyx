@@ -1,0 +1,49 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""scale: Out = scale * X + bias (bias_after_scale) or scale * (X + bias)."""
+cimport numpy as cnp
+from ._common cimport contiguous, empty_like, real
+
+cnp.import_array()
+
+DTYPES = ("float32", "float64")
+
+
+cdef void _scale(const real* x, real* out, Py_ssize_t n, real s, real b, bint after) noexcept nogil:
+    cdef Py_ssize_t i
+    if after:
+        for i in range(n):
+            out[i] = s * x[i] + b
+    else:
+        for i in range(n):
+            out[i] = s * (x[i] + b)
+
+
+cdef class Scale:
+    """Kernel maker and kernel: built once per op with its attributes, called per run."""
+    cdef double s, b
+    cdef bint after
+
+    def __init__(self, dict attrs, info=None):
+        self.s = attrs["scale"]
+        self.b = attrs["bias"]
+        self.after = attrs["bias_after_scale"]
+
+    def __call__(self, x):
+        cdef cnp.ndarray a = contiguous(x)
+        cdef cnp.ndarray out = empty_like(a)
+        cdef Py_ssize_t n = cnp.PyArray_SIZE(a)
+        cdef int t = cnp.PyArray_TYPE(a)
+        if t == cnp.NPY_FLOAT32:
+            with nogil:
+                _scale(<const float*>cnp.PyArray_DATA(a), <float*>cnp.PyArray_DATA(out), n,
+                       <float>self.s, <float>self.b, self.after)
+        elif t == cnp.NPY_FLOAT64:
+            with nogil:
+                _scale(<const double*>cnp.PyArray_DATA(a), <double*>cnp.PyArray_DATA(out), n,
+                       self.s, self.b, self.after)
+        else:
+            raise TypeError(f"scale: X has dtype {a.dtype}, expected float32 or float64")
+        return (out,)
+
+
+KERNELS = [("scale", Scale, DTYPES)]

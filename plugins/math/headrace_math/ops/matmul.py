@@ -1,0 +1,123 @@
+"""Matrix products: mul (flatten both operands to 2-D, then a GEMM), matmul and matmul_v2
+(NumPy matmul: 1-D operands, broadcast batch dims, optional transposes)."""
+from headrace.ops import Attr, In, OpDef, Out
+from headrace.ops.shape import broadcast_shapes, dim_eq, numel
+
+from ._common import FLOATS, at_least, label, same_dtype
+
+# -- mul ------------------------------------------------------------------------------------
+
+
+def _infer_mul(ctx):
+    x, y = ctx.input("X"), ctx.input("Y")
+    xn, yn = ctx.attr("x_num_col_dims"), ctx.attr("y_num_col_dims")
+    for meta, slot, n, attr in ((x, "X", xn, "x_num_col_dims"), (y, "Y", yn, "y_num_col_dims")):
+        # Both 2-D views need a non-empty column part, so the rank must exceed the split point.
+        if meta.rank <= n:
+            ctx.fail(f"{label(meta, slot)} of rank {meta.rank} cannot be flattened at "
+                     f"{attr}={n}", expected=f"{slot} of rank > {n}",
+                     found=f"rank {meta.rank}, shape {list(meta.shape)}")
+    width, height = numel(x.shape[xn:]), numel(y.shape[:yn])
+    if not dim_eq(width, height):
+        ctx.fail(f"{label(x, 'X')}'s flattened width {width} != {label(y, 'Y')}'s flattened "
+                 f"height {height}",
+                 expected=f"prod(X.dims[{xn}:]) == prod(Y.dims[:{yn}])",
+                 found=f"X{list(x.shape)} -> [{numel(x.shape[:xn])}, {width}], "
+                       f"Y{list(y.shape)} -> [{height}, {numel(y.shape[yn:])}]")
+    ctx.set_output_like("Out", x, shape=list(x.shape[:xn]) + list(y.shape[yn:]),
+                        dtype=same_dtype(ctx, x, y))
+
+
+mul = OpDef(
+    "mul",
+    inputs=[In("X", "left operand, viewed as a matrix split at x_num_col_dims", dtypes=FLOATS),
+            In("Y", "right operand, viewed as a matrix split at y_num_col_dims", dtypes=FLOATS)],
+    outputs=[Out("Out", "X.dims[:x_num_col_dims] + Y.dims[y_num_col_dims:]; LoD of X")],
+    attrs=[
+        Attr("x_num_col_dims", "int", 1, "X's leading dims that form the matrix rows",
+             check=at_least(1)),
+        Attr("y_num_col_dims", "int", 1, "Y's leading dims that form the matrix rows",
+             check=at_least(1)),
+    ],
+    infer=_infer_mul,
+    doc="Matrix product of flattened operands (the fc layer's product). X is viewed as a "
+        "[prod(X.dims[:x_num_col_dims]), prod(X.dims[x_num_col_dims:])] matrix and Y as "
+        "[prod(Y.dims[:y_num_col_dims]), prod(Y.dims[y_num_col_dims:])]; the inner sizes "
+        "must agree. Out = X.dims[:x_num_col_dims] + Y.dims[y_num_col_dims:].",
+)
+
+# -- matmul / matmul_v2 -----------------------------------------------------------------------
+
+
+def _matmul_shape(ctx, x, y, trans_x, trans_y, tx_name, ty_name):
+    """NumPy matmul's output shape with optional transposes of the last two dims."""
+    for meta, slot in ((x, "X"), (y, "Y")):
+        if meta.rank == 0:
+            ctx.fail(f"{label(meta, slot)} is a 0-D tensor; matmul needs vectors or matrices",
+                     expected=f"{slot} of rank >= 1", found="rank 0, shape []")
+    xs, ys = list(x.shape), list(y.shape)
+    # A 1-D operand is a row (X) or column (Y) vector whose added dim is dropped again, as in
+    # NumPy and matmul_v2; transposing a vector means nothing, so the flag is ignored.
+    x_vec, y_vec = len(xs) == 1, len(ys) == 1
+    if x_vec:
+        xs, trans_x = [1] + xs, False
+    if y_vec:
+        ys, trans_y = ys + [1], False
+    m, kx = (xs[-1], xs[-2]) if trans_x else (xs[-2], xs[-1])
+    ky, n = (ys[-1], ys[-2]) if trans_y else (ys[-2], ys[-1])
+    if not dim_eq(kx, ky):
+        ctx.fail(f"{label(x, 'X')}'s contraction dim {kx} != {label(y, 'Y')}'s contraction dim "
+                 f"{ky}", expected="X's last dim (second-to-last if transposed) == Y's "
+                 "second-to-last dim (last if transposed)",
+                 found=f"X{list(x.shape)} {tx_name}={trans_x}, "
+                       f"Y{list(y.shape)} {ty_name}={trans_y}")
+    batch = broadcast_shapes(ctx, xs[:-2], ys[:-2], f"X ({x.name}) batch dims",
+                             f"Y ({y.name}) batch dims")
+    out = batch + ([] if x_vec else [m]) + ([] if y_vec else [n])
+    # vector . vector is a scalar: [1] in the Fluid op set (Paddle >= 2.5 writes []).
+    return out or [1]
+
+
+def _matmul_infer(tx_attr, ty_attr):
+    def infer(ctx):
+        x, y = ctx.input("X"), ctx.input("Y")
+        dtype = same_dtype(ctx, x, y)
+        shape = _matmul_shape(ctx, x, y, ctx.attr(tx_attr), ctx.attr(ty_attr), tx_attr, ty_attr)
+        ctx.set_output_like("Out", x, shape=shape, dtype=dtype)
+    return infer
+
+
+_MATMUL_DOC = ("NumPy matmul of X and Y: the last two dims multiply as matrices (after the "
+               "optional transposes), leading batch dims broadcast; a 1-D X is a row vector "
+               "and a 1-D Y a column vector whose extra dim is dropped from Out (the "
+               "transpose flag of a 1-D operand is ignored); vector . vector gives [1].")
+
+matmul = OpDef(
+    "matmul",
+    inputs=[In("X", "left operand, rank >= 1", dtypes=FLOATS),
+            In("Y", "right operand, rank >= 1", dtypes=FLOATS)],
+    outputs=[Out("Out", "alpha * op(X) @ op(Y); LoD of X")],
+    attrs=[
+        Attr("transpose_X", "bool", False, "swap X's last two dims first"),
+        Attr("transpose_Y", "bool", False, "swap Y's last two dims first"),
+        Attr("alpha", "float", 1.0, "scale applied to the product"),
+    ],
+    infer=_matmul_infer("transpose_X", "transpose_Y"),
+    doc="Out = alpha * op(X) @ op(Y). " + _MATMUL_DOC + " Paddle's matmul required equal "
+        "batch sizes; broadcasting them is a superset of that.",
+)
+
+matmul_v2 = OpDef(
+    "matmul_v2",
+    inputs=[In("X", "left operand, rank >= 1", dtypes=FLOATS),
+            In("Y", "right operand, rank >= 1", dtypes=FLOATS)],
+    outputs=[Out("Out", "op(X) @ op(Y); LoD of X")],
+    attrs=[
+        Attr("trans_x", "bool", False, "swap X's last two dims first"),
+        Attr("trans_y", "bool", False, "swap Y's last two dims first"),
+    ],
+    infer=_matmul_infer("trans_x", "trans_y"),
+    doc="Out = op(X) @ op(Y) (Paddle 2.x's matmul, no alpha). " + _MATMUL_DOC,
+)
+
+OPS = [mul, matmul, matmul_v2]

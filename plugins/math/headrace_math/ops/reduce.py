@@ -1,0 +1,127 @@
+"""Reductions: mean (of everything, Out [1]) and reduce_sum/_mean/_max/_min/_prod over chosen
+dims, plus the logical reduce_all/reduce_any over bool tensors."""
+from headrace import dtypes
+from headrace.ops import Attr, In, OpDef, Out
+from headrace.ops.shape import normalize_axis
+
+from ._common import BOOL, FLOATS, NUMERIC, dtype_code
+
+# -- mean -------------------------------------------------------------------------------------
+
+
+def _infer_mean(ctx):
+    x = ctx.input("X")
+    # Fluid writes [1] for a full reduction (Paddle >= 2.5 writes []); losses must be [1].
+    ctx.set_output("Out", [1], x.dtype)
+
+
+mean = OpDef(
+    "mean",
+    inputs=[In("X", "input tensor", dtypes=FLOATS)],
+    outputs=[Out("Out", "[1], the mean of all elements")],
+    infer=_infer_mean,
+    doc="Out = mean of all elements of X, shape [1]; the usual end of a loss.",
+)
+
+# -- reduce_* ---------------------------------------------------------------------------------
+
+
+def reduced_dims(ctx, x):
+    """The sorted, non-negative dims to reduce, or None for all of them."""
+    dims = ctx.attr("dim")
+    # Paddle 2 writes dim=[] for "everything"; a 0-D X can only be reduced whole.
+    if ctx.attr("reduce_all") or not dims or x.rank == 0:
+        return None
+    seen = {}
+    for d in dims:
+        nd = normalize_axis(ctx, d, x.rank, name="dim")
+        if nd in seen:
+            ctx.fail(f"attribute 'dim' names dimension {nd} of X ({x.name}) twice "
+                     f"(as {seen[nd]} and {d})", expected="distinct dims",
+                     found=f"dim={list(dims)} for rank {x.rank}")
+        seen[nd] = d
+    return sorted(seen)
+
+
+def reduced_shape(x, dims, keep_dim):
+    """X's shape with ``dims`` (None: all) reduced: set to 1 (keep_dim) or dropped; a result
+    without dims is [1], Fluid's scalar."""
+    rank = x.rank
+    gone = set(range(rank)) if dims is None else set(dims)
+    shape = [1 if i in gone else d for i, d in enumerate(x.shape)
+             if keep_dim or i not in gone]
+    # keep_dim on a 0-D X keeps it 0-D: the rank is what keep_dim promises.
+    return shape if shape or (keep_dim and rank == 0) else [1]
+
+
+def _reduce_infer(bool_out):
+    def infer(ctx):
+        x = ctx.input("X")
+        dims = reduced_dims(ctx, x)
+        shape = reduced_shape(x, dims, ctx.attr("keep_dim"))
+        if bool_out:
+            dtype = "bool"
+        else:
+            code = ctx.attr("out_dtype")
+            dtype = x.dtype if code == -1 else dtypes.from_proto(code)
+        # Rows (dim 0) survive only if dim 0 is not reduced; only then does the LoD still apply.
+        lod = x.lod_level if dims is not None and 0 not in dims else 0
+        ctx.set_output("Out", shape, dtype, lod_level=lod)
+    return infer
+
+
+def _common_attrs():
+    return [
+        Attr("dim", "ints", [0], "dims to reduce; negative counts from the end; [] means all"),
+        Attr("keep_dim", "bool", False, "keep reduced dims as size 1"),
+        Attr("reduce_all", "bool", False, "reduce every dim (dim is ignored)"),
+    ]
+
+
+# op type -> (what it computes, dtypes of X)
+REDUCTIONS = {
+    "reduce_sum": ("sum", NUMERIC + BOOL),
+    "reduce_mean": ("mean", NUMERIC),
+    "reduce_max": ("maximum", NUMERIC),
+    "reduce_min": ("minimum", NUMERIC),
+    "reduce_prod": ("product", NUMERIC),
+}
+
+_SHAPE_DOC = ("Reduced dims are dropped, or kept as 1 with keep_dim; reducing every dim "
+              "without keep_dim gives [1]. dim entries may be negative and must be distinct.")
+
+
+def make_reduce(op_type, what, x_dtypes):
+    """The OpDef of a numeric reduction computing ``what`` over ``dim``."""
+    return OpDef(
+        op_type,
+        inputs=[In("X", "input tensor", dtypes=x_dtypes)],
+        outputs=[Out("Out", f"the {what} over the reduced dims")],
+        attrs=_common_attrs() + [
+            Attr("in_dtype", "int", -1, "cast X to this VarType code first (-1: no cast)",
+                 check=dtype_code),
+            Attr("out_dtype", "int", -1, "Out's VarType code (-1: X's dtype)",
+                 check=dtype_code),
+        ],
+        infer=_reduce_infer(bool_out=False),
+        doc=f"Out = the {what} of X over the dims in `dim` (all dims if reduce_all). "
+            + _SHAPE_DOC + " Out has X's dtype unless out_dtype is set (Paddle 2).",
+    )
+
+
+def make_logical_reduce(op_type, what):
+    """The OpDef of a bool reduction (no gradient)."""
+    return OpDef(
+        op_type,
+        inputs=[In("X", "bool tensor", dtypes=BOOL)],
+        outputs=[Out("Out", f"bool, {what} over the reduced dims")],
+        attrs=_common_attrs(),
+        infer=_reduce_infer(bool_out=True),
+        differentiable=False,
+        doc=f"Out = {what} over the dims in `dim` of a bool X. " + _SHAPE_DOC,
+    )
+
+
+OPS = ([mean] + [make_reduce(t, w, d) for t, (w, d) in REDUCTIONS.items()]
+       + [make_logical_reduce("reduce_all", "whether all elements are true"),
+          make_logical_reduce("reduce_any", "whether any element is true")])

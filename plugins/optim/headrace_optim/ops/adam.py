@@ -1,0 +1,40 @@
+"""adam: Adam (Kingma & Ba) with bias correction through the beta power accumulators."""
+from headrace.ops import Attr
+
+from ._common import State, at_least, in_range, optimizer_op
+
+
+def _check_pow_outputs(ctx):
+    # Newer Paddle advances the beta powers inside the op; older programs use separate scale
+    # ops and bind neither output. One without the other would advance half the state.
+    bound = [s for s in ("Beta1PowOut", "Beta2PowOut") if ctx.has_output(s)]
+    if len(bound) == 1:
+        ctx.fail("outputs 'Beta1PowOut' and 'Beta2PowOut' go together",
+                 expected="both bound or neither", found=f"only {bound[0]}")
+
+
+adam = optimizer_op(
+    "adam",
+    "Moment1Out = beta1 Moment1 + (1 - beta1) Grad; Moment2Out = beta2 Moment2 + (1 - beta2) "
+    "Grad^2; lr_t = LearningRate sqrt(1 - Beta2Pow) / (1 - Beta1Pow); ParamOut = Param - lr_t "
+    "Moment1Out / (sqrt(Moment2Out) + epsilon sqrt(1 - Beta2Pow)). When Beta1PowOut/Beta2PowOut "
+    "are bound the op also advances the powers (Beta1PowOut = Beta1Pow * beta1).",
+    states=[
+        State("Moment1", "first moment, shape of Param"),
+        State("Moment2", "second moment, shape of Param"),
+        State("Beta1Pow", "beta1^t, one element", scalar=True, optional_out=True),
+        State("Beta2Pow", "beta2^t, one element", scalar=True, optional_out=True),
+    ],
+    attrs=[
+        Attr("beta1", "float", 0.9, "decay of the first moment", check=in_range(0.0, 1.0, True)),
+        Attr("beta2", "float", 0.999, "decay of the second moment",
+             check=in_range(0.0, 1.0, True)),
+        Attr("epsilon", "float", 1e-8, "added to the denominator", check=at_least(0.0)),
+        Attr("lazy_mode", "bool", False, "with a selected-rows Grad, update only its rows"),
+        Attr("min_row_size_to_use_multithread", "long", 1000,
+             "a Paddle CPU threading hint for selected-rows Grad (ignored)", check=at_least(0)),
+    ],
+    extra_check=_check_pow_outputs,
+)
+
+OPS = [adam]

@@ -1,0 +1,140 @@
+"""Shared fixtures of the core's tests: an isolated registry of fake ops.
+
+The core's tests never depend on the real op plugins (they are written in parallel): every
+program here is built against ``fake_registry``, a registry holding only the ops below.
+"""
+import pytest
+
+import headrace
+from headrace.ops import Attr, In, OpDef, Out, build_registry, hookimpl
+from headrace.ops.shape import same_as
+
+
+def _fill_infer(ctx):
+    ctx.set_output("Out", ctx.attr("shape"), ctx.attr("dtype"))
+
+
+def _concat_infer(ctx):
+    metas = ctx.inputs("X")
+    shape = list(metas[0].shape)
+    axis = ctx.attr("axis")
+    shape[axis] = sum(m.shape[axis] for m in metas)
+    ctx.set_output("Out", shape, metas[0].dtype)
+
+
+def _dropout_infer(ctx):
+    x = ctx.input("X")
+    ctx.set_output_like("Out", x)
+    ctx.set_output("Mask", x.shape, "uint8")
+
+
+def _prob_check(p):
+    return None if 0.0 <= p <= 1.0 else "must be in [0, 1]"
+
+
+# One attribute of every type, each with a default (the serialization tests use it).
+ALL_ATTRS = [
+    Attr("a_int", "int", 0), Attr("a_float", "float", 0.0), Attr("a_string", "string", ""),
+    Attr("a_ints", "ints", []), Attr("a_floats", "floats", []), Attr("a_strings", "strings", []),
+    Attr("a_bool", "bool", False), Attr("a_bools", "bools", []), Attr("a_long", "long", 0),
+    Attr("a_longs", "longs", []), Attr("a_float64s", "float64s", []),
+    Attr("a_float64", "float64", 0.0), Attr("a_var", "var", ""), Attr("a_vars", "vars", []),
+]
+
+FAKE_OPS = [
+    OpDef("ident", inputs=[In("X")], outputs=[Out("Out")], infer=same_as("X")),
+    OpDef("fill", outputs=[Out("Out")],
+          attrs=[Attr("shape", "ints", [1]), Attr("dtype", "string", "float32"),
+                 Attr("value", "float", 0.0)],
+          infer=_fill_infer),
+    OpDef("concat", inputs=[In("X", duplicable=True)], outputs=[Out("Out")],
+          attrs=[Attr("axis", "int", 0)], infer=_concat_infer),
+    OpDef("dropout", inputs=[In("X", dtypes=["float32", "float64"])],
+          outputs=[Out("Out"), Out("Mask", intermediate=True)],
+          attrs=[Attr("dropout_prob", "float", 0.5, check=_prob_check),
+                 Attr("is_test", "bool", False)],
+          infer=_dropout_infer),
+    OpDef("pick", inputs=[In("X"), In("Index", optional=True)], outputs=[Out("Out")],
+          attrs=[Attr("k", "int"), Attr("mode", "string", "sum", choices=["sum", "mean"])],
+          infer=same_as("X")),
+    OpDef("cond", inputs=[In("Cond", optional=True)], outputs=[Out("Out", optional=True)],
+          attrs=[Attr("sub_block", "block")], no_kernel=True),
+    OpDef("all_attrs", outputs=[Out("Out")], attrs=ALL_ATTRS,
+          infer=lambda ctx: ctx.set_output("Out", [1], "float32")),
+]
+
+
+class FakeOps:
+    """A plugin object: a module-like class whose hook registers FAKE_OPS."""
+
+    @staticmethod
+    @hookimpl
+    def headrace_register_ops(registry):
+        for op in FAKE_OPS:
+            registry.add_op(op)
+
+
+@pytest.fixture(scope="session")
+def fake_registry():
+    """A registry holding only the fake ops (no installed plugin is loaded)."""
+    reg = build_registry(plugins=[("fake-ops", FakeOps)], autoload=False)
+    assert sorted(reg) == sorted(op.type for op in FAKE_OPS)
+    return reg
+
+
+@pytest.fixture
+def prog(fake_registry):
+    """An empty program validated against the fake registry."""
+    return headrace.Program(registry=fake_registry)
+
+
+def _plain(value):
+    if isinstance(value, headrace.Block):
+        return ("block", value.idx)
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def snapshot(program):
+    """Everything the Python objects of ``program`` say, block by block (for comparisons)."""
+    out = []
+    for block in program.blocks:
+        vars_ = [(v.name, v.kind, v.shape, v.dtype, v.lod_level, v.persistable, v.stop_gradient,
+                  v.is_parameter, type(v).__name__) for v in block.vars.values()]
+        ops = [(op.type, op.inputs, op.outputs, {k: _plain(v) for k, v in op.attrs.items()})
+               for op in block.ops]
+        out.append((block.idx, block.parent_idx, vars_, ops))
+    return out
+
+
+@pytest.fixture
+def assert_consistent():
+    """``assert_consistent(program)``: the Python objects and the ProgramDesc agree.
+
+    Checks names and order of vars and ops against the live desc, then rebuilds a program from
+    the serialized bytes alone and compares every Python-visible property with the live one.
+    """
+    def check(program):
+        assert len(program.desc.blocks) == len(program.blocks)
+        for i, block in enumerate(program.blocks):
+            bdesc = program.desc.blocks[i]
+            assert block.idx == bdesc.idx == i
+            assert list(block.vars) == [v.name for v in bdesc.vars]
+            for var, vdesc in zip(block.vars.values(), bdesc.vars):
+                assert var.desc == vdesc
+            assert [op.type for op in block.ops] == [o.type for o in bdesc.ops]
+            for op, odesc in zip(block.ops, bdesc.ops):
+                assert op.desc == odesc
+                assert op.input_arg_names == [a for s in odesc.inputs for a in s.arguments]
+                assert op.output_arg_names == [a for s in odesc.outputs for a in s.arguments]
+        again = headrace.Program.parse_from_string(program.serialize_to_string(),
+                                                   registry=program.registry)
+        assert snapshot(again) == snapshot(program)
+    return check
+
+
+@pytest.fixture
+def snapshot_of():
+    """The :func:`snapshot` function, for tests that compare two programs."""
+    return snapshot
