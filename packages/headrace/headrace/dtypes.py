@@ -39,7 +39,7 @@ def canonical(dtype):
     elif isinstance(dtype, (int, np.integer)) and not isinstance(dtype, bool):
         if int(dtype) in _PROTO_TO_NAME:
             return _PROTO_TO_NAME[int(dtype)]
-    else:
+    elif dtype is not None:  # np.dtype(None) would be float64
         try:
             name = np.dtype(dtype).name
         except TypeError:

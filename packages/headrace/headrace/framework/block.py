@@ -10,7 +10,8 @@ from ..errors import OpError, ProgramError, VariableError
 from ..ops import attrs as attr_codec
 from ..proto import framework_pb2 as pb
 from .operator import Operator, prepare_op
-from .variable import KINDS, Parameter, Variable, init_desc, normalize_shape
+from .variable import (KINDS, Parameter, Variable, init_desc, normalize_lod_level,
+                       normalize_shape)
 
 __all__ = ["Block"]
 
@@ -92,19 +93,32 @@ class Block:
         if not isinstance(name, str) or not name:
             raise VariableError(f"variable name must be a non-empty str, got {name!r}")
         shape = normalize_shape(shape, name)
+        lod_level = normalize_lod_level(lod_level, name)
         if dtype is not None:
             dtype = dt.canonical(dtype)
+        if type not in KINDS:
+            raise VariableError(f"variable '{name}': unknown kind {type!r}; "
+                                f"valid: {', '.join(KINDS)}")
         existing = self.vars.get(name)
         if existing is not None:
             self._check_redeclaration(existing, shape, dtype, lod_level, type)
             return existing
-        desc = self.desc.vars.add()
-        init_desc(desc, name, type, shape, dtype, lod_level, persistable, stop_gradient,
-                  need_check_feed)
+        desc = self._add_var_desc(name, type, shape, dtype, lod_level, persistable,
+                                  stop_gradient, need_check_feed)
         var = Variable(self, desc)
         self.vars[name] = var
         self._changed()
         return var
+
+    def _add_var_desc(self, *args):
+        # Everything was checked before, but a failure must still leave no half-made VarDesc.
+        desc = self.desc.vars.add()
+        try:
+            init_desc(desc, *args)
+        except BaseException:
+            del self.desc.vars[-1]
+            raise
+        return desc
 
     def _check_redeclaration(self, var, shape, dtype, lod_level, kind):
         found = []
@@ -126,18 +140,18 @@ class Block:
         """Declare a parameter. Parameters are global: it lands in the program's global block,
         whichever block this is. Re-declaring returns the existing parameter."""
         g = self.program.global_block()
+        shape = normalize_shape(shape, name)
+        dtype = dt.canonical("float32" if dtype is None else dtype)
+        lod_level = normalize_lod_level(lod_level, name)
         if name in g.vars:
             existing = g.vars[name]
             if not isinstance(existing, Parameter):
                 raise VariableError(f"'{name}' is already a non-parameter variable of block 0")
-            g._check_redeclaration(existing, normalize_shape(shape, name),
-                                   dt.canonical(dtype), lod_level, "lod_tensor")
+            g._check_redeclaration(existing, shape, dtype, lod_level, "lod_tensor")
             return existing
-        shape = normalize_shape(shape, name)
         if shape is None or any(d < 0 for d in shape):
             raise VariableError(f"parameter '{name}' needs a fully known shape, got {shape}")
-        desc = g.desc.vars.add()
-        init_desc(desc, name, "lod_tensor", shape, dtype, lod_level, True, False, False)
+        desc = g._add_var_desc(name, "lod_tensor", shape, dtype, lod_level, True, False, False)
         p = Parameter(g, desc, trainable, optimize_attr, regularizer, gradient_clip, initializer)
         g.vars[name] = p
         g._changed()
@@ -166,7 +180,7 @@ class Block:
     def insert_op(self, index, type, inputs=None, outputs=None, attrs=None):
         """Insert an operator at ``index`` (negative counts from the end, as list.insert)."""
         n = len(self.ops)
-        index = max(0, min(n, index + n + 1 if index < 0 else index))
+        index = max(0, index + n) if index < 0 else min(n, index)
         prepared = prepare_op(self, type, inputs, outputs, attrs, index)
         return self._commit(index, prepared, type)
 
@@ -209,9 +223,11 @@ class Block:
             attr_codec.encode(desc.attrs.add(), "op_callstack", "strings", [p.source])
         op = Operator(self, desc, p.opdef)
         self.ops.insert(index, op)
+        later = {n for o in self.ops[index + 1:] for n in o.output_arg_names}
         for names in p.outputs.values():
             for name in names:
-                self._find_var_recursive(name).op = op
+                if name not in later:  # the writer is the last op (in order) that writes it
+                    self._find_var_recursive(name).op = op
         self._changed()
         return op
 

@@ -23,6 +23,7 @@ KINDS = {
 }
 _KIND_NAMES = {v: k for k, v in KINDS.items()}
 _TENSOR_KINDS = ("lod_tensor", "lod_tensor_array", "selected_rows")
+_INT64_MAX, _INT32_MAX = 2**63 - 1, 2**31 - 1
 
 
 def kind_name(enum_value):
@@ -43,9 +44,21 @@ def normalize_shape(shape, name):
             out.append(-1)
         elif isinstance(d, bool) or not hasattr(d, "__index__"):
             raise VariableError(f"variable '{name}': shape {shape!r} has a non-integer dim {d!r}")
+        elif int(d) > _INT64_MAX:
+            raise VariableError(f"variable '{name}': dim {d} of shape {shape!r} does not fit int64")
         else:
             out.append(max(int(d), -1))
     return tuple(out)
+
+
+def normalize_lod_level(level, name):
+    """None, or a LoD level: an int in [0, 2**31); anything else is a VariableError."""
+    if level is None:
+        return None
+    if isinstance(level, bool) or not hasattr(level, "__index__") or \
+            not 0 <= int(level) <= _INT32_MAX:
+        raise VariableError(f"variable '{name}': lod_level must be an int >= 0, got {level!r}")
+    return int(level)
 
 
 def _tensor_desc(desc, create):
@@ -115,8 +128,11 @@ class Variable:
     @shape.setter
     def shape(self, shape):
         t = self._tensor_or_fail("shape")
+        dims = normalize_shape(shape, self.name)  # before clearing: a bad shape changes nothing
+        if dims is None:
+            raise VariableError(f"variable '{self.name}': shape cannot be None")
         del t.dims[:]
-        t.dims.extend(normalize_shape(shape, self.name))
+        t.dims.extend(dims)
         self.block._changed()
 
     @property
@@ -142,8 +158,11 @@ class Variable:
     def lod_level(self, level):
         if self.kind not in ("lod_tensor", "lod_tensor_array"):
             raise VariableError(f"variable '{self.name}' of kind {self.kind} has no LoD")
+        level = normalize_lod_level(level, self.name)
+        if level is None:
+            raise VariableError(f"variable '{self.name}': lod_level cannot be None")
         getattr(self.desc.type, "lod_tensor" if self.kind == "lod_tensor" else "tensor_array") \
-            .lod_level = int(level)
+            .lod_level = level
         self.block._changed()
 
     def _flag(name):  # noqa: N805 - a property factory for the boolean VarDesc fields

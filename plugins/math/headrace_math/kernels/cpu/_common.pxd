@@ -24,3 +24,20 @@ cdef inline cnp.ndarray empty(tuple shape, int typenum):
     for i in range(nd):
         dims[i] = shape[i]
     return cnp.PyArray_EMPTY(nd, dims, typenum, 0)
+
+
+cdef inline tuple shape_of(cnp.ndarray a):
+    """The shape as a Python tuple (``a.shape`` on a typed ndarray is the C pointer)."""
+    cdef int i, nd = cnp.PyArray_NDIM(a)
+    cdef cnp.npy_intp* d = cnp.PyArray_DIMS(a)
+    return tuple([d[i] for i in range(nd)])
+
+
+cdef inline bint same_shape(cnp.ndarray a, cnp.ndarray b):
+    cdef int i, nd = cnp.PyArray_NDIM(a)
+    if nd != cnp.PyArray_NDIM(b):
+        return False
+    for i in range(nd):
+        if cnp.PyArray_DIMS(a)[i] != cnp.PyArray_DIMS(b)[i]:
+            return False
+    return True
