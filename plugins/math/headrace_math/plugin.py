@@ -11,3 +11,4 @@ def headrace_register_ops(registry):
 def headrace_register_kernels(registry):
     # Imported on first use of each device: CPU kernels are Cython, CUDA kernels Numba.
     registry.add_kernel_package("headrace_math.kernels.cpu", "cpu")
+    registry.add_kernel_package("headrace_math.kernels.cuda", "cuda")

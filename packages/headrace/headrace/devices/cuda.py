@@ -22,17 +22,18 @@ def check_available(place):
     cuda.select_device(place.device_id)
 
 
+def is_array(value):
+    # Device arrays (real or simulated) have copy_to_host; the simulator lacks is_cuda_array.
+    return hasattr(value, "copy_to_host") and not isinstance(value, np.ndarray)
+
+
 def to_device(array, place=None):
-    if cuda.is_cuda_array(array):
+    if is_array(array):
         return array
     return cuda.to_device(np.ascontiguousarray(array))
 
 
 def to_host(value):
-    if cuda.is_cuda_array(value):
+    if is_array(value):
         return value.copy_to_host()
     return value
-
-
-def is_array(value):
-    return cuda.is_cuda_array(value)
