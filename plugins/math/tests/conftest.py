@@ -12,7 +12,9 @@ from headrace.testing import build_op, infer_shapes
 
 @pytest.fixture(scope="session")
 def math_registry():
-    reg = build_registry(plugins=[("headrace-math", headrace_math.plugin)], autoload=False)
+    # The name discovery gives it: the registry writes it onto the shared OpDef objects.
+    reg = build_registry(plugins=[("headrace-math:math", headrace_math.plugin)],
+                         autoload=False)
     assert not reg.failed, reg.failed
     return reg
 

@@ -158,3 +158,20 @@ def test_matmul_alpha_and_defaults(math_registry, infer):
 def test_matmul_v2_has_no_alpha(infer):
     with pytest.raises(OpValidationError, match="unknown attribute 'alpha'"):
         infer("matmul_v2", {"X": t([2, 3]), "Y": t([3, 4])}, {"alpha": 2.0})
+
+
+def test_run_time_inference(math_registry):
+    # The same rules run at run time on real shapes, through a context over plain dicts.
+    from headrace.ops import DictInferContext, VarMeta
+    x = VarMeta("x", (4, 3, 2), "float32", 1, "lod_tensor")
+    y = VarMeta("y", (6, 5), "float32", 0, "lod_tensor")
+    ctx = DictInferContext("mul", {"X": [x], "Y": [y]}, {"Out": ["out"]},
+                           {"x_num_col_dims": 1, "y_num_col_dims": 1}, runtime=True)
+    math_registry.get("mul").infer(ctx)
+    assert ctx.results == {"Out": {0: VarMeta("out", (4, 5), "float32", 1, "lod_tensor")}}
+    bad = DictInferContext("mul", {"X": [x], "Y": [y]}, {"Out": ["out"]},
+                           {"x_num_col_dims": 2, "y_num_col_dims": 1}, runtime=True)
+    with pytest.raises(ShapeError, match=r"op 'mul': X \(x\)'s flattened width 2 != "
+                                         r"Y \(y\)'s flattened height 6"):
+        math_registry.get("mul").infer(bad)
+    assert bad.results == {}

@@ -65,11 +65,14 @@ def elementwise_broadcast(ctx, x, y, axis):
     if axis == -1 or len(x) == len(y):
         return broadcast_shapes(ctx, x, y)
     big, small, bname, sname = (x, y, "X", "Y") if len(x) >= len(y) else (y, x, "Y", "X")
+    # Paddle trims the smaller operand's trailing 1s before aligning it at axis:
+    # X [2, 3, 4, 5] with Y [4, 5, 1] at axis=2 is X with Y [4, 5].
+    while len(small) > 1 and small[-1] == 1 and axis + len(small) > len(big):
+        small = small[:-1]
     if not 0 <= axis <= len(big) - len(small):
         ctx.fail(f"attribute 'axis' does not align {sname} inside {bname}",
                  expected=f"axis in [0, {len(big) - len(small)}] or -1",
                  found=f"axis={axis} for {bname}{tuple(big)}, {sname}{tuple(small)}")
-    # Paddle trims trailing 1s of the smaller operand before aligning: [N, C, 1, 1] at axis=0.
     padded = [1] * axis + small + [1] * (len(big) - len(small) - axis)
     out = broadcast_shapes(ctx, big, padded, bname, sname)
     return out

@@ -60,11 +60,11 @@ def _matmul_shape(ctx, x, y, trans_x, trans_y, tx_name, ty_name):
     # NumPy and matmul_v2; transposing a vector means nothing, so the flag is ignored.
     x_vec, y_vec = len(xs) == 1, len(ys) == 1
     if x_vec:
-        xs, trans_x = [1] + xs, False
+        xs = [1] + xs
     if y_vec:
-        ys, trans_y = ys + [1], False
-    m, kx = (xs[-1], xs[-2]) if trans_x else (xs[-2], xs[-1])
-    ky, n = (ys[-1], ys[-2]) if trans_y else (ys[-2], ys[-1])
+        ys = ys + [1]
+    m, kx = (xs[-1], xs[-2]) if trans_x and not x_vec else (xs[-2], xs[-1])
+    ky, n = (ys[-1], ys[-2]) if trans_y and not y_vec else (ys[-2], ys[-1])
     if not dim_eq(kx, ky):
         ctx.fail(f"{label(x, 'X')}'s contraction dim {kx} != {label(y, 'Y')}'s contraction dim "
                  f"{ky}", expected="X's last dim (second-to-last if transposed) == Y's "

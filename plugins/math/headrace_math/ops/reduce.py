@@ -2,7 +2,6 @@
 dims, plus the logical reduce_all/reduce_any over bool tensors."""
 from headrace import dtypes
 from headrace.ops import Attr, In, OpDef, Out
-from headrace.ops.shape import normalize_axis
 
 from ._common import BOOL, FLOATS, NUMERIC, dtype_code
 
@@ -34,7 +33,11 @@ def reduced_dims(ctx, x):
         return None
     seen = {}
     for d in dims:
-        nd = normalize_axis(ctx, d, x.rank, name="dim")
+        if not -x.rank <= d < x.rank:
+            ctx.fail(f"attribute 'dim' entry {d} is out of range for X ({x.name}) of rank "
+                     f"{x.rank}", expected=f"dims in [{-x.rank}, {x.rank - 1}]",
+                     found=f"dim={list(dims)}, X{list(x.shape)}")
+        nd = d % x.rank
         if nd in seen:
             ctx.fail(f"attribute 'dim' names dimension {nd} of X ({x.name}) twice "
                      f"(as {seen[nd]} and {d})", expected="distinct dims",

@@ -93,6 +93,11 @@ cdef tuple _align(tuple xs, tuple ys, int axis):
     if axis == -1 or nx == ny:
         r = max(nx, ny)
         return (1,) * (r - nx) + xs, (1,) * (r - ny) + ys
+    # Paddle trims the smaller operand's trailing 1s before aligning it at axis.
+    while nx > ny > 1 and ys[-1] == 1 and axis + ny > nx:
+        ys, ny = ys[:-1], ny - 1
+    while ny > nx > 1 and xs[-1] == 1 and axis + nx > ny:
+        xs, nx = xs[:-1], nx - 1
     if nx > ny:
         if not 0 <= axis <= nx - ny:
             raise ValueError(f"axis={axis} does not align Y{list(ys)} inside X{list(xs)}")

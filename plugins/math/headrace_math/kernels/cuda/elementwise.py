@@ -16,6 +16,11 @@ def _align(xs, ys, axis):
     if axis == -1 or nx == ny:
         r = max(nx, ny)
         return (1,) * (r - nx) + xs, (1,) * (r - ny) + ys
+    # Paddle trims the smaller operand's trailing 1s before aligning it at axis.
+    while nx > ny > 1 and ys[-1] == 1 and axis + ny > nx:
+        ys, ny = ys[:-1], ny - 1
+    while ny > nx > 1 and xs[-1] == 1 and axis + nx > ny:
+        xs, nx = xs[:-1], nx - 1
     if nx > ny:
         return xs, (1,) * axis + ys + (1,) * (nx - ny - axis)
     return (1,) * axis + xs + (1,) * (ny - nx - axis), ys

@@ -1,0 +1,41 @@
+"""The plugin as a whole: every op of every module is documented and registered."""
+import warnings
+
+import pytest
+
+from headrace.ops import PluginWarning, default_registry, iter_op_modules
+
+MODULES = list(iter_op_modules("headrace_math.ops"))
+ALL_OPS = [op for m in MODULES for op in m.OPS]
+
+
+def test_modules_and_op_count():
+    assert [m.__name__.rsplit(".", 1)[1] for m in MODULES] == [
+        "activation", "compare", "elementwise", "logical", "matmul", "reduce", "scale", "sum"]
+    assert len(ALL_OPS) == len({op.type for op in ALL_OPS}) == 54
+
+
+@pytest.mark.parametrize("op", ALL_OPS, ids=lambda op: op.type)
+def test_documented(op):
+    assert op.doc and op.doc.strip().endswith(".")
+    assert op.infer is not None
+    for slot in op.inputs + op.outputs:
+        assert slot.doc, f"{op.type}: slot {slot.name} has no doc"
+    for attr in op.attrs.values():
+        assert attr.doc, f"{op.type}: attribute {attr.name} has no doc"
+        assert not attr.required, f"{op.type}: Paddle gives every attribute a default"
+
+
+def test_registered_in_default_registry():
+    # Other plugins are written in parallel; one of them failing must not hide this plugin.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PluginWarning)
+        registry = default_registry()
+    assert "headrace-math:math" in registry.plugins
+    for op in ALL_OPS:
+        assert registry.find(op.type) is op, op.type
+        assert op.plugin == "headrace-math:math"
+
+
+def test_math_registry_holds_exactly_these(math_registry):
+    assert sorted(math_registry) == sorted(op.type for op in ALL_OPS)
