@@ -7,6 +7,8 @@ from .errors import (HeadraceError, OpError, ProgramError, ProgramParseError, Sh
                      UnknownOpError, VariableError)
 from .framework import (PROGRAM_VERSION, Block, Operator, Parameter, Program, Variable,
                         default_main_program, default_startup_program, program_guard)
+from .runtime import (CPUPlace, CUDAPlace, Executor, Scope, Tensor, TensorArray,
+                      create_lod_tensor, global_scope, scope_guard)
 
 __version__ = "0.1.0"
 
@@ -14,5 +16,6 @@ __all__ = [
     "dtypes", "errors", "ops", "unique_name", "HeadraceError", "OpError", "ProgramError",
     "ProgramParseError", "ShapeError", "UnknownOpError", "VariableError", "PROGRAM_VERSION",
     "Block", "Operator", "Parameter", "Program", "Variable", "default_main_program",
-    "default_startup_program", "program_guard", "__version__",
+    "default_startup_program", "program_guard", "CPUPlace", "CUDAPlace", "Executor", "Scope",
+    "Tensor", "TensorArray", "create_lod_tensor", "global_scope", "scope_guard", "__version__",
 ]

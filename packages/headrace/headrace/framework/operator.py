@@ -5,11 +5,12 @@ attributes must match the definition, defaults are filled in, and shape inferenc
 inputs' VarDescs. Nothing touches the program until all of that succeeded, so a rejected op
 leaves the program exactly as it was.
 """
-from ..errors import OpError, OpValidationError
+from .. import dtypes
+from ..errors import OpError, OpValidationError, VariableError
 from ..ops import attrs as attr_codec
 from ..ops.definition import COMMON_ATTRS
 from ..ops.infer import InferContext
-from .variable import Variable
+from .variable import KINDS, Variable, normalize_lod_level, normalize_shape
 
 __all__ = ["Operator", "prepare_op", "PreparedOp"]
 
@@ -140,7 +141,16 @@ class Operator:
             value, kind = ok[0], spec.type
         else:
             kind = self.attr_type(name) or attr_codec.guess_type(value)
-            value = attr_codec.coerce(kind, value)
+            try:
+                if kind is None:
+                    raise TypeError
+                value = attr_codec.coerce(kind, value)
+            except (TypeError, ValueError):
+                raise OpValidationError(
+                    f"attribute '{name}' cannot take {type(value).__name__} {value!r}",
+                    op_type=self.type, block_idx=self.block.idx, source=self.source,
+                    expected=kind or "a value of a supported attribute type",
+                    found=repr(value)) from None
         msg = self._attr_msg(name) or self.desc.attrs.add()
         attr_codec.encode(msg, name, kind, value)
         self.block._changed()
@@ -270,7 +280,7 @@ def prepare_op(block, op_type, inputs, outputs, attrs, op_idx, strict_attrs=True
         for s in slots:
             names = _names(given.get(s.name), f"{kind} slot '{s.name}'", fail)
             if not names:
-                if s.intermediate:
+                if s.intermediate and not s.optional:
                     # Intermediate outputs exist for the backward pass: create one if not given.
                     names = [block.program._unique_var_name(f"{op_type}.{s.name.lower()}")]
                     new_vars.append(names[0])
@@ -310,6 +320,15 @@ def prepare_op(block, op_type, inputs, outputs, attrs, op_idx, strict_attrs=True
         if isinstance(ok, str):
             fail(f"attribute '{name}' {ok}", expected=f"{spec.type}" +
                  (f" in {list(spec.choices)}" if spec.choices else ""), found=repr(value))
+        if spec.type in ("block", "blocks"):
+            # A BLOCK attribute must name an existing block, or the program cannot be loaded.
+            n = block.program.num_blocks
+            for b in (ok[0] if spec.type == "blocks" else [ok[0]]):
+                idx = getattr(b, "idx", b)
+                if idx >= n or getattr(b, "program", block.program) is not block.program:
+                    fail(f"attribute '{name}' points at block {idx}, which is not a block of "
+                         f"this program ({n} blocks)", expected=f"a block index in [0, {n - 1}]",
+                         found=repr(value))
         values[name] = ok[0]
     for spec in opdef.attrs.values():
         if spec.name not in values:
@@ -327,4 +346,18 @@ def prepare_op(block, op_type, inputs, outputs, attrs, op_idx, strict_attrs=True
         except Exception as e:  # a bug in a plugin's rule: still say which op and where
             raise OpError(f"shape inference raised {type(e).__name__}: {e}", **where) from e
         results = ctx.results
+        # A rule's results are applied to VarDescs only after the op is accepted: check them
+        # now, so that a bad one (a plugin bug) cannot fail half-way through the commit.
+        for slot, metas in results.items():
+            for i, meta in metas.items():
+                try:
+                    if meta.kind not in KINDS:
+                        raise VariableError(f"unknown kind {meta.kind!r}")
+                    dtype = None if meta.dtype is None else dtypes.canonical(meta.dtype)
+                    shape = normalize_shape(meta.shape, meta.name)
+                    lod_level = normalize_lod_level(meta.lod_level, meta.name) or 0
+                except VariableError as e:
+                    raise OpError(f"shape inference gave output '{slot}' ({meta.name}) an "
+                                  f"invalid result: {e}", **where) from e
+                metas[i] = meta._replace(shape=shape, dtype=dtype, lod_level=lod_level)
     return PreparedOp(opdef, ins, outs, values, new_vars, results, source)

@@ -18,6 +18,13 @@ def _fail(msg):
     raise ProgramParseError(msg)
 
 
+def _text(where, what, value):
+    # proto2 does not check UTF-8, and protobuf hands back invalid strings as bytes; names
+    # must be text (they are dict keys and are printed).
+    if not isinstance(value, str):
+        _fail(f"{where}: {what} {value!r} is not valid UTF-8")
+
+
 def _check_tensor(where, tensor):
     if not tensor.HasField("data_type"):
         _fail(f"{where}: tensor description has no data_type")
@@ -29,6 +36,7 @@ def _check_tensor(where, tensor):
 def _check_var(where, v):
     if not v.name:
         _fail(f"{where}: variable without a name")
+    _text(where, "variable name", v.name)
     where = f"{where}, variable '{v.name}'"
     if not v.HasField("type") or not v.type.HasField("type"):
         _fail(f"{where}: no type")
@@ -50,16 +58,21 @@ def _check_var(where, v):
 def _check_op(where, op, num_blocks):
     if not op.type:
         _fail(f"{where}: operator without a type")
+    _text(where, "op type", op.type)
     where = f"{where} ('{op.type}')"
     for kind, slots in (("input", op.inputs), ("output", op.outputs)):
         for s in slots:
             if not s.HasField("parameter"):
                 _fail(f"{where}: an {kind} slot without a name")
+            _text(where, f"{kind} slot name", s.parameter)
+            for a in s.arguments:
+                _text(where, f"{kind} slot '{s.parameter}' argument", a)
             if any(not a for a in s.arguments):
                 _fail(f"{where}: {kind} slot '{s.parameter}' binds an empty variable name")
     for a in op.attrs:
         if not a.HasField("name") or not a.HasField("type"):
             _fail(f"{where}: an attribute without name or type")
+        _text(where, "attribute name", a.name)
         if a.type == pb.BLOCK:
             if not 0 <= a.block_idx < num_blocks:
                 _fail(f"{where}: attribute '{a.name}' points at block {a.block_idx}, "

@@ -72,6 +72,11 @@ class InferContext:
         """Shortcut: the dtype of the single input ``slot``."""
         return self.input(slot).dtype
 
+    def output_names(self, slot):
+        """Names of the variables bound to output ``slot`` (in-place checks compare them with
+        input names)."""
+        return list(self._output_names(slot))
+
     def has_output(self, slot):
         return bool(self._output_names(slot))
 

@@ -11,7 +11,7 @@ _STATS = ("Scale", "Bias", "Mean", "Variance")
 def _same_var(ctx, in_slot, out_slot):
     """MeanOut/VarianceOut update the running statistics in place (as Paddle enforces)."""
     # InferContext has no public accessor for output names yet; both contexts implement this.
-    outs = ctx._output_names(out_slot)
+    outs = ctx.output_names(out_slot)
     name = ctx.input(in_slot).name
     if outs and outs[0] != name:
         ctx.fail(f"output '{out_slot}' must be the variable of input '{in_slot}' (the running "
@@ -77,7 +77,6 @@ batch_norm = OpDef(
         Attr("use_global_stats", "bool", False, "normalize with the running statistics even "
              "when training (they are not updated)"),
         Attr("trainable_statistics", "bool", False, "with is_test: still use batch statistics"),
-        Attr("fuse_with_relu", "bool", False, "Paddle MKL-DNN hint (ignored)"),
     ],
     infer=_infer_batch_norm,
     doc="Y = (X - mean) / sqrt(var + epsilon) * Scale + Bias per channel. Training (is_test "

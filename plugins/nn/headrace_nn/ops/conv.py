@@ -2,8 +2,10 @@
 from headrace.ops import Attr, In, OpDef, Out
 from headrace.ops.shape import dim_eq, expect_rank
 
-from ._common import (FLOATS, LAYOUTS, PADDING_ALGORITHMS, conv_out_size, describe, int_list,
-                      at_least, layout_axes, resolve_paddings)
+from ._common import (FLOATS, LAYOUTS, PADDING_ALGORITHMS, at_least, conv_out_size, describe,
+                      int_list, layout_axes, resolve_paddings)
+
+_AXES = ("height", "width")
 
 
 def _infer_conv2d(ctx):
@@ -38,7 +40,7 @@ def _infer_conv2d(ctx):
         out = conv_out_size(size, ksize[i], dilations[i], pads[2 * i], pads[2 * i + 1],
                             strides[i])
         if size >= 0 and ksize[i] >= 0 and out <= 0:
-            ctx.fail(f"{describe('Input', x)} spatial dim {i} ({size}) is smaller than the "
+            ctx.fail(f"{describe('Input', x)} {_AXES[i]} ({size}) is smaller than the "
                      f"dilated filter ({dilations[i] * (ksize[i] - 1) + 1}) plus padding "
                      f"({pads[2 * i]}+{pads[2 * i + 1]})", expected="an output size > 0",
                      found=f"output size {out} from Input{list(x.shape)}, "

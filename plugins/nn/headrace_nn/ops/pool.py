@@ -5,6 +5,8 @@ from headrace.ops.shape import expect_rank
 from ._common import (FLOATS, LAYOUTS, PADDING_ALGORITHMS, describe, int_list, layout_axes,
                       pool_out_size, resolve_paddings)
 
+_AXES = ("height", "width")
+
 
 def _infer_pool2d(ctx):
     x = ctx.input("X")
@@ -27,7 +29,7 @@ def _infer_pool2d(ctx):
             out = pool_out_size(size, ksize[i], pads[2 * i], pads[2 * i + 1], strides[i],
                                 ctx.attr("ceil_mode"))
             if size >= 0 and out <= 0:
-                ctx.fail(f"{describe('X', x)} spatial dim {i} ({size}) is smaller than the "
+                ctx.fail(f"{describe('X', x)} {_AXES[i]} ({size}) is smaller than the "
                          f"window ({ksize[i]}) plus padding ({pads[2 * i]}+{pads[2 * i + 1]})",
                          expected="an output size > 0",
                          found=f"output size {out} from X{list(x.shape)}, ksize={ksize}, "

@@ -1,0 +1,45 @@
+"""dropout: zero random elements while training."""
+from headrace.ops import Attr, In, OpDef, Out
+from headrace.ops.shape import numel
+
+from ._common import FLOATS, describe, in_range
+
+
+def _infer_dropout(ctx):
+    x = ctx.input("X")
+    if ctx.has_input("Seed"):
+        seed = ctx.input("Seed")
+        if numel(seed.shape) not in (1, -1):
+            ctx.fail(f"{describe('Seed', seed)} must hold one value",
+                     expected="shape [1]", found=f"Seed{list(seed.shape)}")
+    ctx.set_output("Out", x.shape, x.dtype, x.lod_level)
+    ctx.set_output("Mask", x.shape, "uint8")
+
+
+dropout = OpDef(
+    "dropout",
+    inputs=[In("X", "input tensor", dtypes=FLOATS),
+            In("Seed", "int32 [1]: the seed for this run, above fix_seed/seed", optional=True,
+               dtypes=("int32",))],
+    outputs=[Out("Out", "X with dropped elements zeroed: X's shape, dtype and LoD"),
+             Out("Mask", "uint8, X's shape: 1 where the element was kept; read by the gradient",
+                 intermediate=True, dtypes=("uint8",))],
+    attrs=[
+        Attr("dropout_prob", "float", 0.5, "probability of dropping an element",
+             check=in_range(0.0, 1.0)),
+        Attr("is_test", "bool", False, "inference: no randomness (see dropout_implementation)"),
+        Attr("seed", "int", 0, "random seed, used when fix_seed is true"),
+        Attr("fix_seed", "bool", False, "use `seed` so that every run drops the same elements"),
+        Attr("dropout_implementation", "string", "downgrade_in_infer",
+             "downgrade_in_infer: train X*mask, test X*(1-p); "
+             "upscale_in_train: train X*mask/(1-p), test X",
+             choices=("downgrade_in_infer", "upscale_in_train")),
+    ],
+    infer=_infer_dropout,
+    doc="Training: Mask ~ Bernoulli(1 - dropout_prob), Out = X * Mask "
+        "(upscale_in_train: / (1 - dropout_prob); 0 when dropout_prob = 1). Test: "
+        "downgrade_in_infer gives X * (1 - dropout_prob), upscale_in_train gives X. "
+        "The gradient reads Mask.",
+)
+
+OPS = [dropout]

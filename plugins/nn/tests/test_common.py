@@ -1,0 +1,67 @@
+"""Plugin-wide checks of the nn op definitions, and the window arithmetic they share."""
+import pytest
+
+from headrace.ops import default_registry
+from headrace_nn.ops import _common
+
+NN_OPS = {
+    "softmax", "cross_entropy", "cross_entropy2", "softmax_with_cross_entropy", "accuracy",
+    "top_k", "conv2d", "pool2d", "batch_norm", "dropout", "lookup_table", "lookup_table_v2",
+    "sequence_pool",
+}
+# op-conventions.md: "Ops with no gradient: ... top_k, accuracy ..."
+NO_GRADIENT = {"accuracy", "top_k"}
+# op-conventions.md: "int." outputs, kept for the backward pass.
+INTERMEDIATE = {
+    "cross_entropy2": {"XShape", "MatchX"},
+    "softmax_with_cross_entropy": {"Softmax"},
+    "batch_norm": {"SavedMean", "SavedVariance", "ReserveSpace"},
+    "dropout": {"Mask"},
+    "sequence_pool": {"MaxIndex"},
+}
+
+
+@pytest.fixture(scope="module")
+def registry():
+    return default_registry()
+
+
+def test_the_plugin_registers_every_nn_op(registry):
+    assert "headrace-nn:nn" in registry.plugins
+    mine = {d.type for d in registry.ops() if d.plugin == "headrace-nn:nn"}
+    assert mine == NN_OPS
+
+
+@pytest.mark.parametrize("op_type", sorted(NN_OPS))
+def test_definition_is_documented_and_flagged(registry, op_type):
+    opdef = registry.get(op_type)
+    assert opdef.doc and opdef.infer is not None and not opdef.no_kernel
+    assert all(s.doc for s in opdef.inputs + opdef.outputs)
+    assert all(a.doc for a in opdef.attrs.values())
+    assert opdef.differentiable == (op_type not in NO_GRADIENT)
+    assert {s.name for s in opdef.outputs if s.intermediate} == INTERMEDIATE.get(op_type, set())
+
+
+@pytest.mark.parametrize("paddings, algorithm, expected", [
+    ([1, 2], "EXPLICIT", [1, 1, 2, 2]),
+    ([1, 2, 3, 4], "EXPLICIT", [1, 2, 3, 4]),
+    ([1, 2, 3, 4], "VALID", [0, 0, 0, 0]),
+    # H: out = ceil(7/2) = 4 needs (4-1)*2 + 3 - 7 = 2 pads; W: out = ceil(8/3) = 3 needs
+    # (3-1)*3 + 5 - 8 = 3, the odd one after (Paddle, like TensorFlow).
+    ([5, 5], "SAME", [1, 1, 1, 2]),
+])
+def test_resolve_paddings(paddings, algorithm, expected):
+    assert _common.resolve_paddings(paddings, algorithm, [7, 8], [2, 3], [3, 5]) == expected
+
+
+def test_same_padding_of_an_unknown_dim_is_unknown():
+    assert _common.resolve_paddings([0, 0], "SAME", [-1, 4], [1, 1], [3, 3]) == [-1, -1, 1, 1]
+
+
+@pytest.mark.parametrize("fn, args", [
+    (_common.conv_out_size, (-1, 3, 1, 0, 0, 1)),
+    (_common.conv_out_size, (8, -1, 1, 0, 0, 1)),
+    (_common.pool_out_size, (-1, 2, 0, 0, 2, True)),
+])
+def test_window_sizes_of_unknown_dims_are_unknown(fn, args):
+    assert fn(*args) == -1

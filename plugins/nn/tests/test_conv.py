@@ -1,0 +1,151 @@
+"""conv2d: output-size formula against a sliding-window count, layouts, groups, errors."""
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from headrace.errors import OpValidationError, ShapeError
+from headrace.testing import build_op, infer_shapes
+
+
+def windows(length, span, stride):
+    """How many `span`-wide windows, `stride` apart, fit in `length` cells (counted, not solved)."""
+    if length < span:
+        return 0
+    return np.lib.stride_tricks.sliding_window_view(np.zeros(length), span)[::stride].shape[0]
+
+
+def conv(x, w, **attrs):
+    inputs = {"Input": (x, attrs.pop("dtype", "float32")), "Filter": (w, "float32")}
+    inputs.update(attrs.pop("extra", {}))
+    return infer_shapes("conv2d", inputs, attrs=attrs)["Output"][0]
+
+
+# Each grid point sets the H axis; W keeps a fixed, different setting so that a mix-up of the
+# paddings' order (top, bottom, left, right) shows.
+W_SIZE, W_K, W_PADS = 9, 3, (1, 2)
+W_OUT = 10  # (9 + 1 + 2 - 3) // 1 + 1
+
+GRID = list(itertools.product((5, 8, 13), (1, 3, 4), (1, 2, 3), ((0, 0), (1, 1), (2, 0), (0, 3)),
+                              (1, 2)))
+
+
+@pytest.mark.parametrize("size, k, stride, pads, dilation", GRID)
+def test_output_size_matches_a_window_count(size, k, stride, pads, dilation):
+    want = windows(size + pads[0] + pads[1], dilation * (k - 1) + 1, stride)
+    attrs = dict(strides=[stride, 1], paddings=[pads[0], pads[1], *W_PADS],
+                 dilations=[dilation, 1])
+    x, w = [2, 3, size, W_SIZE], [4, 3, k, W_K]
+    if want == 0:
+        with pytest.raises(ShapeError, match=r"height .* smaller than the dilated filter"):
+            conv(x, w, **attrs)
+    else:
+        assert conv(x, w, **attrs) == ((2, 4, want, W_OUT), "float32")
+
+
+@pytest.mark.parametrize("size, k, stride, dilation", [
+    (s, k, st, d) for s, k, st, _, d in GRID if _ == (0, 0)])
+def test_same_and_valid_padding(size, k, stride, dilation):
+    attrs = dict(strides=[stride, stride], dilations=[dilation, dilation], paddings=[5, 5])
+    same = conv([1, 3, size, size], [4, 3, k, k], padding_algorithm="SAME", **attrs)
+    # SAME: as many outputs as stride steps over the input; Paddle ignores dilation here.
+    assert same[0] == (1, 4, math.ceil(size / stride), math.ceil(size / stride))
+    want = windows(size, dilation * (k - 1) + 1, stride)
+    if want:
+        valid = conv([1, 3, size, size], [4, 3, k, k], padding_algorithm="VALID", **attrs)
+        assert valid[0] == (1, 4, want, want)
+
+
+@pytest.mark.parametrize("pads2, pads4", [([0, 0], [0, 0, 0, 0]), ([1, 2], [1, 1, 2, 2])])
+def test_two_paddings_mean_both_sides(pads2, pads4):
+    x, w = [1, 3, 10, 11], [4, 3, 3, 3]
+    assert conv(x, w, paddings=pads2) == conv(x, w, paddings=pads4)
+
+
+@pytest.mark.parametrize("x, data_format, want", [
+    ([-1, 3, 32, 32], "NCHW", (-1, 8, 30, 30)),
+    ([-1, 3, 32, 32], "AnyLayout", (-1, 8, 30, 30)),
+    ([-1, 32, 32, 3], "NHWC", (-1, 30, 30, 8)),
+    ([4, 3, -1, 32], "NCHW", (4, 8, -1, 30)),
+    ([4, -1, 32, 32], "NCHW", (4, 8, 30, 30)),
+    ([4, 32, -1, -1], "NHWC", (4, 30, -1, 8)),
+])
+def test_layouts_and_unknown_dims(x, data_format, want):
+    assert conv(x, [8, 3, 3, 3], data_format=data_format) == (want, "float32")
+
+
+@pytest.mark.parametrize("channels, filt, groups, want_m", [
+    (6, [12, 3, 3, 3], 2, 12),      # two groups of 3 channels
+    (6, [6, 1, 3, 3], 6, 6),        # depthwise
+    (6, [12, 1, 3, 3], 6, 12),      # depthwise, multiplier 2
+])
+def test_groups(channels, filt, groups, want_m):
+    assert conv([2, channels, 8, 8], filt, groups=groups)[0] == (2, want_m, 6, 6)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float64"])
+def test_output_dtype_and_lod_follow_input(dtype):
+    prog, op = build_op("conv2d", {"Input": ([-1, 3, 8, 8], dtype, 1),
+                                   "Filter": ([4, 3, 3, 3], dtype)})
+    out = prog.global_block().var(op.output("Output")[0])
+    assert (out.dtype, out.lod_level) == (dtype, 1)
+
+
+def test_optional_bias_and_residual():
+    extra = {"Bias": ([4], "float32"), "ResidualData": ([2, 4, 6, 6], "float32")}
+    assert conv([2, 3, 8, 8], [4, 3, 3, 3], extra=extra) == ((2, 4, 6, 6), "float32")
+
+
+@pytest.mark.parametrize("x, w, attrs, match", [
+    ([2, 3, 8, 8], [4, 4, 3, 3], {},
+     r"Input \(input_0\) has 3 channels but Filter \(filter_0\) expects 4 .*groups=1"),
+    ([2, 6, 8, 8], [4, 2, 3, 3], {"groups": 2},
+     r"has 6 channels but Filter \(filter_0\) expects 4 .*groups=2"),
+    ([2, 8, 8, 3], [4, 4, 3, 3], {"data_format": "NHWC"}, r"has 3 channels"),
+    ([2, 6, 8, 8], [5, 2, 3, 3], {"groups": 3}, r"5 output channels, not divisible by groups=3"),
+    ([2, 3, 8], [4, 3, 3, 3], {}, r"input 'Input' \(input_0\) has the wrong rank"),
+    ([2, 3, 8, 8], [4, 3, 3], {}, r"input 'Filter' \(filter_0\) has the wrong rank"),
+    ([2, 3, 2, 8], [4, 3, 3, 3], {}, r"height \(2\) is smaller than the dilated filter"),
+    ([2, 3, 8, 4], [4, 3, 3, 3], {"dilations": [1, 2]},
+     r"width \(4\) is smaller than the dilated filter \(5\)"),
+])
+def test_shape_errors(x, w, attrs, match):
+    with pytest.raises(ShapeError, match=match):
+        conv(x, w, **attrs)
+
+
+@pytest.mark.parametrize("extra, match", [
+    ({"Bias": ([3], "float32")}, r"Bias \(bias_0\) must hold one value per output channel"),
+    ({"ResidualData": ([2, 4, 8, 8], "float32")},
+     r"ResidualData \(residualdata_0\) must have the shape of Output"),
+])
+def test_optional_input_errors(extra, match):
+    with pytest.raises(ShapeError, match=match):
+        conv([2, 3, 8, 8], [4, 3, 3, 3], extra=extra)
+
+
+def test_filter_dtype_must_match_input():
+    with pytest.raises(ShapeError, match=r"Filter \(filter_0\) must have the dtype of Input"):
+        infer_shapes("conv2d", {"Input": ([1, 3, 8, 8], "float64"),
+                                "Filter": ([4, 3, 3, 3], "float32")})
+
+
+@pytest.mark.parametrize("attrs, match", [
+    ({"strides": [1, 1, 1]}, r"'strides' must hold 2 values"),
+    ({"strides": [0, 1]}, r"'strides' values must be >= 1"),
+    ({"paddings": [1, 1, 1]}, r"'paddings' must hold 2 or 4 values"),
+    ({"paddings": [-1, 0]}, r"'paddings' values must be >= 0"),
+    ({"dilations": [0, 1]}, r"'dilations' values must be >= 1"),
+    ({"groups": 0}, r"'groups' must be >= 1"),
+    ({"data_format": "CHWN"}, r"'data_format' must be one of"),
+    ({"padding_algorithm": "FULL"}, r"'padding_algorithm' must be one of"),
+])
+def test_attribute_errors(attrs, match):
+    with pytest.raises(OpValidationError, match=match):
+        conv([1, 3, 8, 8], [4, 3, 3, 3], **attrs)
+
+
+def test_integer_input_is_rejected():
+    with pytest.raises(OpValidationError, match=r"input 'Input' \(input_0\) has an unsupported"):
+        conv([1, 3, 8, 8], [4, 3, 3, 3], dtype="int32")

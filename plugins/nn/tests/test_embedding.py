@@ -1,0 +1,74 @@
+"""lookup_table and lookup_table_v2: shapes, dtypes, padding_idx, errors."""
+import pytest
+
+from headrace.errors import OpValidationError, ShapeError
+from headrace.testing import build_op, infer_shapes
+
+
+def lookup(op_type, ids, ids_dtype="int64", w=(100, 16), w_dtype="float32", **attrs):
+    return infer_shapes(op_type, {"W": (list(w), w_dtype), "Ids": (ids, ids_dtype)},
+                        attrs=attrs)["Out"][0]
+
+
+@pytest.mark.parametrize("ids, want", [
+    ([8, 1], (8, 16)), ([4, 5, 1], (4, 5, 16)), ([-1, 1], (-1, 16)), ([8, -1], (8, 16)),
+    ([1], (16,)),
+])
+@pytest.mark.parametrize("w_dtype", ["float32", "float64", "float16"])
+def test_lookup_table_shapes(ids, want, w_dtype):
+    assert lookup("lookup_table", ids, w_dtype=w_dtype) == (want, w_dtype)
+
+
+@pytest.mark.parametrize("ids, want", [
+    ([8], (8, 16)), ([4, 5], (4, 5, 16)), ([8, 1], (8, 1, 16)), ([-1, -1], (-1, -1, 16)),
+    ([], (16,)),
+])
+@pytest.mark.parametrize("ids_dtype", ["int32", "int64"])
+def test_lookup_table_v2_shapes(ids, want, ids_dtype):
+    assert lookup("lookup_table_v2", ids, ids_dtype) == (want, "float32")
+
+
+@pytest.mark.parametrize("op_type, ids", [("lookup_table", [-1, 1]), ("lookup_table_v2", [-1])])
+def test_out_keeps_the_lod_of_ids(op_type, ids):
+    prog, op = build_op(op_type, {"W": ([10, 4], "float32"), "Ids": (ids, "int64", 1)})
+    assert prog.global_block().var(op.output("Out")[0]).lod_level == 1
+
+
+@pytest.mark.parametrize("op_type", ["lookup_table", "lookup_table_v2"])
+@pytest.mark.parametrize("padding_idx, w", [(-1, (100, 16)), (0, (100, 16)), (99, (100, 16)),
+                                            (1000, (-1, 16))])
+def test_valid_padding_idx(op_type, padding_idx, w):
+    assert lookup(op_type, [8, 1], w=w, padding_idx=padding_idx)[0][-1] == 16
+
+
+@pytest.mark.parametrize("op_type, ids, w, attrs, match", [
+    ("lookup_table", [8, 2], (100, 16), {}, r"Ids \(ids_0\) must end in a dim of 1"),
+    ("lookup_table", [], (100, 16), {}, r"Ids \(ids_0\) must end in a dim of 1"),
+    ("lookup_table", [8, 1], (100, 16, 1), {}, r"input 'W' \(w_0\) has the wrong rank"),
+    ("lookup_table_v2", [8], (100,), {}, r"input 'W' \(w_0\) has the wrong rank"),
+    ("lookup_table", [8, 1], (100, 16), {"padding_idx": 100},
+     r"'padding_idx' is not a row of W \(w_0\)"),
+    ("lookup_table_v2", [8], (10, 16), {"padding_idx": 10},
+     r"expected: -1 or an index in \[0, 9\]"),
+])
+def test_shape_errors(op_type, ids, w, attrs, match):
+    with pytest.raises(ShapeError, match=match):
+        lookup(op_type, ids, w=w, **attrs)
+
+
+@pytest.mark.parametrize("op_type, ids_dtype, w_dtype, attrs, match", [
+    ("lookup_table", "int32", "float32", {}, r"input 'Ids' \(ids_0\) has an unsupported dtype"),
+    ("lookup_table_v2", "float32", "float32", {}, r"input 'Ids' .* unsupported dtype"),
+    ("lookup_table_v2", "int64", "int64", {}, r"input 'W' \(w_0\) has an unsupported dtype"),
+    ("lookup_table", "int64", "float32", {"padding_idx": -2}, r"'padding_idx' must be >= -1"),
+    ("lookup_table_v2", "int64", "float32", {"is_sparse": "yes"}, r"'is_sparse' is not of type"),
+])
+def test_validation_errors(op_type, ids_dtype, w_dtype, attrs, match):
+    with pytest.raises(OpValidationError, match=match):
+        lookup(op_type, [8, 1], ids_dtype, w_dtype=w_dtype, **attrs)
+
+
+def test_padding_idx_is_a_64_bit_attribute():
+    prog, op = build_op("lookup_table", {"W": ([10, 4], "float32"), "Ids": ([2, 1], "int64")},
+                        attrs={"padding_idx": 3})
+    assert op.attr_type("padding_idx") == "long" and op.attr("padding_idx") == 3

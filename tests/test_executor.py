@@ -1,0 +1,187 @@
+"""Executor semantics: feeds and fetches, persistables in scopes, eval pruning, plan caching."""
+import numpy as np
+import pytest
+
+import headrace as hr
+from headrace.runtime import FeedError, FetchError
+from headrace.runtime.place import DeviceUnavailableError
+
+
+def chain(n=3):
+    """x -> scale(2) -> scale(3) ... a program of n scale ops, returning (prog, x, outs)."""
+    prog = hr.Program()
+    b = prog.global_block()
+    x = b.create_var(name="x", shape=[-1, 3], dtype="float32", need_check_feed=True)
+    outs, v = [], x
+    for i in range(n):
+        v = b.var(b.append_op("scale", {"X": v}, {"Out": f"s{i}"},
+                              {"scale": float(i + 2)}).output("Out")[0])
+        outs.append(v)
+    return prog, x, outs
+
+
+def test_run_fetch_by_variable_and_name():
+    prog, x, outs = chain()
+    data = np.arange(6, dtype=np.float32).reshape(2, 3)
+    a, b = hr.Executor().run(prog, feed={"x": data}, fetch_list=[outs[-1], "s0"],
+                             scope=hr.Scope())
+    np.testing.assert_allclose(a, data * 2 * 3 * 4)
+    np.testing.assert_allclose(b, data * 2)
+
+
+def test_fetch_returns_copies_and_tensors():
+    prog, x, outs = chain(1)
+    data = np.ones((1, 3), np.float32)
+    (t,) = hr.Executor().run(prog, feed={"x": data}, fetch_list=[outs[0]], scope=hr.Scope(),
+                             return_numpy=False)
+    assert isinstance(t, hr.Tensor) and t.shape == (1, 3)
+
+
+def test_feed_can_be_fetched_and_variables_as_keys():
+    prog, x, outs = chain(1)
+    data = np.ones((2, 3), np.float32)
+    (got,) = hr.Executor().run(prog, feed={x: data}, fetch_list=[x], scope=hr.Scope())
+    np.testing.assert_array_equal(got, data)
+
+
+@pytest.mark.parametrize("value, message", [
+    (np.ones((2, 3), np.float64), "wrong dtype"),
+    (np.ones((2, 4), np.float32), "wrong shape"),
+    (np.ones((3,), np.float32), "wrong shape"),
+])
+def test_feed_checks_dtype_and_shape(value, message):
+    prog, x, outs = chain(1)
+    with pytest.raises(FeedError, match=message) as e:
+        hr.Executor().run(prog, feed={"x": value}, fetch_list=[outs[0]], scope=hr.Scope())
+    assert "'x'" in str(e.value) and "expected" in str(e.value)
+
+
+def test_feed_accepts_lists_and_noncontiguous_readonly_arrays():
+    prog, x, outs = chain(1)
+    big = np.arange(24, dtype=np.float32).reshape(4, 6)
+    view = big[:, ::2]
+    view.flags.writeable = False
+    (a,) = hr.Executor().run(prog, feed={"x": view}, fetch_list=[outs[0]], scope=hr.Scope())
+    np.testing.assert_allclose(a, view * 2)
+    (b,) = hr.Executor().run(prog, feed={"x": [[1, 2, 3]]}, fetch_list=[outs[0]],
+                             scope=hr.Scope())
+    np.testing.assert_allclose(b, [[2, 4, 6]])
+
+
+def test_missing_feed_and_unknown_names_are_errors():
+    prog, x, outs = chain(1)
+    with pytest.raises(FeedError, match="neither fed nor computed"):
+        hr.Executor().run(prog, feed={}, fetch_list=[outs[0]], scope=hr.Scope())
+    with pytest.raises(FeedError, match="not a variable"):
+        hr.Executor().run(prog, feed={"nope": np.ones(1)}, fetch_list=[], scope=hr.Scope())
+    with pytest.raises(FetchError, match="not a variable"):
+        hr.Executor().run(prog, feed={"x": np.ones((1, 3), np.float32)}, fetch_list=["nope"],
+                          scope=hr.Scope())
+
+
+def test_persistables_live_in_the_scope():
+    prog = hr.Program()
+    b = prog.global_block()
+    w = b.create_parameter("w", shape=[3])
+    b.append_op("scale", {"X": w}, {"Out": w}, {"scale": 2.0})  # in place: w = 2 w
+    scope = hr.Scope()
+    exe = hr.Executor()
+    with pytest.raises(hr.HeadraceError, match="run the startup program"):
+        exe.run(prog, scope=scope)
+    scope.set("w", hr.Tensor(np.ones(3, np.float32)))
+    exe.run(prog, scope=scope)
+    exe.run(prog, scope=scope)
+    np.testing.assert_allclose(scope.find("w").numpy(), [4, 4, 4])
+    # Non-persistable temporaries do not outlive the run.
+    assert scope.names() == ["w"]
+
+
+def test_scope_guard_and_global_scope():
+    prog = hr.Program()
+    b = prog.global_block()
+    w = b.create_parameter("w2", shape=[1])
+    b.append_op("scale", {"X": w}, {"Out": w}, {"bias": 1.0})
+    mine = hr.Scope()
+    mine.set("w2", hr.Tensor(np.zeros(1, np.float32)))
+    with hr.scope_guard(mine):
+        assert hr.global_scope() is mine
+        hr.Executor().run(prog)
+    assert hr.global_scope() is not mine
+    np.testing.assert_allclose(mine.find("w2").numpy(), [1])
+
+
+def test_child_scope_lookup():
+    parent = hr.Scope()
+    parent.set("a", 1)
+    kid = parent.new_scope()
+    kid.set("b", 2)
+    assert kid.find("a") == 1 and kid.find("b") == 2 and parent.find("b") is None
+
+
+def test_eval_runs_only_what_targets_need(monkeypatch):
+    prog, x, outs = chain(3)
+    calls = []
+    from headrace.runtime import plan as plan_mod
+    original = plan_mod.Plan._compile
+
+    def spy(self, op):
+        calls.append(op.output("Out")[0])
+        return original(self, op)
+    monkeypatch.setattr(plan_mod.Plan, "_compile", spy)
+    got = hr.Executor().eval(outs[0], feed={"x": np.ones((1, 3), np.float32)},
+                             scope=hr.Scope())
+    np.testing.assert_allclose(got, [[2, 2, 2]])
+    assert calls == ["s0"]
+
+
+def test_plans_are_cached_per_revision():
+    prog, x, outs = chain(2)
+    exe = hr.Executor()
+    feed = {"x": np.ones((1, 3), np.float32)}
+    exe.run(prog, feed=feed, fetch_list=[outs[-1]], scope=hr.Scope())
+    plan1 = exe._run_plan(prog, ("x",), (outs[-1].name,), False)
+    exe.run(prog, feed=feed, fetch_list=[outs[-1]], scope=hr.Scope())
+    assert exe._run_plan(prog, ("x",), (outs[-1].name,), False) is plan1
+    b = prog.global_block()
+    b.append_op("scale", {"X": outs[-1]}, {"Out": "more"}, {"scale": 10.0})
+    (got,) = exe.run(prog, feed=feed, fetch_list=["more"], scope=hr.Scope())
+    np.testing.assert_allclose(got, [[60, 60, 60]])
+    assert exe._run_plan(prog, ("x",), (outs[-1].name,), False) is not plan1
+
+
+def test_kernel_errors_name_the_op_and_source_line():
+    prog = hr.Program()
+    b = prog.global_block()
+    x = b.create_var(name="x", shape=[-1, -1], dtype="float32", need_check_feed=True)
+    y = b.create_var(name="y", shape=[-1, -1], dtype="float32", need_check_feed=True)
+    b.append_op("mul", {"X": x, "Y": y}, {"Out": "z"})  # the line the error must name
+    with pytest.raises(hr.OpError) as e:
+        hr.Executor().run(prog, feed={"x": np.ones((2, 3), np.float32),
+                                      "y": np.ones((4, 5), np.float32)},
+                          fetch_list=["z"], scope=hr.Scope())
+    msg = str(e.value)
+    assert "'mul'" in msg and "block 0" in msg and "op #0" in msg
+    assert "test_executor.py" in msg and 'b.append_op("mul"' in msg
+
+
+def test_lod_tensor_helpers():
+    t = hr.create_lod_tensor(np.arange(5.0).reshape(5, 1), [[2, 3]])
+    assert t.lod == [[0, 2, 5]] and t.recursive_sequence_lengths() == [[2, 3]]
+    from headrace.runtime.tensor import LoDError
+    with pytest.raises(LoDError, match="ends at"):
+        hr.create_lod_tensor(np.zeros((4, 1)), [[2, 3]])
+
+
+def test_cuda_place_without_backend_is_a_clear_error(monkeypatch):
+    import builtins
+    real_import = builtins.__import__
+
+    def no_numba(name, *a, **k):
+        if name == "numba" or name.startswith("numba."):
+            raise ImportError("No module named 'numba'")
+        return real_import(name, *a, **k)
+    monkeypatch.setattr(builtins, "__import__", no_numba)
+    import sys
+    monkeypatch.delitem(sys.modules, "headrace.devices.cuda", raising=False)
+    with pytest.raises(DeviceUnavailableError, match="CUDAPlace\\(0\\).*not available"):
+        hr.Executor(hr.CUDAPlace(0))
