@@ -5,3 +5,9 @@ from headrace.ops import hookimpl, register_ops_package
 @hookimpl
 def headrace_register_ops(registry):
     register_ops_package(registry, "headrace_optim.ops")
+
+
+@hookimpl
+def headrace_register_kernels(registry):
+    # Imported on first use of the device: CPU kernels are Cython.
+    registry.add_kernel_package("headrace_optim.kernels.cpu", "cpu")

@@ -1,4 +1,5 @@
 # Small inline helpers every CPU kernel module of this plugin shares (cimported, no runtime cost).
+# Each plugin keeps its own copy: plugins build in isolation, without the core or each other.
 cimport numpy as cnp
 
 ctypedef fused real:

@@ -1,0 +1,1 @@
+"""Kernels of the nn family, per device: cpu/ (Cython) and cuda/ (Numba CUDA)."""

@@ -1,0 +1,1 @@
+"""Cython CPU kernels; each module lists ``KERNELS = [(op_type, maker, dtypes), ...]``."""

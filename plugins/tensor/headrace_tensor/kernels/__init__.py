@@ -1,0 +1,1 @@
+"""Kernels of the tensor family, per device: cpu/ (Cython) and cuda/ (Numba CUDA)."""

@@ -1,0 +1,19 @@
+"""Build of the plugin's Cython CPU kernels; metadata is in pyproject.toml."""
+import glob
+import os
+
+import numpy as np
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+PKG = "headrace_tensor"
+here = os.path.dirname(os.path.abspath(__file__))
+os.chdir(here)
+extensions = [
+    Extension(path[:-4].replace(os.sep, "."), [path], include_dirs=[np.get_include()],
+              define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+              extra_compile_args=["-O3"])
+    for path in sorted(glob.glob(os.path.join(PKG, "kernels", "cpu", "*.pyx")))
+]
+setup(ext_modules=cythonize(extensions, compiler_directives={"language_level": 3},
+                            nthreads=os.cpu_count() or 1))
