@@ -105,6 +105,14 @@ def _infer_split(ctx):
     if x.rank == 0:
         ctx.fail(f"input 'X' ({x.name}) is 0-D; split needs at least one dim",
                  expected="rank >= 1", found="shape []")
+    if ctx.has_input("SectionsTensorList"):
+        metas = ctx.inputs("SectionsTensorList")
+        for m in metas:
+            expect_one_element(ctx, m, "SectionsTensorList")
+        n_tensors = len(metas)
+        if n_tensors != len(sections):
+            ctx.fail("input 'SectionsTensorList' must hold one tensor per section",
+                     expected=f"{len(sections)} tensors", found=f"{n_tensors}")
     n_out = ctx.num_outputs("Out")
     if ctx.has_input("AxisTensor"):
         expect_one_element(ctx, ctx.input("AxisTensor"), "AxisTensor")
@@ -112,11 +120,6 @@ def _infer_split(ctx):
         for i in range(n_out):
             ctx.set_output("Out", [-1] * x.rank, x.dtype, x.lod_level, index=i)
         return
-    if ctx.has_input("SectionsTensorList"):
-        n_tensors = len(ctx.inputs("SectionsTensorList"))
-        if n_tensors != len(sections):
-            ctx.fail("input 'SectionsTensorList' must hold one tensor per section",
-                     expected=f"{len(sections)} tensors", found=f"{n_tensors}")
     axis = normalize_axis(ctx, ctx.attr("axis"), x.rank)
     sizes = _split_sizes(ctx, x.shape[axis], num, sections, n_out, x)
     # Paddle keeps X's LoD on the pieces only when rows are not split.

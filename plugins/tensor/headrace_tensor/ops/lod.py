@@ -4,31 +4,37 @@ from headrace.ops import Attr, In, OpDef, Out
 from ._common import INT_INDEX_DTYPES
 
 
+def _check_target_lod(ctx, x):
+    lod = list(ctx.attr("target_lod"))
+    if not lod:
+        ctx.fail("without input 'Y' the new LoD must come from attribute 'target_lod'",
+                 expected="a non-empty target_lod or an input Y", found="target_lod=[]")
+    if lod[0] != 0 or any(b < a for a, b in zip(lod, lod[1:])):
+        ctx.fail("attribute 'target_lod' must be offsets: start at 0, never decrease",
+                 expected="[0, ...] non-decreasing", found=f"target_lod={lod}")
+    rows = x.shape[0] if x.rank else 1
+    if rows >= 0 and lod[-1] != rows:
+        ctx.fail(f"attribute 'target_lod' must end at the number of rows of input 'X' "
+                 f"({x.name})", expected=f"last offset {rows} (shape {list(x.shape)})",
+                 found=f"target_lod={lod}")
+
+
 def _infer_lod_reset(ctx):
     x = ctx.input("X")
     append = ctx.attr("append")
-    if ctx.has_input("Y"):
-        y = ctx.input("Y")
-        if y.lod_level == 0 and y.dtype not in INT_INDEX_DTYPES:
-            ctx.fail(f"input 'Y' ({y.name}) has no LoD, so its data must be the offsets",
-                     expected="int32 or int64 data (or a Y with lod_level >= 1)",
-                     found=y.dtype)
-        # As Paddle's var-type rule: Y's LoD (or Y's data, one level) replaces X's.
-        lod_level = max(y.lod_level, 1)
+    if ctx.has_input("Y") and ctx.input("Y").lod_level > 0:
+        lod_level = ctx.input("Y").lod_level  # Y's LoD replaces X's, append or not
     else:
-        lod = list(ctx.attr("target_lod"))
-        if not lod:
-            ctx.fail("without input 'Y' the new LoD must come from attribute 'target_lod'",
-                     expected="a non-empty target_lod or an input Y", found="target_lod=[]")
-        if lod[0] != 0 or any(b < a for a, b in zip(lod, lod[1:])):
-            ctx.fail("attribute 'target_lod' must be offsets: start at 0, never decrease",
-                     expected="[0, ...] non-decreasing", found=f"target_lod={lod}")
-        rows = x.shape[0] if x.rank else 1
-        if rows >= 0 and lod[-1] != rows:
-            ctx.fail(f"attribute 'target_lod' must end at the number of rows of input 'X' "
-                     f"({x.name})", expected=f"last offset {rows} (shape {list(x.shape)})",
-                     found=f"target_lod={lod}")
-        lod_level = max(x.lod_level, 1) + 1 if append else 1
+        if ctx.has_input("Y"):
+            y = ctx.input("Y")
+            if y.dtype not in INT_INDEX_DTYPES:
+                ctx.fail(f"input 'Y' ({y.name}) has no LoD, so its data must be the offsets",
+                         expected="int32 or int64 data (or a Y with lod_level >= 1)",
+                         found=y.dtype)
+        else:
+            _check_target_lod(ctx, x)
+        # One new level: the only one, or added below X's levels.
+        lod_level = x.lod_level + 1 if append else 1
     ctx.set_output("Out", x.shape, x.dtype, lod_level)
 
 

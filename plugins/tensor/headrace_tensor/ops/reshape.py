@@ -43,12 +43,7 @@ def _resolve(ctx, x, shape):
     if x_rest < 0:
         return out
     if infer_at is not None:
-        if out_rest == 0:
-            if x_rest != 0:
-                ctx.fail("attribute 'shape' has a zero-size dim, so no -1 can match X's "
-                         f"elements", expected=f"{x_rest} elements", found=f"shape={shape}")
-            return out
-        if x_rest % out_rest:
+        if x_rest % out_rest:  # out_rest > 0: only positive dims are counted
             ctx.fail(f"input 'X' ({x.name}) of shape {list(x.shape)} cannot be reshaped to "
                      f"{shape}: the -1 dim is not a whole number",
                      expected=f"a multiple of {out_rest} elements",
