@@ -9,5 +9,8 @@ def headrace_register_ops(registry):
 
 @hookimpl
 def headrace_register_kernels(registry):
-    # Imported on first use of the device: CPU kernels are Cython.
+    # Imported on first use of the device: CPU kernels are Cython; the control-flow kernels
+    # drive sub-plans and serve every device.
     registry.add_kernel_package("headrace_control.kernels.cpu", "cpu")
+    for device in ("cpu", "cuda"):
+        registry.add_kernel_package("headrace_control.kernels.flow", device)

@@ -72,7 +72,9 @@ def build_registry(plugins=(), autoload=None):
     # Ops first for every plugin, then kernels: a kernel may target another plugin's op.
     for hook in ("headrace_register_ops", "headrace_register_kernels"):
         caller = getattr(pm.hook, hook)
-        for impl in reversed(caller.get_hookimpls()):  # registration order
+        # get_hookimpls() lists plain impls in registration order (pluggy *calls* them in
+        # reverse); going in registration order makes the earlier plugin win a duplicate op.
+        for impl in caller.get_hookimpls():
             name = impl.plugin_name
             if name in registry.failed:
                 continue

@@ -15,6 +15,7 @@ cdef class Instr:
     cdef public tuple in_ids
     cdef public tuple out_ids
     cdef public bint simple
+    cdef public bint frame
     cdef public object op
     cdef public tuple lod_share
 
@@ -24,6 +25,8 @@ cdef class Instr:
         self.out_ids = out_ids
         self.simple = all(type(i) is int for i in in_ids) and \
             all(type(i) is int for i in out_ids)
+        # Frame kernels (control flow, tensor arrays) read and write slots themselves.
+        self.frame = getattr(fn, "frame_kernel", False)
         self.op = op
         self.lod_share = lod_share
 
@@ -51,6 +54,9 @@ def run(list instrs, list values, dict lods):
             ins = <Instr>instrs[k]
             ids = ins.in_ids
             n = len(ids)
+            if ins.frame:
+                ins.fn(values, lods)
+                continue
             if ins.simple:
                 if n == 1:
                     res = ins.fn(values[<Py_ssize_t>ids[0]])

@@ -41,12 +41,19 @@ class KernelInfo:
     ``op`` the Operator, ``attrs`` its attributes (dict), ``place`` and ``device`` the device
     module, ``in_dtypes``/``out_dtypes`` ``{slot: [dtype, ...]}`` from the VarDescs,
     ``out_shapes`` likewise (build-time shapes, -1 unknown), ``seed`` for random ops (None:
-    nondeterministic), ``subplan(block)`` a Plan for a sub-block over the same slots.
+    nondeterministic), ``subplan(block)`` a Plan for a sub-block over the same slots, and
+    ``in_slots``/``out_slots`` ``{slot: [slot index, ...]}`` for frame kernels: a kernel with
+    ``frame_kernel = True`` is called as ``kernel(values, lods)`` and reads and writes the
+    slots itself (control flow, tensor arrays).
     """
 
     def __init__(self, plan, op, attrs, place):
         self._plan = plan
         self.op = op
+        self.in_slots = {s: [plan._slot_of(op, n, "input") for n in ns]
+                         for s, ns in op.inputs.items()}
+        self.out_slots = {s: [plan._slot_of(op, n, "output") for n in ns]
+                          for s, ns in op.outputs.items()}
         self.attrs = attrs
         self.place = place
         self.device = place.module()

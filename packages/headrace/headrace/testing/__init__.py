@@ -1,5 +1,7 @@
 """Helpers for op plugin authors' tests (build-time now; the OpTest harness grows here)."""
 from .build import build_op, infer_shapes
 from .optest import TOLERANCES, available_places, check_op, run_op
+from .references import load_references
 
-__all__ = ["build_op", "infer_shapes", "TOLERANCES", "available_places", "check_op", "run_op"]
+__all__ = ["build_op", "infer_shapes", "TOLERANCES", "available_places", "check_op", "run_op",
+           "load_references"]

@@ -1,4 +1,4 @@
-"""conditional_block: run a sub-block when a condition holds (interpreted by the executor)."""
+"""conditional_block: run a sub-block when a condition holds ."""
 from headrace.ops import Attr, In, OpDef, Out
 
 from ._common import expect_one_element, skip_vars_attr, sub_block_attr
@@ -36,7 +36,6 @@ conditional_block = OpDef(
         skip_vars_attr(),
     ],
     infer=_infer_conditional_block,
-    no_kernel=True,
     doc="Runs sub_block in a new child scope when the condition holds; the scope is kept in "
         "Scope for the gradient block.",
 )

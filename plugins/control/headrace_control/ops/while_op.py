@@ -1,4 +1,4 @@
-"""while: run a sub-block as long as a condition holds (interpreted by the executor).
+"""while: run a sub-block as long as a condition holds .
 
 The module is named while_op because ``while`` is a Python keyword.
 """
@@ -32,7 +32,6 @@ while_ = OpDef(
         skip_vars_attr(),
     ],
     infer=_infer_while,
-    no_kernel=True,
     doc="while Condition: run sub_block in a fresh child scope. The body must write "
         "Condition, or the loop never ends.",
 )

@@ -1,0 +1,47 @@
+"""Shared benchmark plumbing: pinned threads, best-of timing, the optional PyTorch peer.
+
+Import this module before NumPy in a benchmark: the thread pins must be in the environment
+before BLAS/OpenMP start. Every benchmark prints one JSON line with its figures, the peer's
+figures from the same run, their ratio, and the thread settings.
+"""
+import json
+import os
+import platform
+import sys
+import time
+
+THREADS = os.environ.get("HEADRACE_BENCH_THREADS", "1")
+for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[var] = THREADS
+
+
+def torch_or_none():
+    """PyTorch CPU if installed (pip install torch==2.13.0), pinned to the same threads."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.set_num_threads(int(THREADS))
+    return torch
+
+
+def best_time(fn, repeat=5, number=1, warmup=1):
+    """Best wall time of ``number`` calls of ``fn``, over ``repeat`` tries, per call."""
+    for _ in range(warmup):
+        fn()
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        best = min(best, (time.perf_counter() - t0) / number)
+    return best
+
+
+def report(name, **figures):
+    figures = {"benchmark": name, **figures,
+               "threads": {"OMP_NUM_THREADS": os.environ["OMP_NUM_THREADS"],
+                           "OPENBLAS_NUM_THREADS": os.environ["OPENBLAS_NUM_THREADS"]},
+               "python": platform.python_version(), "machine": platform.machine()}
+    print(json.dumps(figures))
+    sys.stdout.flush()
