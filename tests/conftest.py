@@ -16,6 +16,9 @@ def _fill_infer(ctx):
 
 def _concat_infer(ctx):
     metas = ctx.inputs("X")
+    ranks = [m.rank for m in metas]
+    ctx.expect(len(set(ranks)) == 1, "inputs 'X' must have the same rank",
+               expected="equal ranks", found=f"ranks {ranks}")
     shape = list(metas[0].shape)
     axis = ctx.attr("axis")
     shape[axis] = sum(m.shape[axis] for m in metas)
@@ -26,6 +29,18 @@ def _dropout_infer(ctx):
     x = ctx.input("X")
     ctx.set_output_like("Out", x)
     ctx.set_output("Mask", x.shape, "uint8")
+
+
+def _buggy_infer(ctx):
+    """A plugin rule with bugs, chosen by the 'bug' attribute."""
+    bug = ctx.attr("bug")
+    if bug == "raise":
+        raise ZeroDivisionError("division by zero in a rule")
+    ctx.set_output("Out", [2], "float13" if bug == "dtype" else "float32",
+                   lod_level=-1 if bug == "lod" else 0,
+                   kind="nonsense" if bug == "kind" else "lod_tensor")
+    if bug != "none":
+        ctx.set_output("Out", [3], "float32", index=1)
 
 
 def _prob_check(p):
@@ -59,6 +74,8 @@ FAKE_OPS = [
           infer=same_as("X")),
     OpDef("cond", inputs=[In("Cond", optional=True)], outputs=[Out("Out", optional=True)],
           attrs=[Attr("sub_block", "block")], no_kernel=True),
+    OpDef("buggy", inputs=[In("X", optional=True)], outputs=[Out("Out", duplicable=True)],
+          attrs=[Attr("bug", "string", "none")], infer=_buggy_infer),
     OpDef("all_attrs", outputs=[Out("Out")], attrs=ALL_ATTRS,
           infer=lambda ctx: ctx.set_output("Out", [1], "float32")),
 ]
@@ -101,7 +118,8 @@ def snapshot(program):
     out = []
     for block in program.blocks:
         vars_ = [(v.name, v.kind, v.shape, v.dtype, v.lod_level, v.persistable, v.stop_gradient,
-                  v.is_parameter, type(v).__name__) for v in block.vars.values()]
+                  v.is_parameter, type(v).__name__, v.op and (v.op.block.idx, v.op.idx))
+                 for v in block.vars.values()]
         ops = [(op.type, op.inputs, op.outputs, {k: _plain(v) for k, v in op.attrs.items()})
                for op in block.ops]
         out.append((block.idx, block.parent_idx, vars_, ops))

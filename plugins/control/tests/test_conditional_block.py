@@ -26,9 +26,11 @@ def append(block, sub, conds=("c0",), scalar=True, **extra):
                            outputs, attrs)
 
 
-def test_interpreted_by_the_executor():
+def test_runs_through_a_frame_kernel():
+    # Control flow runs through kernels that drive sub-plans, on every device.
     opdef = default_registry().get("conditional_block")
-    assert opdef.no_kernel and opdef.attrs["sub_block"].required
+    assert not opdef.no_kernel and {"cpu", "cuda"} <= set(default_registry().kernels_for("conditional_block"))
+    assert opdef.attrs["sub_block"].required
 
 
 def test_owns_its_sub_block():

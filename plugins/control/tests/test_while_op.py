@@ -25,9 +25,11 @@ def append(block, body, **attrs):
                            {"sub_block": body, **attrs})
 
 
-def test_interpreted_by_the_executor():
+def test_runs_through_a_frame_kernel():
+    # Control flow runs through kernels that drive sub-plans, on every device.
     opdef = default_registry().get("while")
-    assert opdef.no_kernel and opdef.attrs["is_test"].default is False
+    assert not opdef.no_kernel and {"cpu", "cuda"} <= set(default_registry().kernels_for("while"))
+    assert opdef.attrs["is_test"].default is False
 
 
 def test_owns_its_body():

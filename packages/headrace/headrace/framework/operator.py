@@ -15,6 +15,17 @@ from .variable import KINDS, Variable, normalize_lod_level, normalize_shape
 __all__ = ["Operator", "prepare_op", "PreparedOp"]
 
 
+def _bad_block_ref(program, kind, value):
+    """Why a (coerced) BLOCK/BLOCKS attribute value does not name blocks of ``program``, or
+    None. An out-of-range index would make the saved program unloadable."""
+    n = program.num_blocks
+    for b in (value if kind == "blocks" else [value]):
+        idx = getattr(b, "idx", b)
+        if idx >= n or getattr(b, "program", program) is not program:
+            return f"points at block {idx}, which is not a block of this program ({n} blocks)"
+    return None
+
+
 def _find_slot(container, slot):
     for v in container:
         if v.parameter == slot:
@@ -135,6 +146,8 @@ class Operator:
                                     options=sorted(self.opdef.attrs))
         if spec is not None:
             ok = spec.validate(value)
+            if not isinstance(ok, str) and spec.type in ("block", "blocks"):
+                ok = _bad_block_ref(self.block.program, spec.type, ok[0]) or ok
             if isinstance(ok, str):
                 raise OpValidationError(f"attribute '{name}' {ok}", op_type=self.type,
                                         block_idx=self.block.idx, source=self.source)
@@ -320,21 +333,20 @@ def prepare_op(block, op_type, inputs, outputs, attrs, op_idx, strict_attrs=True
         if isinstance(ok, str):
             fail(f"attribute '{name}' {ok}", expected=f"{spec.type}" +
                  (f" in {list(spec.choices)}" if spec.choices else ""), found=repr(value))
-        if spec.type in ("block", "blocks"):
-            # A BLOCK attribute must name an existing block, or the program cannot be loaded.
-            n = block.program.num_blocks
-            for b in (ok[0] if spec.type == "blocks" else [ok[0]]):
-                idx = getattr(b, "idx", b)
-                if idx >= n or getattr(b, "program", block.program) is not block.program:
-                    fail(f"attribute '{name}' points at block {idx}, which is not a block of "
-                         f"this program ({n} blocks)", expected=f"a block index in [0, {n - 1}]",
-                         found=repr(value))
+        bad = _bad_block_ref(block.program, spec.type, ok[0]) \
+            if spec.type in ("block", "blocks") else None
+        if bad:
+            fail(f"attribute '{name}' {bad}",
+                 expected=f"a block index in [0, {block.program.num_blocks - 1}]",
+                 found=repr(value))
         values[name] = ok[0]
     for spec in opdef.attrs.values():
         if spec.name not in values:
             if spec.required:
                 fail(f"missing required attribute '{spec.name}'", expected=spec.type)
-            values[spec.name] = spec.default
+            # A copy: a list default is shared by every op of the type (a rule may mutate it).
+            values[spec.name] = list(spec.default) if isinstance(spec.default, list) \
+                else spec.default
     results = {}
     if opdef.infer is not None:
         # Inputs that do not exist yet cannot be read; outputs that will be created are fine.

@@ -186,6 +186,8 @@ class Registry:
                     self._ops.pop(entry[1], None)
                 elif entry[0] == "package":
                     self._pending[entry[1]].remove(entry[2])
+                    if not self._pending[entry[1]]:  # else devices() would still list it
+                        del self._pending[entry[1]]
                 else:
                     self._kernels[entry[1]].remove(entry[2])
                     if not self._kernels[entry[1]]:
@@ -204,3 +206,5 @@ class Registry:
                 del self._kernels[key]
         for device in list(self._pending):
             self._pending[device] = [e for e in self._pending[device] if e[0] != plugin_name]
+            if not self._pending[device]:
+                del self._pending[device]
