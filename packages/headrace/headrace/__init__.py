@@ -3,6 +3,7 @@
 Build a program with Python calls, run it with an Executor. Public API, re-exported explicitly.
 """
 from . import dtypes, errors, ops, unique_name
+from .autodiff import append_backward, gradients
 from .errors import (HeadraceError, OpError, ProgramError, ProgramParseError, ShapeError,
                      UnknownOpError, VariableError)
 from .framework import (PROGRAM_VERSION, Block, Operator, Parameter, Program, Variable,
@@ -13,7 +14,7 @@ from .runtime import (CPUPlace, CUDAPlace, Executor, Scope, Tensor, TensorArray,
 __version__ = "0.1.0"
 
 __all__ = [
-    "dtypes", "errors", "ops", "unique_name", "HeadraceError", "OpError", "ProgramError",
+    "dtypes", "errors", "ops", "unique_name", "append_backward", "gradients", "HeadraceError", "OpError", "ProgramError",
     "ProgramParseError", "ShapeError", "UnknownOpError", "VariableError", "PROGRAM_VERSION",
     "Block", "Operator", "Parameter", "Program", "Variable", "default_main_program",
     "default_startup_program", "program_guard", "CPUPlace", "CUDAPlace", "Executor", "Scope",

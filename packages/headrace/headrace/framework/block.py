@@ -8,6 +8,7 @@ always, by the methods here.
 from .. import dtypes as dt
 from ..errors import OpError, ProgramError, VariableError
 from ..ops import attrs as attr_codec
+from ..ops.grad import EMPTY
 from ..proto import framework_pb2 as pb
 from .operator import Operator, prepare_op
 from .variable import (KINDS, Parameter, Variable, init_desc, normalize_lod_level,
@@ -226,7 +227,7 @@ class Block:
         later = {n for o in self.ops[index + 1:] for n in o.output_arg_names}
         for names in p.outputs.values():
             for name in names:
-                if name not in later:  # the writer is the last op (in order) that writes it
+                if name not in later and name != EMPTY:  # the last writer in order
                     self._find_var_recursive(name).op = op
         self._changed()
         return op

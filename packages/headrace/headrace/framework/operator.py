@@ -9,6 +9,7 @@ from .. import dtypes
 from ..errors import OpError, OpValidationError, VariableError
 from ..ops import attrs as attr_codec
 from ..ops.definition import COMMON_ATTRS
+from ..ops.grad import EMPTY
 from ..ops.infer import InferContext
 from .variable import KINDS, Variable, normalize_lod_level, normalize_shape
 
@@ -314,7 +315,7 @@ def prepare_op(block, op_type, inputs, outputs, attrs, op_idx, strict_attrs=True
                     if s.dtypes is not None and var.dtype is not None and var.dtype not in s.dtypes:
                         fail(f"input '{s.name}' ({n}) has an unsupported dtype",
                              expected=" or ".join(s.dtypes), found=var.dtype)
-                elif var is None and n not in new_vars:
+                elif var is None and n not in new_vars and n != EMPTY:
                     new_vars.append(n)
             dest[s.name] = names
     # Attributes: declared ones are checked and defaulted; bookkeeping ones pass.
@@ -357,7 +358,9 @@ def prepare_op(block, op_type, inputs, outputs, attrs, op_idx, strict_attrs=True
             raise e.locate(**where)
         except Exception as e:  # a bug in a plugin's rule: still say which op and where
             raise OpError(f"shape inference raised {type(e).__name__}: {e}", **where) from e
-        results = ctx.results
+        # @EMPTY@ outputs (unwanted gradients) are bound but never declared.
+        results = {slot: {i: m for i, m in metas.items() if m.name != EMPTY}
+                   for slot, metas in ctx.results.items()}
         # A rule's results are applied to VarDescs only after the op is accepted: check them
         # now, so that a bad one (a plugin bug) cannot fail half-way through the commit.
         for slot, metas in results.items():

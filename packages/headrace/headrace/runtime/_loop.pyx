@@ -81,7 +81,9 @@ def run(list instrs, list values, dict lods):
                             values[<Py_ssize_t>o] = res[j]
                     else:
                         for n, x in enumerate(res[j]):
-                            values[<Py_ssize_t>(<tuple>o)[n]] = x
+                            i = <Py_ssize_t>(<tuple>o)[n]
+                            if i > 0:  # @EMPTY@ entries of a duplicable output are -1
+                                values[i] = x
             if ins.lod_share:
                 for src, dst in ins.lod_share:
                     if src in lods:

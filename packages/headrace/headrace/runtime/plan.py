@@ -8,6 +8,7 @@ the same slots; their kernels receive them through ``KernelInfo.subplan``.
 import numpy as np
 
 from ..errors import HeadraceError, OpError
+from ..ops.grad import EMPTY
 from ..ops.infer import DictInferContext, VarMeta
 from . import _loop
 from ._loop import Instr
@@ -107,6 +108,8 @@ class Plan:
         return p
 
     def _slot_of(self, op, name, role):
+        if name == EMPTY:
+            return -1  # a gradient nobody needs: computed, never stored
         var = op.block._find_var_recursive(name)
         if var is None:
             raise OpError(f"{role} variable '{name}' is not declared in block {op.block.idx} "

@@ -2,6 +2,7 @@
 from .build import build_op, infer_shapes
 from .optest import TOLERANCES, available_places, check_op, run_op
 from .references import load_references
+from .gradcheck import check_grad
 
 __all__ = ["build_op", "infer_shapes", "TOLERANCES", "available_places", "check_op", "run_op",
-           "load_references"]
+           "load_references", "check_grad"]

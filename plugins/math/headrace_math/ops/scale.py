@@ -1,5 +1,6 @@
 """scale: Out = scale * X + bias (or scale * (X + bias))."""
 from headrace.ops import Attr, In, OpDef, Out
+from headrace.ops.grad import GradOp
 from headrace.ops.shape import same_as
 
 scale = OpDef(
@@ -16,3 +17,14 @@ scale = OpDef(
 )
 
 OPS = [scale]
+
+
+def _scale_grad(ctx):
+    # d(scale*X + b)/dX = scale, whichever side the bias is on: the gradient is a scale op.
+    if not ctx.wants("X"):
+        return []
+    return [GradOp("scale", {"X": ctx.output_grad("Out")}, {"Out": ctx.input_grad("X")},
+                   {"scale": ctx.attrs["scale"], "bias": 0.0})]
+
+
+scale.grad = _scale_grad
