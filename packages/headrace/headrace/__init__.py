@@ -2,21 +2,25 @@
 
 Build a program with Python calls, run it with an Executor. Public API, re-exported explicitly.
 """
-from . import dtypes, errors, ops, unique_name
+from . import dtypes, errors, io, ops, unique_name
 from .autodiff import append_backward, gradients
-from .errors import (HeadraceError, OpError, ProgramError, ProgramParseError, ShapeError,
-                     UnknownOpError, VariableError)
+from .errors import (HeadraceError, LayerError, OpError, ProgramError, ProgramParseError,
+                     ShapeError, UnknownOpError, VariableError)
 from .framework import (PROGRAM_VERSION, Block, Operator, Parameter, Program, Variable,
                         default_main_program, default_startup_program, program_guard)
 from .runtime import (CPUPlace, CUDAPlace, Executor, Scope, Tensor, TensorArray,
                       create_lod_tensor, global_scope, scope_guard)
+from . import clip, initializer, layers, optimizer, regularizer
+from .layer_helper import LayerHelper
+from .param_attr import ParamAttr
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "dtypes", "errors", "ops", "unique_name", "append_backward", "gradients", "HeadraceError", "OpError", "ProgramError",
+    "dtypes", "errors", "io", "ops", "unique_name", "append_backward", "gradients", "HeadraceError", "OpError", "ProgramError",
     "ProgramParseError", "ShapeError", "UnknownOpError", "VariableError", "PROGRAM_VERSION",
     "Block", "Operator", "Parameter", "Program", "Variable", "default_main_program",
     "default_startup_program", "program_guard", "CPUPlace", "CUDAPlace", "Executor", "Scope",
     "Tensor", "TensorArray", "create_lod_tensor", "global_scope", "scope_guard", "__version__",
+    "LayerError", "clip", "initializer", "layers", "optimizer", "regularizer", "LayerHelper", "ParamAttr",
 ]

@@ -44,6 +44,8 @@ def canonical(dtype):
             name = np.dtype(dtype).name
         except TypeError:
             name = None
+        if name == "uint64":
+            return "size_t"
         if name in _NAME_TO_PROTO:
             return name
     raise VariableError(f"unknown dtype {dtype!r}; expected one of {', '.join(DTYPES)}")

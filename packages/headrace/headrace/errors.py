@@ -8,7 +8,7 @@ expected against what was found, so the message alone is enough to fix the progr
 __all__ = [
     "HeadraceError", "ProgramError", "ProgramParseError", "VariableError", "OpError",
     "OpDefinitionError", "UnknownOpError", "OpValidationError", "ShapeError", "PluginError",
-    "KernelNotFoundError",
+    "KernelNotFoundError", "LayerError",
 ]
 
 
@@ -26,6 +26,11 @@ class ProgramParseError(ProgramError):
 
 class VariableError(ProgramError):
     """A bad variable declaration: a conflicting re-declaration, an unknown dtype, a bad shape."""
+
+
+class LayerError(HeadraceError, ValueError):
+    """A bad argument to a layer, initializer, optimizer or other Python API builder; the message
+    names the function and the argument (``fc: argument 'size' must be ...``)."""
 
 
 class OpDefinitionError(HeadraceError):

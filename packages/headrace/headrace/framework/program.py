@@ -10,14 +10,19 @@ from .validate import validate_program_desc
 from .variable import Parameter, Variable
 
 __all__ = ["Program", "PROGRAM_VERSION", "default_main_program", "default_startup_program",
-           "program_guard", "switch_main_program", "switch_startup_program"]
+           "program_guard", "switch_main_program", "switch_startup_program",
+           "OP_ROLE_FORWARD", "OP_ROLE_BACKWARD", "OP_ROLE_OPTIMIZE", "OP_ROLE_LRSCHED",
+           "OP_ROLE_LOSS"]
 
 # The program format version headrace writes (ProgramDesc.version). Paddle accepts programs
 # whose version is not newer than its own, so a small number keeps ours loadable there.
 PROGRAM_VERSION = 1
 
-# op_role values (Paddle's): what an op is for; autodiff and optimizers set them.
-OP_ROLE_FORWARD, OP_ROLE_BACKWARD, OP_ROLE_OPTIMIZE, OP_ROLE_LOSS = 0, 1, 2, 256
+# op_role values (Paddle's): what an op is for; autodiff and optimizers set them. LRSched marks
+# the learning-rate schedule (the step counter and the decay arithmetic); optimizers also or it
+# with Optimize for per-parameter learning rates, as Paddle does.
+OP_ROLE_FORWARD, OP_ROLE_BACKWARD, OP_ROLE_OPTIMIZE, OP_ROLE_LRSCHED, OP_ROLE_LOSS = \
+    0, 1, 2, 16, 256
 
 
 class Program:
@@ -175,8 +180,9 @@ class Program:
 
     # -- copies ----------------------------------------------------------------------------
     def clone(self, for_test=False):
-        """A deep copy. ``for_test``: an inference program: backward and optimizer ops are
-        dropped and every op that has an ``is_test`` attribute gets it set."""
+        """A deep copy. ``for_test``: an inference program: backward, optimizer and
+        learning-rate-schedule ops are dropped and every op that has an ``is_test`` attribute
+        gets it set."""
         prog = Program.from_desc(self.desc, self._registry)
         prog.random_seed = self.random_seed
         prog.current_block_idx = self.current_block_idx
@@ -189,7 +195,7 @@ class Program:
                 for i in reversed(range(len(block.ops))):
                     op = block.ops[i]
                     role = op.attr("op_role") if op.has_attr("op_role") else 0
-                    if role & (OP_ROLE_BACKWARD | OP_ROLE_OPTIMIZE):
+                    if role & (OP_ROLE_BACKWARD | OP_ROLE_OPTIMIZE | OP_ROLE_LRSCHED):
                         block.remove_op(i)
                     elif op.opdef is not None and "is_test" in op.opdef.attrs:
                         op.set_attr("is_test", True)

@@ -190,6 +190,22 @@ class Variable:
     def ndim(self):
         return len(self.shape)
 
+    @property
+    def grad(self):
+        """The gradient variable ``<name>@GRAD`` made by the backward pass (``append_backward``
+        or ``optimizer.minimize``): usable in ``fetch_list``. A VariableError when the program
+        has no such variable (no backward pass yet, or this variable does not reach the loss)."""
+        name = self.name + "@GRAD"
+        var = self.block.find_var(name)
+        if var is None:  # a gradient block is not an ancestor of its forward block
+            var = next((b.vars[name] for b in self.block.program.blocks if name in b.vars), None)
+        if var is None:
+            raise VariableError(
+                f"variable '{self.name}' has no gradient: its program has no variable '{name}'. "
+                f"Build the backward pass first (optimizer.minimize(loss) or "
+                f"headrace.append_backward(loss)) with a loss that depends on '{self.name}'")
+        return var
+
     def meta(self):
         """The inference view (:class:`headrace.ops.VarMeta`) of this variable."""
         from ..ops.infer import VarMeta
@@ -215,8 +231,15 @@ class Variable:
     def __repr__(self):
         return f"<{type(self).__name__} {self.to_string()}>"
 
-    # Variables are graph nodes: identity semantics, usable as dict keys.
+    # Variables are graph nodes: identity semantics, usable as dict keys. ``==`` and ``!=``
+    # stay identity comparisons on purpose (``v in list``, ``list.index``, dict lookups rely on
+    # them); ``Variable.equal`` / ``layers.equal`` build the elementwise comparison op. The other
+    # operators (+ - * / ** @ < <= > >= unary -, astype) are installed by framework/math_ops.py.
     __hash__ = object.__hash__
+    __eq__ = object.__eq__
+    __ne__ = object.__ne__
+    # NumPy scalars and arrays on the left defer to our reflected operators (np.float32(2) * v).
+    __array_ufunc__ = None
 
 
 class Parameter(Variable):

@@ -1,0 +1,225 @@
+"""Tensor layers: constants, copies, global variables, parameters, casts and shape changes."""
+import numpy as np
+
+from .. import dtypes
+from ..errors import LayerError
+from ..framework import Variable
+from ..initializer import Constant, _VALUE_ATTRS
+from ..layer_helper import (LayerHelper, check_bool, check_int, check_number, check_variable,
+                            dtype_enum)
+from ..param_attr import ParamAttr
+
+__all__ = ["fill_constant", "zeros", "ones", "zeros_like", "assign", "sums", "create_tensor",
+           "create_parameter", "create_global_var", "cast", "concat", "reshape", "transpose",
+           "split"]
+
+
+def _shape(fn, shape, allow_unknown=False):
+    if not isinstance(shape, (list, tuple)):
+        raise _err(fn, f"argument 'shape' must be a list of ints, got {shape!r}")
+    out = []
+    for d in shape:
+        d = check_int(fn, "shape", d, minimum=-1 if allow_unknown else 0)
+        out.append(d)
+    return out
+
+
+def _err(fn, message):
+    return LayerError(f"{fn}: {message}")
+
+
+def _dtype(fn, dtype):
+    try:
+        return dtypes.canonical(dtype)
+    except Exception:
+        raise _err(fn, f"argument 'dtype' is not a dtype: {dtype!r}; valid: "
+                              f"{', '.join(dtypes.DTYPES)}") from None
+
+
+def fill_constant(shape, dtype, value, force_cpu=False, out=None):
+    """A tensor of ``shape`` and ``dtype`` filled with ``value`` (``fill_constant``)."""
+    helper = LayerHelper("fill_constant", **locals())
+    shape = _shape("fill_constant", shape)
+    dtype = _dtype("fill_constant", dtype)
+    value = check_number("fill_constant", "value", value)
+    if out is None:
+        out = helper.create_variable_for_type_inference(dtype)
+    else:
+        check_variable("fill_constant", "out", out)
+    helper.append_op("fill_constant", {}, {"Out": out},
+                     {"shape": shape, "dtype": dtype_enum(dtype), "value": value,
+                      "force_cpu": check_bool("fill_constant", "force_cpu", force_cpu)})
+    out.stop_gradient = True
+    return out
+
+
+def zeros(shape, dtype, force_cpu=False):
+    """A tensor of zeros."""
+    return fill_constant(shape, dtype, 0.0, force_cpu)
+
+
+def ones(shape, dtype, force_cpu=False):
+    """A tensor of ones."""
+    return fill_constant(shape, dtype, 1.0, force_cpu)
+
+
+def zeros_like(x, out=None):
+    """Zeros shaped like ``x`` (``fill_zeros_like``)."""
+    helper = LayerHelper("zeros_like", **locals())
+    check_variable("zeros_like", "x", x)
+    out = out if out is not None else helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op("fill_zeros_like", {"X": x}, {"Out": out})
+    out.stop_gradient = True
+    return out
+
+
+def assign(input, output=None):
+    """Copy ``input`` (a Variable: ``assign``; a NumPy array or Python data: ``assign_value``)
+    into ``output`` (a new variable by default)."""
+    helper = LayerHelper("assign", **locals())
+    if output is not None:
+        check_variable("assign", "output", output)
+    if isinstance(input, Variable):
+        output = output or helper.create_variable_for_type_inference(input.dtype)
+        helper.append_op("assign", {"X": input}, {"Out": output})
+        return output
+    try:
+        value = np.asarray(input)
+    except Exception:
+        value = None
+    if value is None or value.dtype == object or value.size == 0:
+        raise _err("assign", f"argument 'input' must be a Variable or non-empty numeric "
+                                    f"data, got {type(input).__name__}")
+    if value.dtype == np.float64 and not isinstance(input, np.ndarray):
+        value = value.astype(np.float32)  # Python floats: float32, as in Fluid
+    dtype = dtypes.canonical(value.dtype)
+    attr = _VALUE_ATTRS.get(dtype)
+    if attr is None:
+        raise _err("assign", f"arrays of dtype {dtype} are not supported; valid: "
+                                    f"{', '.join(_VALUE_ATTRS)}")
+    output = output or helper.create_variable_for_type_inference(dtype)
+    helper.append_op("assign_value", {}, {"Out": output},
+                     {"shape": list(value.shape), "dtype": dtype_enum(dtype),
+                      attr: value.ravel().tolist()})
+    return output
+
+
+def sums(input, out=None):
+    """The elementwise sum of a list of Variables (``sum``)."""
+    helper = LayerHelper("sums", **locals())
+    inputs = helper.multiple_input()
+    out = out if out is not None else helper.create_variable_for_type_inference(inputs[0].dtype)
+    helper.append_op("sum", {"X": inputs}, {"Out": out})
+    return out
+
+
+def create_tensor(dtype, name=None, persistable=False):
+    """An empty variable of the current block, to be written by a later op."""
+    helper = LayerHelper("create_tensor", **locals())
+    return helper.create_variable(name=helper.name, dtype=_dtype("create_tensor", dtype),
+                                  persistable=persistable)
+
+
+def create_parameter(shape, dtype, name=None, attr=None, is_bias=False,
+                     default_initializer=None):
+    """A parameter (main program) with its initializer op (startup program)."""
+    helper = LayerHelper("create_parameter", **locals())
+    shape = _shape("create_parameter", shape)
+    if attr is None:
+        attr = ParamAttr(name=name)
+    return helper.create_parameter(attr, shape, _dtype("create_parameter", dtype), is_bias,
+                                   default_initializer)
+
+
+def create_global_var(shape, value, dtype, persistable=False, force_cpu=False, name=None):
+    """A global variable of the main program, filled with ``value`` by the startup program."""
+    helper = LayerHelper("global_var", **locals())
+    shape = _shape("create_global_var", shape)
+    var = helper.create_global_variable(name=name, shape=shape,
+                                        dtype=_dtype("create_global_var", dtype),
+                                        persistable=persistable, stop_gradient=True)
+    helper.set_variable_initializer(var, Constant(check_number("create_global_var", "value",
+                                                               value), force_cpu))
+    return var
+
+
+def cast(x, dtype):
+    """``x`` converted to ``dtype`` (``cast``)."""
+    helper = LayerHelper("cast", **locals())
+    check_variable("cast", "x", x)
+    dtype = _dtype("cast", dtype)
+    out = helper.create_variable_for_type_inference(dtype)
+    helper.append_op("cast", {"X": x}, {"Out": out},
+                     {"in_dtype": dtype_enum(x.dtype), "out_dtype": dtype_enum(dtype)})
+    return out
+
+
+def concat(input, axis=0, name=None):
+    """The Variables of ``input`` joined along ``axis`` (``concat``)."""
+    helper = LayerHelper("concat", **locals())
+    inputs = helper.multiple_input()
+    axis = check_int("concat", "axis", axis)
+    out = helper.create_variable_for_type_inference(helper.input_dtype())
+    helper.append_op("concat", {"X": inputs}, {"Out": out}, {"axis": axis})
+    return out
+
+
+def reshape(x, shape, actual_shape=None, act=None, inplace=False, name=None):
+    """``x`` with a new shape (``reshape2``): 0 copies x's dim at that index, one -1 is
+    inferred. ``actual_shape`` (an int32 Variable) overrides ``shape`` at run time."""
+    helper = LayerHelper("reshape2", **locals())
+    check_variable("reshape", "x", x)
+    shape = _shape("reshape", shape, allow_unknown=True)
+    if shape.count(-1) > 1:
+        raise _err("reshape", f"argument 'shape' may hold one -1 only, got {shape}")
+    for i, d in enumerate(shape):
+        if d == 0 and i >= len(x.shape):
+            raise _err("reshape", f"argument 'shape' has 0 at index {i}, but x has only "
+                                         f"{len(x.shape)} dims to copy from")
+    inputs = {"X": x}
+    if actual_shape is not None:
+        inputs["Shape"] = check_variable("reshape", "actual_shape", actual_shape)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    xshape = helper.create_variable_for_type_inference(x.dtype, stop_gradient=True)
+    helper.append_op("reshape2", inputs, {"Out": out, "XShape": xshape}, {"shape": shape})
+    return helper.append_activation(out)
+
+
+def transpose(x, perm, name=None):
+    """``x`` with its dims permuted by ``perm`` (``transpose2``)."""
+    helper = LayerHelper("transpose", **locals())
+    check_variable("transpose", "x", x)
+    if not isinstance(perm, (list, tuple)) or \
+            sorted(check_int("transpose", "perm", p) for p in perm) != list(range(len(x.shape))):
+        raise _err("transpose", f"argument 'perm' must be a permutation of "
+                                       f"{list(range(len(x.shape)))} (x has {len(x.shape)} "
+                                       f"dims), got {perm!r}")
+    out = helper.create_variable_for_type_inference(x.dtype)
+    xshape = helper.create_variable_for_type_inference(x.dtype, stop_gradient=True)
+    helper.append_op("transpose2", {"X": x}, {"Out": out, "XShape": xshape},
+                     {"axis": [int(p) for p in perm]})
+    return out
+
+
+def split(input, num_or_sections, dim=-1, name=None):
+    """``input`` cut along ``dim`` into ``num_or_sections`` equal pieces (an int) or pieces of
+    the listed sizes (one may be -1). Returns a list of Variables."""
+    helper = LayerHelper("split", **locals())
+    check_variable("split", "input", input)
+    rank = len(input.shape)
+    dim = check_int("split", "dim", dim, minimum=-rank, maximum=rank - 1)
+    dim = dim + rank if dim < 0 else dim
+    if isinstance(num_or_sections, (list, tuple)):
+        sections = [check_int("split", "num_or_sections", s, minimum=-1)
+                    for s in num_or_sections]
+        if not sections or sections.count(-1) > 1:
+            raise _err("split", f"argument 'num_or_sections' must list piece sizes with "
+                                       f"at most one -1, got {num_or_sections!r}")
+        num, n = 0, len(sections)
+    else:
+        num = check_int("split", "num_or_sections", num_or_sections, minimum=1)
+        sections, n = [], num
+    outs = [helper.create_variable_for_type_inference(input.dtype) for _ in range(n)]
+    helper.append_op("split", {"X": input}, {"Out": outs},
+                     {"num": num, "sections": sections, "axis": dim})
+    return outs
