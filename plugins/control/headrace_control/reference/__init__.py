@@ -1,0 +1,1 @@
+"""NumPy references and input samples of the control family (see docs/kernels.md)."""
