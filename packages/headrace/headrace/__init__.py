@@ -22,5 +22,6 @@ __all__ = [
     "Block", "Operator", "Parameter", "Program", "Variable", "default_main_program",
     "default_startup_program", "program_guard", "CPUPlace", "CUDAPlace", "Executor", "Scope",
     "Tensor", "TensorArray", "create_lod_tensor", "global_scope", "scope_guard", "__version__",
-    "LayerError", "clip", "initializer", "layers", "optimizer", "regularizer", "LayerHelper", "ParamAttr",
+    "LayerError", "clip", "initializer", "layers", "optimizer", "regularizer", "LayerHelper",
+    "ParamAttr",
 ]

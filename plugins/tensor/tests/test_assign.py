@@ -44,3 +44,79 @@ def test_assign_of_a_non_tensor(kind):
 def test_assign_takes_one_input():
     with pytest.raises(OpValidationError, match=r"input slot 'X' takes one variable"):
         infer_shapes("assign", {"X": [([1], "float32"), ([1], "float32")]})
+
+
+# == kernels ===================================================================================
+
+import numpy as np  # noqa: E402
+
+import headrace  # noqa: E402
+from headrace.runtime import Executor, Scope, Tensor, TensorArray  # noqa: E402
+from headrace.testing import check_op  # noqa: E402
+from headrace_tensor.kernels.cpu import assign as kassign  # noqa: E402
+
+NUMPY_TYPES = ["bool", "int8", "uint8", "int16", "int32", "int64", "float16", "float32",
+               "float64", "complex64", "complex128"]
+
+
+@pytest.mark.parametrize("name", NUMPY_TYPES)
+def test_assign_kernel_dtypes(name):
+    x = (np.arange(12) % 5).astype(name).reshape(3, 4)
+    check_op("assign", {"X": x}, {"Out": x.copy()})
+
+
+def test_assign_keeps_lod_and_reads_strided_inputs():
+    x = np.arange(24.0).reshape(4, 6)[:, ::3]
+    check_op("assign", {"X": Tensor(x, [[0, 1, 4]])}, {"Out": Tensor(x.copy(), [[0, 1, 4]])})
+
+
+def test_assign_copies():
+    x = np.arange(6.0).reshape(2, 3)
+    (out,) = kassign.Assign({})(x)
+    assert out is not x and not np.shares_memory(out, x)
+    np.testing.assert_array_equal(out, x)
+    ro = x.copy()
+    ro.flags.writeable = False
+    (out,) = kassign.Assign({})(ro)
+    assert out.flags.writeable and out.flags.c_contiguous
+
+
+def test_assign_tensor_array():
+    arr = TensorArray([Tensor(np.ones((2, 2), "float32"), [[0, 2]]), None,
+                       Tensor(np.arange(3))])
+    (out,) = kassign.Assign({})(arr)
+    assert isinstance(out, TensorArray) and len(out) == 3 and out[1] is None
+    assert out[0].data is not arr[0].data and out[0].lod == [[0, 2]]
+    assert out[0].lod is not arr[0].lod
+    np.testing.assert_array_equal(out[2].data, np.arange(3))
+
+
+@pytest.mark.parametrize("x, error, match", [
+    ("text", TypeError, r"assign: X must be a tensor or a tensor array, got str"),
+    (np.array([object()]), TypeError, r"assign: input 'X' has dtype object"),
+    (TensorArray([Tensor([1, 2])]), TypeError, r"got list"),
+])
+def test_assign_direct_bad_inputs(x, error, match):
+    with pytest.raises(error, match=match):
+        kassign.Assign({})(x)
+
+
+def test_assign_into_a_parameter_then_updated_in_place_leaves_the_source():
+    """assign always copies: an in-place update of Out must not write through into X."""
+    prog = headrace.Program()
+    block = prog.global_block()
+    block.create_var(name="src", shape=[3], dtype="float32")
+    for name in ("w", "lr"):
+        block.create_var(name=name, shape=[3] if name == "w" else [1], dtype="float32",
+                         persistable=True)
+    block.append_op("assign", {"X": "src"}, {"Out": "w"})
+    if "sgd" not in block.program.registry:
+        pytest.skip("the optim plugin is not installed")
+    block.append_op("sgd", {"Param": "w", "Grad": "src", "LearningRate": "lr"},
+                    {"ParamOut": "w"})
+    src = np.array([1.0, 2.0, 3.0], "float32")
+    scope = Scope()
+    scope.set("lr", Tensor(np.array([0.5], "float32")))
+    (w,) = Executor().run(prog, feed={"src": src}, fetch_list=["w"], scope=scope)
+    np.testing.assert_array_equal(src, [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(w, src * 0.5)

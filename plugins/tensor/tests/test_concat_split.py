@@ -131,3 +131,165 @@ def test_split_sections_tensors_hold_one_element():
 def test_split_num_must_not_be_negative():
     with pytest.raises(OpValidationError, match=r"'num' must be >= 0"):
         split([6], 1, {"num": -1})
+
+
+# == kernels ===================================================================================
+
+import numpy as np  # noqa: E402
+
+from headrace.runtime import Tensor  # noqa: E402
+from headrace.testing import check_op  # noqa: E402
+from headrace_tensor.kernels.cpu import concat_split as kcs  # noqa: E402
+
+NUMPY_TYPES = ["bool", "int8", "uint8", "int16", "int32", "int64", "float16", "float32",
+               "float64", "complex64", "complex128"]
+
+
+def arange(shape, dtype="float64", start=0):
+    return (np.arange(int(np.prod(shape))) + start).astype(dtype).reshape(shape)
+
+
+@pytest.mark.parametrize("shapes, axis", [
+    ([(2, 3), (4, 3)], 0),
+    ([(2, 3), (2, 1), (2, 5)], 1),
+    ([(2, 3), (2, 1), (2, 5)], -1),
+    ([(2, 3, 4), (2, 2, 4), (2, 0, 4), (2, 1, 4)], -2),
+    ([(3, 2, 2)] * 5, 2),
+    ([(4,)], 0),
+    ([(0, 3), (0, 3)], 1),
+])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_concat_kernel(shapes, axis, dtype):
+    xs = [arange(s, dtype, 100 * i) for i, s in enumerate(shapes)]
+    check_op("concat", {"X": xs}, {"Out": np.concatenate(xs, axis)}, attrs={"axis": axis})
+
+
+@pytest.mark.parametrize("name", NUMPY_TYPES)
+def test_concat_kernel_dtypes(name):
+    xs = [arange((2, 2), name), arange((2, 3), name, 1)]
+    check_op("concat", {"X": xs}, {"Out": np.concatenate(xs, 1)}, attrs={"axis": 1})
+
+
+@pytest.mark.parametrize("index_type", ["int32", "int64"])
+def test_concat_axis_tensor(index_type):
+    xs = [arange((2, 3)), arange((2, 2))]
+    check_op("concat", {"X": xs, "AxisTensor": np.array([-1], index_type)},
+             {"Out": np.concatenate(xs, 1)}, attrs={"axis": 0})
+
+
+def test_concat_strided_read_only_inputs_and_lod():
+    a = arange((3, 8))[:, ::2]
+    b = arange((3, 2))
+    b.flags.writeable = False
+    check_op("concat", {"X": [Tensor(a, [[0, 1, 3]]), b]},
+             {"Out": Tensor(np.concatenate([a, b], 1), [[0, 1, 3]])}, attrs={"axis": 1})
+
+
+@pytest.mark.parametrize("xs, kw, error, match", [
+    ([np.ones((2, 3)), np.ones((3, 3))], {"axis": 1}, ValueError,
+     r"X\[1\] has shape \[3, 3\], which differs from X\[0\]'s \[2, 3\] outside axis 1"),
+    ([np.ones((2, 3)), np.ones((2, 3, 1))], {"axis": 0}, ValueError, r"X\[1\] has shape"),
+    ([np.ones((2, 3)), np.ones((2, 3), "float32")], {"axis": 0}, TypeError,
+     r"X\[1\] is float32 but X\[0\] is float64"),
+    ([np.ones(())], {"axis": 0}, ValueError, r"X\[0\] is 0-D"),
+    ([np.ones((2, 3))], {"axis": 2}, IndexError, r"axis 2 is out of range for rank 2"),
+    ([np.ones((2, 3))], {"axis": -3}, IndexError, r"axis -3 is out of range"),
+    ([], {"axis": 0}, ValueError, r"non-empty list"),
+    ([np.ones(2), "x"], {"axis": 0}, TypeError, r"input 'X\[1\]' must be a dense tensor"),
+])
+def test_concat_direct_bad_inputs(xs, kw, error, match):
+    with pytest.raises(error, match=match):
+        kcs.Concat(kw)(xs)
+
+
+def test_concat_direct_bad_axis_tensor():
+    with pytest.raises(ValueError, match=r"'AxisTensor' must hold exactly one element"):
+        kcs.Concat({"axis": 0})([np.ones(2)], np.array([0, 1]))
+    with pytest.raises(TypeError, match=r"'AxisTensor' must hold integers"):
+        kcs.Concat({"axis": 0})([np.ones(2)], np.array([0.0]))
+
+
+def split_expected(x, sizes, axis):
+    return np.split(x, np.cumsum(sizes)[:-1], axis=axis)
+
+
+@pytest.mark.parametrize("shape, attrs, sizes", [
+    ((6, 4), {"axis": 0, "num": 3}, [2, 2, 2]),
+    ((6, 4), {"axis": -1, "num": 2}, [2, 2]),
+    ((6, 4), {"axis": 1, "sections": [1, 3]}, [1, 3]),
+    ((6, 4), {"axis": 0, "sections": [1, -1, 2]}, [1, 3, 2]),
+    ((2, 5, 3), {"axis": -2, "sections": [0, 2, -1]}, [0, 2, 3]),
+    ((2, 5, 3), {"axis": 2, "num": 1}, [3]),
+    ((0, 4), {"axis": 1, "sections": [1, 3]}, [1, 3]),
+])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_split_kernel(shape, attrs, sizes, dtype):
+    x = arange(shape, dtype)
+    axis = attrs["axis"]
+    check_op("split", {"X": x}, {"Out": split_expected(x, sizes, axis)}, attrs=attrs)
+
+
+@pytest.mark.parametrize("name", NUMPY_TYPES)
+def test_split_kernel_dtypes(name):
+    x = arange((3, 5), name)
+    check_op("split", {"X": x}, {"Out": split_expected(x, [2, 3], 1)},
+             attrs={"axis": 1, "sections": [2, -1]})
+
+
+@pytest.mark.parametrize("index_type", ["int32", "int64"])
+def test_split_tensors_give_axis_and_sections(index_type):
+    x = arange((4, 6))
+    sections = [np.array([2], index_type), np.array([4], index_type)]
+    # the tensors beat both attributes
+    check_op("split", {"X": x, "SectionsTensorList": sections,
+                       "AxisTensor": np.array([-1], index_type)},
+             {"Out": split_expected(x, [2, 4], 1)}, attrs={"axis": 0, "sections": [1, -1]})
+
+
+def test_split_keeps_lod_off_the_rows_and_reads_strided_inputs():
+    x = arange((4, 12))[:, ::3]
+    check_op("split", {"X": Tensor(x, [[0, 1, 4]])},
+             {"Out": [Tensor(p, [[0, 1, 4]]) for p in split_expected(x, [1, 3], 1)]},
+             attrs={"axis": 1, "sections": [1, 3]})
+
+
+def test_split_pieces_are_new_arrays():
+    x = arange((4, 2))
+    (pieces,) = kcs.Split({"axis": 0, "num": 2, "sections": []})(x)
+    assert isinstance(pieces, list) and len(pieces) == 2
+    assert not any(np.shares_memory(p, x) for p in pieces)
+
+
+@pytest.mark.parametrize("attrs, args, error, match", [
+    ({"num": 4}, (np.ones((6, 2)),), ValueError, r"size 6 cannot be split into 4 equal pieces"),
+    ({"sections": [2, 2]}, (np.ones((6, 2)),), ValueError, r"sections \[2, 2\] sum to 4, but "
+                                                           r"the split dim has 6"),
+    ({"sections": [5, -1, 3]}, (np.ones((6, 2)),), ValueError, r"ask for more than the 6"),
+    ({"sections": [-1, -1]}, (np.ones((6, 2)),), ValueError, r"at most one -1"),
+    ({"sections": [-2, 8]}, (np.ones((6, 2)),), ValueError, r"sizes >= 0"),
+    ({"num": 2, "axis": 2}, (np.ones((6, 2)),), IndexError, r"axis 2 is out of range"),
+    ({"num": 1}, (np.ones(()),), ValueError, r"X is 0-D"),
+    ({"num": 1}, ([1.0],), TypeError, r"input 'X' must be a dense tensor"),
+    ({"sections": [1, 1]}, (np.ones((2, 2)), None, [np.ones(1)]), TypeError,
+     r"'SectionsTensorList\[0\]' must hold integers"),
+])
+def test_split_direct_bad_inputs(attrs, args, error, match):
+    full = {"axis": 0, "num": 0, "sections": [], **attrs}
+    with pytest.raises(error, match=match):
+        kcs.Split(full)(*args)
+
+
+def test_split_direct_bad_attributes():
+    with pytest.raises(ValueError, match=r"give exactly one of num \(> 0\) and sections"):
+        kcs.Split({"axis": 0, "num": 2, "sections": [1, 1]})
+    with pytest.raises(ValueError, match=r"give exactly one of num"):
+        kcs.Split({"axis": 0, "num": 0, "sections": []})
+
+
+def test_split_pieces_must_match_the_outputs():
+    import types
+    _, op = build_op("split", {"X": ([6, 2], "float64")}, outputs={"Out": 2},
+                     attrs={"num": 2})
+    kernel = kcs.Split({"axis": 0, "num": 3, "sections": []}, types.SimpleNamespace(op=op))
+    with pytest.raises(ValueError, match=r"split: 3 pieces for 2 output variables"):
+        kernel(np.ones((6, 2)))

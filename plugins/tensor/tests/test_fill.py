@@ -177,3 +177,160 @@ def test_fill_zeros_like(spec):
 def test_fill_zeros_like_of_a_non_tensor():
     with pytest.raises(ShapeError, match=r"input 'X' \(x_0\) is a step_scopes variable"):
         infer_shapes("fill_zeros_like", {"X": {"type": "step_scopes"}})
+
+
+# == kernels ===================================================================================
+
+import numpy as np  # noqa: E402
+
+from headrace.errors import OpError  # noqa: E402
+from headrace.runtime import Tensor, TensorArray  # noqa: E402
+from headrace.testing import check_op, run_op  # noqa: E402
+from headrace_tensor.kernels.cpu import fill as kfill  # noqa: E402
+
+NUMPY_TYPES = ["bool", "int8", "uint8", "int16", "int32", "int64", "float16", "float32",
+               "float64", "complex64", "complex128"]
+
+
+def fill_out(attrs, inputs=None):
+    (t,) = run_op("fill_constant", inputs or {}, attrs=attrs)["Out"]
+    return t.numpy()
+
+
+@pytest.mark.parametrize("name", NUMPY_TYPES)
+def test_fill_constant_kernel_dtypes(name):
+    out = fill_out({"shape": [2, 3], "dtype": dt.to_proto(name), "value": 3.0})
+    assert out.dtype == np.dtype(name) and out.shape == (2, 3)
+    np.testing.assert_array_equal(out, np.full((2, 3), 3, name))
+
+
+@pytest.mark.parametrize("name, value, expected", [
+    ("int32", 3.7, 3), ("int32", -3.7, -3), ("int64", -0.5, 0), ("uint8", 255.0, 255),
+    ("bool", 0.0, False), ("bool", 0.25, True), ("bool", float("nan"), True),
+    ("float16", 1e5, float("inf")), ("float64", 0.1, float(np.float32(0.1))),
+])
+def test_fill_constant_value_conversion(name, value, expected):
+    # float attributes are float32 (0.1 arrives rounded); float to int truncates toward zero.
+    out = fill_out({"shape": [2], "dtype": dt.to_proto(name), "value": value})
+    np.testing.assert_array_equal(out, np.full(2, expected, name))
+
+
+@pytest.mark.parametrize("name, text, expected", [
+    ("int64", "9223372036854775807", 2**63 - 1), ("int64", "-7", -7), ("int32", "2.9", 2),
+    ("float32", "inf", float("inf")), ("float64", "-1e-300", -1e-300), ("bool", "0", False),
+])
+def test_fill_constant_str_value_is_exact(name, text, expected):
+    out = fill_out({"shape": [1], "dtype": dt.to_proto(name), "str_value": text, "value": 5.0})
+    np.testing.assert_array_equal(out, np.array([expected], name))
+
+
+def test_fill_constant_nan_str_value():
+    assert np.isnan(fill_out({"shape": [3], "dtype": 6, "str_value": "nan"})).all()
+
+
+@pytest.mark.parametrize("name, attrs, match", [
+    ("int8", {"value": 300.0}, r"value 300 is out of the range of int8"),
+    ("int32", {"str_value": "inf"}, r"value inf cannot be stored in int32"),
+    ("uint8", {"value": -1.0}, r"out of the range of uint8"),
+])
+def test_fill_constant_value_that_does_not_fit(name, attrs, match):
+    with pytest.raises(OpError, match=match):
+        fill_out({"shape": [1], "dtype": dt.to_proto(name), **attrs})
+
+
+@pytest.mark.parametrize("index_type", ["int32", "int64"])
+def test_fill_constant_shape_from_tensors(index_type):
+    out = fill_out({"shape": [], "value": 2.0},
+                   {"ShapeTensor": np.array([2, 0, 3], index_type)})
+    assert out.shape == (2, 0, 3)
+    out = fill_out({"shape": [-1, 2], "value": 2.0, "dtype": 3},
+                   {"ShapeTensorList": [np.array([4], index_type), np.array(2, index_type)]})
+    np.testing.assert_array_equal(out, np.full((4, 2), 2, "int64"))
+
+
+def test_fill_constant_value_tensor_beats_the_attributes():
+    out = fill_out({"shape": [2], "value": 1.0, "str_value": "3", "dtype": 2},
+                   {"ValueTensor": np.array([7.9], "float64")})
+    np.testing.assert_array_equal(out, np.array([7, 7], "int32"))
+
+
+def test_fill_constant_zero_d_and_fresh_arrays():
+    kernel = kfill.FillConstant({"dtype": 5, "shape": [], "value": 1.5, "str_value": ""})
+    (a,), (b,) = kernel(), kernel()
+    assert a.shape == () and a == 1.5 and a is not b
+
+
+@pytest.mark.parametrize("args, error, match", [
+    ((np.array([2, -1]),), ValueError, r"ShapeTensor has a negative dim"),
+    ((np.array([2.0]),), TypeError, r"'ShapeTensor' must hold integers"),
+    ((None, [np.array([1, 2])]), ValueError, r"'ShapeTensorList\[0\]' must hold exactly one"),
+    ((None, [], np.array([1.0, 2.0])), ValueError, r"ValueTensor must hold one number"),
+    ((None, [], np.array(["a"])), ValueError, r"ValueTensor must hold one number"),
+])
+def test_fill_constant_direct_bad_inputs(args, error, match):
+    kernel = kfill.FillConstant({"dtype": 5, "shape": [2], "value": 0.0, "str_value": ""})
+    with pytest.raises(error, match=match):
+        kernel(*args)
+
+
+@pytest.mark.parametrize("attrs, error, match", [
+    ({"dtype": 22}, TypeError, r"dtype 22 \(bfloat16\) has no CPU kernel"),
+    ({"dtype": 5, "str_value": "x"}, ValueError, r"str_value 'x' is not a number"),
+])
+def test_fill_constant_direct_bad_attributes(attrs, error, match):
+    with pytest.raises(error, match=match):
+        kfill.FillConstant({"shape": [1], "value": 0.0, "str_value": "", **attrs})
+
+
+@pytest.mark.parametrize("name, key, values", [
+    ("float32", "fp32_values", [0.5, -1.25, 3.0, 4.5]),
+    ("float64", "fp64_values", [0.1, 0.2, 0.3, 1e-300]),
+    ("int32", "int32_values", [1, -2, 3, 2**31 - 1]),
+    ("int64", "int64_values", [2**40, -(2**62), 0, 7]),
+    ("bool", "bool_values", [True, False, False, True]),
+])
+def test_assign_value_kernel(name, key, values):
+    attrs = {"shape": [2, 2], "dtype": dt.to_proto(name), key: values}
+    check_op("assign_value", {}, {"Out": np.array(values, name).reshape(2, 2)}, attrs=attrs)
+
+
+def test_assign_value_hands_out_copies():
+    kernel = kfill.AssignValue({"shape": [2], "dtype": 5, "fp32_values": [1.0, 2.0]})
+    (a,) = kernel()
+    a[:] = 0  # e.g. an optimizer updating the variable in place
+    np.testing.assert_array_equal(kernel()[0], [1.0, 2.0])
+
+
+@pytest.mark.parametrize("attrs, match", [
+    ({"shape": [3], "dtype": 5, "fp32_values": [1.0]}, r"fp32_values holds 1 values, shape "
+                                                        r"\[3\] needs 3"),
+    ({"shape": [1], "dtype": 4}, r"dtype 4 \(float16\) is not one of"),
+    ({"shape": [-1], "dtype": 5}, r"negative dim"),
+    ({"shape": [1], "dtype": 2, "int32_values": [2**40]}, r"out of the range of int32"),
+])
+def test_assign_value_direct_bad_attributes(attrs, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        kfill.AssignValue(attrs)
+
+
+@pytest.mark.parametrize("name", NUMPY_TYPES)
+def test_fill_zeros_like_kernel(name):
+    x = (np.arange(6) % 3).astype(name).reshape(3, 2)
+    check_op("fill_zeros_like", {"X": x}, {"Out": np.zeros((3, 2), name)})
+
+
+def test_fill_zeros_like_non_contiguous_and_lod():
+    x = np.arange(12.0).reshape(3, 4)[:, ::2]
+    check_op("fill_zeros_like", {"X": Tensor(x, [[0, 1, 3]])},
+             {"Out": Tensor(np.zeros((3, 2)), [[0, 1, 3]])})
+
+
+def test_fill_zeros_like_tensor_array_direct():
+    arr = TensorArray([Tensor(np.ones((2, 2), "float32"), [[0, 2]]), None,
+                       Tensor(np.ones(3, "int64"))])
+    (out,) = kfill.FillZerosLike({})(arr)
+    assert isinstance(out, TensorArray) and out[1] is None
+    np.testing.assert_array_equal(out[0].data, np.zeros((2, 2), "float32"))
+    assert out[0].lod == [[0, 2]] and out[2].data.dtype == np.int64
+    with pytest.raises(TypeError, match=r"fill_zeros_like: X must be a tensor"):
+        kfill.FillZerosLike({})("not a tensor")

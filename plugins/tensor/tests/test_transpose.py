@@ -45,3 +45,86 @@ def test_transpose2_accepts_paddles_data_format():
     out = infer_shapes("transpose2", {"X": ([2, 3], "float32")},
                        attrs={"axis": [1, 0], "data_format": "AnyLayout"})
     assert out["Out"] == [((3, 2), "float32")]
+
+
+# == kernels ===================================================================================
+
+import numpy as np  # noqa: E402
+
+from headrace.runtime import Tensor  # noqa: E402
+from headrace.testing import check_op  # noqa: E402
+from headrace_tensor.kernels.cpu import transpose as ktranspose  # noqa: E402
+
+NUMPY_TYPES = ["bool", "int8", "uint8", "int16", "int32", "int64", "float16", "float32",
+               "float64", "complex64", "complex128"]  # every element size: 1, 2, 4, 8, 16
+
+
+def expect(x, axis):
+    return {"Out": np.transpose(x, axis), "XShape": np.empty((0,) + x.shape, x.dtype)}
+
+
+@pytest.mark.parametrize("shape, axis", [
+    ((5, 7), [1, 0]),                   # 2-D: blocked tiles
+    ((67, 45), [1, 0]),                 # tiles with ragged edges
+    ((3, 40, 33), [0, 2, 1]),           # batched 2-D
+    ((2, 3, 4, 5), [0, 2, 3, 1]),       # NCHW -> NHWC: merged to a batched 2-D
+    ((2, 3, 4, 5), [0, 3, 1, 2]),       # NHWC -> NCHW
+    ((2, 3, 4), [2, 0, 1]),             # general
+    ((2, 3, 4, 5), [3, 1, 0, 2]),       # general
+    ((2, 3, 4, 5), [1, 0, 2, 3]),       # trailing dims untouched
+    ((2, 1, 4, 1), [3, 2, 1, 0]),       # size-1 dims dropped
+    ((2, 3, 4), [0, 1, 2]),             # identity: a copy
+    ((2, 3, 4), [-1, 0, -2]),           # negative axes
+    ((7,), [0]),
+    ((3, 0, 2), [2, 1, 0]),             # empty
+])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_transpose2_kernel(shape, axis, dtype):
+    x = np.arange(int(np.prod(shape)), dtype=dtype).reshape(shape)
+    check_op("transpose2", {"X": x}, expect(x, axis), attrs={"axis": axis})
+
+
+@pytest.mark.parametrize("name", NUMPY_TYPES)
+@pytest.mark.parametrize("shape, axis", [((9, 5), [1, 0]), ((2, 3, 4), [1, 2, 0]),
+                                         ((2, 3, 4), [0, 2, 1])])
+def test_transpose2_kernel_dtypes(name, shape, axis):
+    x = (np.arange(int(np.prod(shape))) % 7).astype(name).reshape(shape)
+    if name.startswith("complex"):
+        x = x + 1j * x[::-1]
+    check_op("transpose2", {"X": x}, expect(x, axis), attrs={"axis": axis})
+
+
+def test_transpose2_strided_read_only_and_lod():
+    x = np.arange(60.0).reshape(3, 4, 5)[:, ::2, 1:]
+    x.flags.writeable = False
+    check_op("transpose2", {"X": x}, expect(x, [2, 0, 1]), attrs={"axis": [2, 0, 1]})
+    y = np.arange(12.0).reshape(3, 2, 2)
+    check_op("transpose2", {"X": Tensor(y, [[0, 1, 3]])},
+             {"Out": Tensor(y.transpose(0, 2, 1), [[0, 1, 3]])}, attrs={"axis": [0, 2, 1]})
+
+
+def test_transpose2_zero_d_direct():
+    out, xshape = ktranspose.Transpose2({"axis": []})(np.array(2.5))
+    assert out.shape == () and out == 2.5 and xshape.shape == (0,)
+
+
+def test_transpose2_output_is_new_and_contiguous():
+    x = np.arange(6.0).reshape(2, 3)
+    out, xshape = ktranspose.Transpose2({"axis": [1, 0]})(x)
+    assert out.flags.c_contiguous and not np.shares_memory(out, x)
+    assert xshape.shape == (0, 2, 3)
+    (same, _) = ktranspose.Transpose2({"axis": [0, 1]})(x)
+    assert not np.shares_memory(same, x)
+
+
+@pytest.mark.parametrize("axis, x, error, match", [
+    ([1, 0, 2], np.ones((2, 3)), ValueError, r"axis \[1, 0, 2\] needs one entry per dim"),
+    ([0, 0], np.ones((2, 3)), ValueError, r"is not a permutation"),
+    ([0, 2], np.ones((2, 3)), ValueError, r"is not a permutation"),
+    ([0, -3], np.ones((2, 3)), ValueError, r"is not a permutation"),
+    ([0], "x", TypeError, r"input 'X' must be a dense tensor"),
+    ([0], np.array([object()]), TypeError, r"dtype object"),
+])
+def test_transpose2_direct_bad_inputs(axis, x, error, match):
+    with pytest.raises(error, match=match):
+        ktranspose.Transpose2({"axis": axis})(x)

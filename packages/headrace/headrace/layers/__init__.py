@@ -1,40 +1,57 @@
 """Layer functions: build a network by calling them inside ``program_guard``.
 
-Every layer appends ops to the default main program (parameters also to the default startup
-program, with their initializer ops) and returns its output Variable(s).
+Every layer appends ops to the default main program (parameters also go to the default startup
+program, with their initializer ops) and returns its output Variable(s). Modules: ``io`` (data),
+``nn`` (layers with parameters, pooling, dropout, softmax), ``ops`` (math and activations),
+``loss``, ``metric``, ``tensor`` (constants, copies, shapes), ``control_flow`` (counters,
+comparisons, tensor arrays), ``learning_rate_scheduler``.
 """
-from .io import (data)
-from .nn import (fc, embedding, conv2d, pool2d, batch_norm, dropout, softmax)
-from .ops import (elementwise_add, elementwise_sub, elementwise_mul, elementwise_div, elementwise_max,
-    elementwise_min, elementwise_pow, relu, sigmoid, tanh, exp, log, sqrt, rsqrt, square, abs,
-    ceil, floor, round, reciprocal, sin, cos, softsign, silu, softplus, leaky_relu, relu6,
-    elu, gelu, swish, hard_sigmoid, reduce_sum, reduce_mean, reduce_max, reduce_min,
-    reduce_prod, mean, mul, matmul, scale)
-from .loss import (cross_entropy, softmax_with_cross_entropy, square_error_cost)
-from .metric import (topk, accuracy)
-from .tensor import (fill_constant, zeros, ones, zeros_like, assign, sums, create_tensor, create_parameter,
-    create_global_var, cast, concat, reshape, transpose, split)
-from .control_flow import (increment, less_than, less_equal, greater_than, greater_equal, equal, not_equal,
-    logical_and, logical_or, logical_xor, logical_not, create_array, array_write, array_read)
-from .learning_rate_scheduler import (autoincreased_step_counter, exponential_decay, natural_exp_decay, inverse_time_decay,
-    polynomial_decay, piecewise_decay, cosine_decay, noam_decay, linear_lr_warmup)
-from . import io, nn, ops, loss, metric, tensor, control_flow, learning_rate_scheduler
+from . import control_flow, io, learning_rate_scheduler, loss, metric, nn, ops, tensor
+from .control_flow import (array_read, array_write, create_array, equal, greater_equal,
+                           greater_than, increment, less_equal, less_than, logical_and,
+                           logical_not, logical_or, logical_xor, not_equal)
+from .io import data
+from .learning_rate_scheduler import (autoincreased_step_counter, cosine_decay,
+                                      exponential_decay, inverse_time_decay, linear_lr_warmup,
+                                      natural_exp_decay, noam_decay, piecewise_decay,
+                                      polynomial_decay)
+from .loss import cross_entropy, softmax_with_cross_entropy, square_error_cost
+from .metric import accuracy, topk
+from .nn import batch_norm, conv2d, dropout, embedding, fc, pool2d, softmax
+from .ops import (abs, ceil, cos, elementwise_add, elementwise_div, elementwise_max,
+                  elementwise_min, elementwise_mul, elementwise_pow, elementwise_sub, elu, exp,
+                  floor, gelu, hard_sigmoid, leaky_relu, log, matmul, mean, mul, reciprocal,
+                  reduce_max, reduce_mean, reduce_min, reduce_prod, reduce_sum, relu, relu6,
+                  round, rsqrt, scale, sigmoid, silu, sin, softplus, softsign, sqrt, square,
+                  swish, tanh)
+from .tensor import (assign, cast, concat, create_global_var, create_parameter, create_tensor,
+                     fill_constant, ones, reshape, split, sums, transpose, zeros, zeros_like)
 
 __all__ = [
-    'data', 'fc', 'embedding', 'conv2d', 'pool2d', 'batch_norm', 'dropout', 'softmax',
-    'elementwise_add', 'elementwise_sub', 'elementwise_mul', 'elementwise_div',
-    'elementwise_max', 'elementwise_min', 'elementwise_pow', 'relu', 'sigmoid', 'tanh', 'exp',
-    'log', 'sqrt', 'rsqrt', 'square', 'abs', 'ceil', 'floor', 'round', 'reciprocal', 'sin',
-    'cos', 'softsign', 'silu', 'softplus', 'leaky_relu', 'relu6', 'elu', 'gelu', 'swish',
-    'hard_sigmoid', 'reduce_sum', 'reduce_mean', 'reduce_max', 'reduce_min', 'reduce_prod',
-    'mean', 'mul', 'matmul', 'scale', 'cross_entropy', 'softmax_with_cross_entropy',
-    'square_error_cost', 'topk', 'accuracy', 'fill_constant', 'zeros', 'ones', 'zeros_like',
-    'assign', 'sums', 'create_tensor', 'create_parameter', 'create_global_var', 'cast',
-    'concat', 'reshape', 'transpose', 'split', 'increment', 'less_than', 'less_equal',
-    'greater_than', 'greater_equal', 'equal', 'not_equal', 'logical_and', 'logical_or',
-    'logical_xor', 'logical_not', 'create_array', 'array_write', 'array_read',
-    'autoincreased_step_counter', 'exponential_decay', 'natural_exp_decay',
-    'inverse_time_decay', 'polynomial_decay', 'piecewise_decay', 'cosine_decay', 'noam_decay',
-    'linear_lr_warmup', 'io', 'nn', 'ops', 'loss', 'metric', 'tensor', 'control_flow',
-    'learning_rate_scheduler'
+    # modules
+    "control_flow", "io", "learning_rate_scheduler", "loss", "metric", "nn", "ops", "tensor",
+    # io
+    "data",
+    # nn
+    "fc", "embedding", "conv2d", "pool2d", "batch_norm", "dropout", "softmax",
+    # ops
+    "elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div",
+    "elementwise_max", "elementwise_min", "elementwise_pow", "relu", "sigmoid", "tanh", "exp",
+    "log", "sqrt", "rsqrt", "square", "abs", "ceil", "floor", "round", "reciprocal", "sin",
+    "cos", "softsign", "silu", "softplus", "leaky_relu", "relu6", "elu", "gelu", "swish",
+    "hard_sigmoid", "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod",
+    "mean", "mul", "matmul", "scale",
+    # loss, metric
+    "cross_entropy", "softmax_with_cross_entropy", "square_error_cost", "topk", "accuracy",
+    # tensor
+    "fill_constant", "zeros", "ones", "zeros_like", "assign", "sums", "create_tensor",
+    "create_parameter", "create_global_var", "cast", "concat", "reshape", "transpose", "split",
+    # control_flow
+    "increment", "less_than", "less_equal", "greater_than", "greater_equal", "equal",
+    "not_equal", "logical_and", "logical_or", "logical_xor", "logical_not", "create_array",
+    "array_write", "array_read",
+    # learning_rate_scheduler
+    "autoincreased_step_counter", "exponential_decay", "natural_exp_decay",
+    "inverse_time_decay", "polynomial_decay", "piecewise_decay", "cosine_decay", "noam_decay",
+    "linear_lr_warmup",
 ]

@@ -121,9 +121,9 @@ def piecewise_decay(boundaries, values):
     boundaries[i], values[-1] after the last boundary (sum of comparisons cast to float)."""
     if not isinstance(boundaries, (list, tuple)) or not isinstance(values, (list, tuple)) \
             or len(values) != len(boundaries) + 1:
-        raise LayerError(f"piecewise_decay: argument 'values' must have one more entry than "
-                         f"'boundaries', got {len(values) if isinstance(values, (list, tuple)) else values!r}"
-                         f" values for {boundaries!r}")
+        raise LayerError(f"piecewise_decay: argument 'values' must be a list with one more "
+                         f"entry than 'boundaries', got values={values!r} for "
+                         f"boundaries={boundaries!r}")
     bounds = [check_number("piecewise_decay", "boundaries", b) for b in boundaries]
     if any(b2 <= b1 for b1, b2 in zip(bounds, bounds[1:])):
         raise LayerError(f"piecewise_decay: argument 'boundaries' must increase, got {bounds}")

@@ -1,4 +1,5 @@
 """Metric layers: topk and accuracy (no gradients)."""
+from ..errors import LayerError
 from ..layer_helper import LayerHelper, check_int, check_variable
 
 __all__ = ["topk", "accuracy"]
@@ -10,8 +11,8 @@ def topk(input, k, name=None):
     check_variable("topk", "input", input)
     k = check_int("topk", "k", k, minimum=1)
     if input.shape and input.shape[-1] >= 0 and k > input.shape[-1]:
-        raise helper.error(f"argument 'k' ({k}) exceeds the last dim of input '{input.name}' "
-                           f"(shape {list(input.shape)})")
+        raise LayerError(f"topk: argument 'k' ({k}) exceeds the last dim of input "
+                         f"'{input.name}' (shape {list(input.shape)})")
     values = helper.create_variable_for_type_inference(input.dtype, stop_gradient=True)
     indices = helper.create_variable_for_type_inference("int64", stop_gradient=True)
     helper.append_op("top_k", {"X": input}, {"Out": values, "Indices": indices}, {"k": k})

@@ -14,6 +14,10 @@ __all__ = ["fill_constant", "zeros", "ones", "zeros_like", "assign", "sums", "cr
            "split"]
 
 
+def _err(fn, message):
+    return LayerError(f"{fn}: {message}")
+
+
 def _shape(fn, shape, allow_unknown=False):
     if not isinstance(shape, (list, tuple)):
         raise _err(fn, f"argument 'shape' must be a list of ints, got {shape!r}")
@@ -24,16 +28,12 @@ def _shape(fn, shape, allow_unknown=False):
     return out
 
 
-def _err(fn, message):
-    return LayerError(f"{fn}: {message}")
-
-
 def _dtype(fn, dtype):
     try:
         return dtypes.canonical(dtype)
     except Exception:
         raise _err(fn, f"argument 'dtype' is not a dtype: {dtype!r}; valid: "
-                              f"{', '.join(dtypes.DTYPES)}") from None
+                       f"{', '.join(dtypes.DTYPES)}") from None
 
 
 def fill_constant(shape, dtype, value, force_cpu=False, out=None):
@@ -80,24 +80,26 @@ def assign(input, output=None):
     if output is not None:
         check_variable("assign", "output", output)
     if isinstance(input, Variable):
-        output = output or helper.create_variable_for_type_inference(input.dtype)
+        if output is None:
+            output = helper.create_variable_for_type_inference(input.dtype)
         helper.append_op("assign", {"X": input}, {"Out": output})
         return output
     try:
         value = np.asarray(input)
     except Exception:
         value = None
-    if value is None or value.dtype == object or value.size == 0:
+    if value is None or value.dtype.kind not in "biuf" or value.size == 0:
         raise _err("assign", f"argument 'input' must be a Variable or non-empty numeric "
-                                    f"data, got {type(input).__name__}")
+                             f"data, got {type(input).__name__}")
     if value.dtype == np.float64 and not isinstance(input, np.ndarray):
         value = value.astype(np.float32)  # Python floats: float32, as in Fluid
     dtype = dtypes.canonical(value.dtype)
     attr = _VALUE_ATTRS.get(dtype)
     if attr is None:
         raise _err("assign", f"arrays of dtype {dtype} are not supported; valid: "
-                                    f"{', '.join(_VALUE_ATTRS)}")
-    output = output or helper.create_variable_for_type_inference(dtype)
+                             f"{', '.join(_VALUE_ATTRS)}")
+    if output is None:
+        output = helper.create_variable_for_type_inference(dtype)
     helper.append_op("assign_value", {}, {"Out": output},
                      {"shape": list(value.shape), "dtype": dtype_enum(dtype),
                       attr: value.ravel().tolist()})
@@ -175,7 +177,7 @@ def reshape(x, shape, actual_shape=None, act=None, inplace=False, name=None):
     for i, d in enumerate(shape):
         if d == 0 and i >= len(x.shape):
             raise _err("reshape", f"argument 'shape' has 0 at index {i}, but x has only "
-                                         f"{len(x.shape)} dims to copy from")
+                                  f"{len(x.shape)} dims to copy from")
     inputs = {"X": x}
     if actual_shape is not None:
         inputs["Shape"] = check_variable("reshape", "actual_shape", actual_shape)
@@ -192,8 +194,8 @@ def transpose(x, perm, name=None):
     if not isinstance(perm, (list, tuple)) or \
             sorted(check_int("transpose", "perm", p) for p in perm) != list(range(len(x.shape))):
         raise _err("transpose", f"argument 'perm' must be a permutation of "
-                                       f"{list(range(len(x.shape)))} (x has {len(x.shape)} "
-                                       f"dims), got {perm!r}")
+                                f"{list(range(len(x.shape)))} (x has {len(x.shape)} "
+                                f"dims), got {perm!r}")
     out = helper.create_variable_for_type_inference(x.dtype)
     xshape = helper.create_variable_for_type_inference(x.dtype, stop_gradient=True)
     helper.append_op("transpose2", {"X": x}, {"Out": out, "XShape": xshape},
@@ -214,7 +216,7 @@ def split(input, num_or_sections, dim=-1, name=None):
                     for s in num_or_sections]
         if not sections or sections.count(-1) > 1:
             raise _err("split", f"argument 'num_or_sections' must list piece sizes with "
-                                       f"at most one -1, got {num_or_sections!r}")
+                                f"at most one -1, got {num_or_sections!r}")
         num, n = 0, len(sections)
     else:
         num = check_int("split", "num_or_sections", num_or_sections, minimum=1)

@@ -252,7 +252,12 @@ class Executor:
         elif var.lod_level > 0:
             lod = None
         if isinstance(value, np.ndarray):
-            value = self._device.to_device(np.ascontiguousarray(value), self.place)
+            # np.require keeps 0-d arrays 0-d (ascontiguousarray would make them 1-d). A fed
+            # persistable is copied: in-place updates (optimizers) must not write the caller's.
+            value = np.require(value, requirements="C")
+            if var.persistable:
+                value = value.copy()
+            value = self._device.to_device(value, self.place)
         return value, lod
 
     def _fetch(self, name, value, lod, return_numpy):

@@ -12,6 +12,7 @@ from ..ops.grad import EMPTY
 from ..ops.infer import DictInferContext, VarMeta
 from . import _loop
 from ._loop import Instr
+from .tensor import Tensor
 
 __all__ = ["KernelInfo", "Plan", "SlotMap", "prepare"]
 
@@ -161,7 +162,10 @@ class Plan:
         # LoD flows from the first input that has one to outputs that declare LoD, unless the
         # kernel handles LoD itself (it then receives and returns Tensors: lod_kernel=True).
         lod_share = ()
-        if not getattr(fn, "lod_kernel", False):
+        if getattr(fn, "lod_kernel", False) and not getattr(fn, "frame_kernel", False):
+            fn = _LoDAdapter(fn, in_ids, out_ids)
+            self.lod_slots.update(i for i in _flat(out_ids) if i > 0)
+        elif not getattr(fn, "lod_kernel", False):
             src = next((i for i in _flat(in_ids) if i in self.lod_slots), None)
             dst = [i for i in _flat(out_ids) if i > 0 and
                    self.slots.vars[i].lod_level > 0]
@@ -207,6 +211,36 @@ class Plan:
         shape = tuple(getattr(value, "shape", ()))
         dtype = np.dtype(value.dtype).name if hasattr(value, "dtype") else var.dtype
         return VarMeta(var.name, shape, dtype, var.lod_level, var.kind)
+
+
+class _LoDAdapter:
+    """Runs a ``lod_kernel`` (it takes and returns Tensors) as a frame kernel over slots."""
+    frame_kernel = True
+
+    def __init__(self, fn, in_ids, out_ids):
+        self.fn, self.in_ids, self.out_ids = fn, in_ids, out_ids
+
+    def __call__(self, values, lods):
+        args = []
+        for ids in self.in_ids:
+            if isinstance(ids, tuple):
+                args.append([Tensor(values[i], lods.get(i)) for i in ids])
+            else:
+                args.append(Tensor(values[ids], lods.get(ids)) if ids > 0 else None)
+        results = self.fn(*args)
+        for ids, res in zip(self.out_ids, results):
+            for i, r in zip(ids if isinstance(ids, tuple) else (ids,),
+                            res if isinstance(ids, tuple) else (res,)):
+                if i <= 0 or r is None:
+                    continue
+                if isinstance(r, Tensor):
+                    values[i] = r.data
+                    if r.lod:
+                        lods[i] = r.lod
+                    else:
+                        lods.pop(i, None)
+                else:
+                    values[i] = r
 
 
 def _flat(ids):

@@ -7,24 +7,38 @@ ctypedef fused real:
     double
 
 
-cdef inline cnp.ndarray contiguous(object x):
-    """``x`` as a C-contiguous ndarray (no copy when it already is one)."""
-    if type(x) is cnp.ndarray and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>x):
-        return <cnp.ndarray>x
+cdef inline bint behaved(cnp.ndarray a):
+    """Aligned and in native byte order: raw pointers of the dtype's C type may read it."""
+    return cnp.PyArray_ISALIGNED(a) and cnp.PyArray_ISNOTSWAPPED(a)
+
+
+cdef inline cnp.ndarray _normalized(object x):
     import numpy as np
-    return np.ascontiguousarray(x)
+    a = np.asarray(x)
+    if not a.dtype.isnative:
+        a = a.astype(a.dtype.newbyteorder("="))
+    return np.ascontiguousarray(a)
+
+
+cdef inline cnp.ndarray contiguous(object x):
+    """``x`` as a C-contiguous, aligned, native-endian ndarray (no copy when it already is one).
+
+    Alignment and byte order matter as much as contiguity: kernels read through typed C
+    pointers, and PyArray_TYPE reports float32 for a big-endian '>f4' array too.
+    """
+    if type(x) is cnp.ndarray and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>x) and \
+            behaved(<cnp.ndarray>x):
+        return <cnp.ndarray>x
+    return _normalized(x)
+
+
+cdef inline str dtype_name(object a):
+    """The dtype's name for messages (``str(a.dtype)`` would show the byte order)."""
+    return (<object>a).dtype.name
 
 
 cdef inline cnp.ndarray empty_like(cnp.ndarray x):
     return cnp.PyArray_EMPTY(cnp.PyArray_NDIM(x), cnp.PyArray_DIMS(x), cnp.PyArray_TYPE(x), 0)
-
-
-cdef inline cnp.ndarray empty(tuple shape, int typenum):
-    cdef cnp.npy_intp dims[32]
-    cdef int i, nd = len(shape)
-    for i in range(nd):
-        dims[i] = shape[i]
-    return cnp.PyArray_EMPTY(nd, dims, typenum, 0)
 
 
 cdef inline tuple shape_of(cnp.ndarray a):
@@ -42,3 +56,85 @@ cdef inline bint same_shape(cnp.ndarray a, cnp.ndarray b):
         if cnp.PyArray_DIMS(a)[i] != cnp.PyArray_DIMS(b)[i]:
             return False
     return True
+
+
+# -- what every update op checks and decides ---------------------------------------------------
+
+cdef inline cnp.ndarray dense(object x, str op, str slot):
+    """A float32/float64 dense input as a contiguous array (selected rows and other values
+    are refused by name)."""
+    import numpy as np
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"{op}: input '{slot}' must be a dense float tensor (a NumPy array on "
+                        f"the CPU), got {type(x).__name__}")
+    cdef cnp.ndarray a = contiguous(x)
+    cdef int t = cnp.PyArray_TYPE(a)
+    if t != cnp.NPY_FLOAT32 and t != cnp.NPY_FLOAT64:
+        raise TypeError(f"{op}: input '{slot}' has dtype {dtype_name(a)}, expected float32 or "
+                        f"float64")
+    return a
+
+
+cdef inline cnp.ndarray like_param(object x, cnp.ndarray param, str op, str slot):
+    """A dense input that must have Param's dtype and shape (Grad, the moments)."""
+    cdef cnp.ndarray a = dense(x, op, slot)
+    if cnp.PyArray_TYPE(a) != cnp.PyArray_TYPE(param):
+        raise TypeError(f"{op}: input '{slot}' is {dtype_name(a)} but Param is "
+                        f"{dtype_name(param)}")
+    if not same_shape(a, param):
+        raise ValueError(f"{op}: input '{slot}' has shape {list(shape_of(a))}, Param has "
+                         f"{list(shape_of(param))}")
+    return a
+
+
+cdef inline double scalar(object x, str op, str slot) except? -1.0:
+    """The value of a one-element float input (LearningRate, the beta powers)."""
+    import numpy as np
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"{op}: input '{slot}' must be a one-element tensor, got "
+                        f"{type(x).__name__}")
+    if x.size != 1 or x.dtype.kind != "f":
+        raise ValueError(f"{op}: input '{slot}' must hold one float, got {x.dtype.name} of "
+                         f"shape {list(x.shape)}")
+    return float(x.reshape(-1)[0])
+
+
+cdef inline bint in_place(object info, str in_slot, str out_slot):
+    """Whether ``out_slot`` may be written into the existing array of ``in_slot``: both are
+    bound to the same variable, and it is persistable. Persistable values belong to the scope,
+    whose Tensor keeps the same array from run to run, so updating it in place is what the
+    program asks for; a non-persistable value may be a caller's fed array or shared with
+    another variable's value, and it is dropped after the run anyway, so it is not worth the
+    risk. Without an info (a kernel called directly) nothing is in place."""
+    if info is None:
+        return False
+    op = info.op
+    ins = list(op.inputs.get(in_slot, ()))
+    if len(ins) != 1 or ins != list(op.outputs.get(out_slot, ())):
+        return False
+    return bool(op.block.var_recursive(ins[0]).persistable)
+
+
+cdef inline bint bound(object info, str out_slot):
+    """Whether an (optional) output slot is bound; True without an info."""
+    return info is None or bool(info.op.outputs.get(out_slot))
+
+
+cdef inline cnp.ndarray target(cnp.ndarray a, object given, bint inplace, list reads,
+                               int own):
+    """Where the update of input ``a`` (``given`` as the kernel received it) is written.
+
+    ``a`` itself when the op updates it in place, the array is writeable, contiguous() made no
+    copy, and no other array the loop reads (``reads``, ``a`` at index ``own``) shares its
+    memory: the loops read every input at index i before writing index i, which is safe for
+    an output over its own input only. Otherwise a new array (a read-only Param is never
+    written: its update goes to a fresh array that replaces it in the scope).
+    """
+    import numpy as np
+    cdef int j
+    if inplace and a is given and cnp.PyArray_ISWRITEABLE(a):
+        for j in range(len(reads)):
+            if j != own and reads[j] is not None and np.may_share_memory(a, reads[j]):
+                return empty_like(a)
+        return a
+    return empty_like(a)

@@ -1,0 +1,100 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""adam: Moment1Out = b1 Moment1 + (1 - b1) g; Moment2Out = b2 Moment2 + (1 - b2) g^2;
+lr_t = lr sqrt(1 - Beta2Pow) / (1 - Beta1Pow);
+ParamOut = Param - lr_t Moment1Out / (sqrt(Moment2Out) + eps sqrt(1 - Beta2Pow)).
+
+Beta1PowOut/Beta2PowOut (Paddle 2+), when bound, advance the powers: Beta1Pow * b1 and
+Beta2Pow * b2, after lr_t was taken from the old values. Param, the moments and the powers are
+updated in place when their outputs are bound to them (persistable), see ``target`` in
+_common.pxd.
+"""
+cimport numpy as cnp
+from libc.math cimport sqrt
+from ._common cimport bound, dense, in_place, like_param, real, scalar, target
+
+import numpy as np
+
+cnp.import_array()
+
+DTYPES = ("float32", "float64")
+
+
+cdef void _adam(const real* p, const real* g, const real* m1, const real* m2, real* po,
+                real* m1o, real* m2o, Py_ssize_t n, real b1, real b2, real lr_t,
+                real eps_t) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef real gi, a, b
+    for i in range(n):
+        gi = g[i]
+        a = b1 * m1[i] + (1 - b1) * gi
+        b = b2 * m2[i] + (1 - b2) * gi * gi
+        m1o[i] = a
+        m2o[i] = b
+        po[i] = p[i] - lr_t * a / (<real>sqrt(b) + eps_t)
+
+
+cdef object advanced(object pow_arr, double beta, bint inplace):
+    """The next beta power: Beta*Pow * beta, in its own array when updated in place."""
+    if inplace and pow_arr.flags.writeable and pow_arr.dtype.isnative:
+        np.multiply(pow_arr, pow_arr.dtype.type(beta), out=pow_arr)
+        return pow_arr
+    return (pow_arr * pow_arr.dtype.type(beta)).astype(pow_arr.dtype.newbyteorder("="))
+
+
+cdef class Adam:
+    cdef double b1, b2, eps
+    cdef bint inplace_p, inplace_m1, inplace_m2, pows_out, inplace_b1, inplace_b2
+
+    def __init__(self, dict attrs, info=None):
+        self.b1, self.b2 = attrs.get("beta1", 0.9), attrs.get("beta2", 0.999)
+        self.eps = attrs.get("epsilon", 1e-8)
+        if not (0 <= self.b1 < 1 and 0 <= self.b2 < 1):
+            raise ValueError(f"adam: beta1 ({self.b1}) and beta2 ({self.b2}) must be in [0, 1)")
+        self.inplace_p = in_place(info, "Param", "ParamOut")
+        self.inplace_m1 = in_place(info, "Moment1", "Moment1Out")
+        self.inplace_m2 = in_place(info, "Moment2", "Moment2Out")
+        b1_out, b2_out = bound(info, "Beta1PowOut"), bound(info, "Beta2PowOut")
+        if b1_out != b2_out:
+            raise ValueError("adam: outputs Beta1PowOut and Beta2PowOut go together")
+        self.pows_out = b1_out
+        self.inplace_b1 = in_place(info, "Beta1Pow", "Beta1PowOut")
+        self.inplace_b2 = in_place(info, "Beta2Pow", "Beta2PowOut")
+
+    def __call__(self, param, grad, learning_rate, moment1, moment2, beta1_pow, beta2_pow):
+        cdef cnp.ndarray p = dense(param, "adam", "Param")
+        cdef cnp.ndarray g = like_param(grad, p, "adam", "Grad")
+        cdef cnp.ndarray m1 = like_param(moment1, p, "adam", "Moment1")
+        cdef cnp.ndarray m2 = like_param(moment2, p, "adam", "Moment2")
+        cdef double lr = scalar(learning_rate, "adam", "LearningRate")
+        cdef double b1p = scalar(beta1_pow, "adam", "Beta1Pow")
+        cdef double b2p = scalar(beta2_pow, "adam", "Beta2Pow")
+        if b1p == 1.0 or not 0.0 <= b2p <= 1.0:
+            raise ValueError(f"adam: Beta1Pow ({b1p}) must not be 1 and Beta2Pow ({b2p}) must "
+                             f"be in [0, 1]")
+        cdef double lr_t = lr * sqrt(1.0 - b2p) / (1.0 - b1p)
+        cdef double eps_t = self.eps * sqrt(1.0 - b2p)
+        cdef list reads = [p, g, m1, m2]
+        cdef cnp.ndarray po = target(p, param, self.inplace_p, reads, 0)
+        cdef cnp.ndarray m1o = target(m1, moment1, self.inplace_m1, reads, 2)
+        cdef cnp.ndarray m2o = target(m2, moment2, self.inplace_m2, reads, 3)
+        cdef Py_ssize_t n = cnp.PyArray_SIZE(p)
+        if cnp.PyArray_TYPE(p) == cnp.NPY_FLOAT32:
+            with nogil:
+                _adam(<const float*>cnp.PyArray_DATA(p), <const float*>cnp.PyArray_DATA(g),
+                      <const float*>cnp.PyArray_DATA(m1), <const float*>cnp.PyArray_DATA(m2),
+                      <float*>cnp.PyArray_DATA(po), <float*>cnp.PyArray_DATA(m1o),
+                      <float*>cnp.PyArray_DATA(m2o), n, <float>self.b1, <float>self.b2,
+                      <float>lr_t, <float>eps_t)
+        else:
+            with nogil:
+                _adam(<const double*>cnp.PyArray_DATA(p), <const double*>cnp.PyArray_DATA(g),
+                      <const double*>cnp.PyArray_DATA(m1), <const double*>cnp.PyArray_DATA(m2),
+                      <double*>cnp.PyArray_DATA(po), <double*>cnp.PyArray_DATA(m1o),
+                      <double*>cnp.PyArray_DATA(m2o), n, self.b1, self.b2, lr_t, eps_t)
+        if not self.pows_out:
+            return (po, m1o, m2o, None, None)
+        return (po, m1o, m2o, advanced(beta1_pow, self.b1, self.inplace_b1),
+                advanced(beta2_pow, self.b2, self.inplace_b2))
+
+
+KERNELS = [("adam", Adam, DTYPES)]

@@ -1,0 +1,72 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""momentum: VelocityOut = mu Velocity + g; ParamOut = Param - lr (g + mu VelocityOut) with
+use_nesterov, else Param - lr VelocityOut; g = Grad (+ regularization_coeff Param with
+'l2_decay').
+
+Param and Velocity are updated in place when their outputs are bound to them (persistable),
+see ``target`` in _common.pxd.
+"""
+cimport numpy as cnp
+from ._common cimport dense, in_place, like_param, real, scalar, target
+
+cnp.import_array()
+
+DTYPES = ("float32", "float64")
+
+
+cdef void _momentum(const real* p, const real* g, const real* v, real* po, real* vo,
+                    Py_ssize_t n, real lr, real mu, real decay, bint nesterov) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef real pi, gi, vi
+    for i in range(n):
+        pi = p[i]
+        gi = g[i] + decay * pi
+        vi = mu * v[i] + gi
+        vo[i] = vi
+        if nesterov:
+            po[i] = pi - lr * (gi + mu * vi)
+        else:
+            po[i] = pi - lr * vi
+
+
+cdef class Momentum:
+    cdef double mu, decay
+    cdef bint nesterov, inplace_p, inplace_v
+
+    def __init__(self, dict attrs, info=None):
+        self.mu = attrs["mu"]
+        self.nesterov = attrs.get("use_nesterov", False)
+        method = attrs.get("regularization_method", "")
+        if method not in ("", "l2_decay"):
+            raise ValueError(f"momentum: regularization_method {method!r} is not '' or "
+                             f"'l2_decay'")
+        self.decay = attrs.get("regularization_coeff", 0.0) if method == "l2_decay" else 0.0
+        self.inplace_p = in_place(info, "Param", "ParamOut")
+        self.inplace_v = in_place(info, "Velocity", "VelocityOut")
+
+    def __call__(self, param, grad, learning_rate, velocity):
+        cdef cnp.ndarray p = dense(param, "momentum", "Param")
+        cdef cnp.ndarray g = like_param(grad, p, "momentum", "Grad")
+        cdef cnp.ndarray v = like_param(velocity, p, "momentum", "Velocity")
+        cdef double lr = scalar(learning_rate, "momentum", "LearningRate")
+        cdef list reads = [p, g, v]
+        cdef cnp.ndarray po = target(p, param, self.inplace_p, reads, 0)
+        cdef cnp.ndarray vo = target(v, velocity, self.inplace_v, reads, 2)
+        cdef Py_ssize_t n = cnp.PyArray_SIZE(p)
+        if cnp.PyArray_TYPE(p) == cnp.NPY_FLOAT32:
+            with nogil:
+                _momentum(<const float*>cnp.PyArray_DATA(p), <const float*>cnp.PyArray_DATA(g),
+                          <const float*>cnp.PyArray_DATA(v), <float*>cnp.PyArray_DATA(po),
+                          <float*>cnp.PyArray_DATA(vo), n, <float>lr, <float>self.mu,
+                          <float>self.decay, self.nesterov)
+        else:
+            with nogil:
+                _momentum(<const double*>cnp.PyArray_DATA(p),
+                          <const double*>cnp.PyArray_DATA(g),
+                          <const double*>cnp.PyArray_DATA(v), <double*>cnp.PyArray_DATA(po),
+                          <double*>cnp.PyArray_DATA(vo), n, lr, self.mu, self.decay,
+                          self.nesterov)
+        return (po, vo)
+
+
+KERNELS = [("momentum", Momentum, DTYPES)]

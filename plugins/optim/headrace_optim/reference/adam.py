@@ -1,0 +1,37 @@
+"""References and samples: adam."""
+import math
+
+import numpy as np
+
+from ._util import arrays, base_sample, f32, scalar
+
+
+def adam(inputs, attrs):
+    p, g, m1, m2 = arrays(inputs, "Param", "Grad", "Moment1", "Moment2")
+    b1, b2 = f32(attrs.get("beta1", 0.9)), f32(attrs.get("beta2", 0.999))
+    eps = f32(attrs.get("epsilon", 1e-8))
+    lr = scalar(inputs["LearningRate"])
+    b1p, b2p = scalar(inputs["Beta1Pow"]), scalar(inputs["Beta2Pow"])
+    m1_out = b1 * m1 + (1 - b1) * g
+    m2_out = b2 * m2 + (1 - b2) * g * g
+    lr_t = lr * math.sqrt(1 - b2p) / (1 - b1p)
+    p_out = p - lr_t * m1_out / (np.sqrt(m2_out) + eps * math.sqrt(1 - b2p))
+    b1p_in, b2p_in = np.asarray(inputs["Beta1Pow"]), np.asarray(inputs["Beta2Pow"])
+    return {"ParamOut": p_out, "Moment1Out": m1_out, "Moment2Out": m2_out,
+            "Beta1PowOut": b1p_in * b1p_in.dtype.type(b1),
+            "Beta2PowOut": b2p_in * b2p_in.dtype.type(b2)}
+
+
+def sample_adam(rng, dtype):
+    inputs = base_sample(rng, dtype)
+    shape = inputs["Param"].shape
+    t = int(rng.integers(1, 20))  # the step: the powers are beta^t
+    inputs.update(Moment1=0.1 * rng.standard_normal(shape).astype(dtype),
+                  Moment2=0.1 * rng.random(shape).astype(dtype),
+                  Beta1Pow=np.array([f32(0.9) ** t], dtype),
+                  Beta2Pow=np.array([f32(0.999) ** t], dtype))
+    return inputs, {"beta1": 0.9, "beta2": 0.999, "epsilon": 1e-8}
+
+
+REFERENCES = {"adam": adam}
+SAMPLES = {"adam": sample_adam}

@@ -1,0 +1,176 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""concat and split along one axis, as byte copies that serve every dtype.
+
+Seen from the axis, a C-contiguous array is ``outer`` rows (the product of the dims before the
+axis) of contiguous bytes; each input of concat contributes one run of bytes to each output
+row, and each piece of split takes one run from each input row. So both are a loop of memcpy
+over rows, whatever the rank or dtype. split returns new arrays rather than views: its pieces
+are separate variables that may be updated in place on their own.
+"""
+cimport numpy as cnp
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from libc.string cimport memcpy
+from ._common cimport as_array, dtype_name, empty, norm_axis, one_int, ints_of_list, \
+    shape_of, typenum
+
+cnp.import_array()
+
+ALL_DTYPES = ("bool", "int8", "uint8", "int16", "int32", "int64", "float16", "float32",
+              "float64", "complex64", "complex128")
+
+
+cdef Py_ssize_t _prod(object dims):
+    cdef Py_ssize_t n = 1
+    for d in dims:
+        n *= <Py_ssize_t>d
+    return n
+
+
+cdef void _gather(char* out, const char** srcs, const Py_ssize_t* runs, Py_ssize_t n,
+                  Py_ssize_t outer) noexcept nogil:
+    """Row by row, append each source's run: concat."""
+    cdef Py_ssize_t o, i
+    for o in range(outer):
+        for i in range(n):
+            memcpy(out, srcs[i] + o * runs[i], runs[i])
+            out += runs[i]
+
+
+cdef void _scatter(const char* x, char** dsts, const Py_ssize_t* runs, Py_ssize_t n,
+                   Py_ssize_t outer) noexcept nogil:
+    """Row by row, hand each destination its run: split."""
+    cdef Py_ssize_t o, i
+    for o in range(outer):
+        for i in range(n):
+            memcpy(dsts[i] + o * runs[i], x, runs[i])
+            x += runs[i]
+
+
+cdef class Concat:
+    cdef int axis
+
+    def __init__(self, dict attrs, info=None):
+        self.axis = attrs["axis"]
+
+    def __call__(self, xs, axis_tensor=None):
+        if not isinstance(xs, list) or not xs:
+            raise ValueError("concat: X must be a non-empty list of tensors")
+        arrays = [as_array(x, "concat", f"X[{i}]") for i, x in enumerate(xs)]
+        cdef cnp.ndarray first = arrays[0], a
+        cdef tuple fshape = shape_of(first)
+        cdef int rank = len(fshape), t = typenum(first)
+        if rank == 0:
+            raise ValueError("concat: X[0] is 0-D; concat needs at least one dim")
+        axis = one_int(axis_tensor, "concat", "AxisTensor") if axis_tensor is not None \
+            else self.axis
+        cdef int ax = norm_axis(axis, rank, "concat")
+        cdef Py_ssize_t total = 0, n = len(arrays), i
+        for i in range(n):
+            a = arrays[i]
+            s = shape_of(a)
+            if typenum(a) != t:
+                raise TypeError(f"concat: X[{i}] is {dtype_name(a)} but X[0] is "
+                                f"{dtype_name(first)}")
+            if len(s) != rank or s[:ax] != fshape[:ax] or s[ax + 1:] != fshape[ax + 1:]:
+                raise ValueError(f"concat: X[{i}] has shape {list(s)}, which differs from X[0]'s "
+                                 f"{list(fshape)} outside axis {ax}")
+            total += s[ax]
+        cdef tuple out_shape = fshape[:ax] + (total,) + fshape[ax + 1:]
+        cdef cnp.ndarray out = empty(out_shape, cnp.PyArray_TYPE(first))
+        cdef Py_ssize_t outer = _prod(fshape[:ax])
+        cdef Py_ssize_t row = _prod(fshape[ax + 1:]) * cnp.PyArray_ITEMSIZE(first)
+        if cnp.PyArray_SIZE(out) == 0:
+            return (out,)
+        cdef const char** srcs = <const char**>PyMem_Malloc(n * sizeof(char*))
+        cdef Py_ssize_t* runs = <Py_ssize_t*>PyMem_Malloc(n * sizeof(Py_ssize_t))
+        if srcs == NULL or runs == NULL:
+            PyMem_Free(srcs)
+            PyMem_Free(runs)
+            raise MemoryError("concat: no memory for the input table")
+        try:
+            for i in range(n):
+                a = arrays[i]
+                srcs[i] = <const char*>cnp.PyArray_DATA(a)
+                runs[i] = cnp.PyArray_DIMS(a)[ax] * row
+            with nogil:
+                _gather(<char*>cnp.PyArray_DATA(out), srcs, runs, n, outer)
+        finally:
+            PyMem_Free(srcs)
+            PyMem_Free(runs)
+        return (out,)
+
+
+cdef class Split:
+    cdef int axis, num
+    cdef list sections
+    cdef object n_out  # the number of Out variables (None when called without an op)
+
+    def __init__(self, dict attrs, info=None):
+        self.axis = attrs["axis"]
+        self.num = attrs["num"]
+        self.sections = [int(s) for s in attrs["sections"]]
+        if (self.num > 0) == bool(self.sections) or self.num < 0:
+            raise ValueError(f"split: give exactly one of num (> 0) and sections; got "
+                             f"num={self.num}, sections={self.sections}")
+        self.n_out = len(info.op.outputs.get("Out", ())) if info is not None else None
+
+    cdef list sizes(self, Py_ssize_t dim, list sections):
+        if self.num > 0:
+            if dim % self.num:
+                raise ValueError(f"split: a dim of size {dim} cannot be split into "
+                                 f"{self.num} equal pieces")
+            return [dim // self.num] * self.num
+        if any(s < -1 for s in sections) or sections.count(-1) > 1:
+            raise ValueError(f"split: sections hold sizes >= 0 and at most one -1, got "
+                             f"{sections}")
+        known = sum(s for s in sections if s >= 0)
+        if -1 in sections:
+            if known > dim:
+                raise ValueError(f"split: sections {sections} ask for more than the {dim} "
+                                 f"entries of the split dim")
+            return [dim - known if s == -1 else s for s in sections]
+        if known != dim:
+            raise ValueError(f"split: sections {sections} sum to {known}, but the split dim "
+                             f"has {dim} entries")
+        return list(sections)
+
+    def __call__(self, x, axis_tensor=None, sections_list=None):
+        cdef cnp.ndarray a = as_array(x, "split", "X")
+        cdef tuple shape = shape_of(a)
+        cdef int rank = len(shape)
+        if rank == 0:
+            raise ValueError("split: X is 0-D; split needs at least one dim")
+        axis = one_int(axis_tensor, "split", "AxisTensor") if axis_tensor is not None \
+            else self.axis
+        cdef int ax = norm_axis(axis, rank, "split")
+        sections = self.sections
+        if sections_list:
+            sections = ints_of_list(sections_list, "split", "SectionsTensorList")
+        cdef list sizes = self.sizes(shape[ax], sections)
+        cdef Py_ssize_t n = len(sizes), i
+        if self.n_out is not None and n != self.n_out:
+            raise ValueError(f"split: {n} pieces for {self.n_out} output variables")
+        outs = [empty(shape[:ax] + (s,) + shape[ax + 1:], cnp.PyArray_TYPE(a)) for s in sizes]
+        cdef Py_ssize_t outer = _prod(shape[:ax])
+        cdef Py_ssize_t row = _prod(shape[ax + 1:]) * cnp.PyArray_ITEMSIZE(a)
+        if cnp.PyArray_SIZE(a) == 0:
+            return (outs,)
+        cdef char** dsts = <char**>PyMem_Malloc(n * sizeof(char*))
+        cdef Py_ssize_t* runs = <Py_ssize_t*>PyMem_Malloc(n * sizeof(Py_ssize_t))
+        if dsts == NULL or runs == NULL:
+            PyMem_Free(dsts)
+            PyMem_Free(runs)
+            raise MemoryError("split: no memory for the output table")
+        try:
+            for i in range(n):
+                dsts[i] = <char*>cnp.PyArray_DATA(<cnp.ndarray>outs[i])
+                runs[i] = <Py_ssize_t>sizes[i] * row
+            with nogil:
+                _scatter(<const char*>cnp.PyArray_DATA(a), dsts, runs, n, outer)
+        finally:
+            PyMem_Free(dsts)
+            PyMem_Free(runs)
+        return (outs,)
+
+
+KERNELS = [("concat", Concat, ALL_DTYPES), ("split", Split, ALL_DTYPES)]

@@ -1,0 +1,125 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""reshape2 and flatten_contiguous_range: the same elements, in row-major order, a new shape.
+
+Out is a view of X's (contiguous) array, no copy: NumPy arrays share data safely here because
+no kernel ever writes into its inputs, and the only ops that write into an existing array are
+the optimizer updates (ParamOut bound to Param), which do so only for persistable variables.
+So a view is copied instead when X or Out is persistable (known from the op's variables when
+the kernel is made): X's array may be updated in place after this op ran, which would show
+through the view, and a persistable Out updated in place would write into X's array. A
+non-contiguous X is made contiguous first (that copy is then the result's own data).
+
+XShape is a placeholder with shape [0] + X.dims and X's dtype and no data: only its shape is
+read (by the backward pass).
+"""
+cimport numpy as cnp
+from ._common cimport (any_persistable, as_array, int_values, ints_of_list, norm_axis,
+                       shape_of, xshape_of)
+
+cnp.import_array()
+
+ALL_DTYPES = ("bool", "int8", "uint8", "int16", "int32", "int64", "float16", "float32",
+              "float64", "complex64", "complex128")
+
+
+cdef Py_ssize_t _prod(object dims):
+    cdef Py_ssize_t n = 1
+    for d in dims:
+        n *= <Py_ssize_t>d
+    return n
+
+
+cdef tuple resolve(list shape, tuple xdims, str source):
+    """Paddle's ValidateShape: 0 copies X's dim at that index, one -1 is inferred from the
+    element count, other dims are taken as given (all > 0)."""
+    if shape.count(-1) > 1:
+        raise ValueError(f"reshape2: the shape from {source} holds more than one -1: {shape}")
+    cdef list out = []
+    cdef set kept = set()
+    cdef Py_ssize_t infer_at = -1, i
+    for i, d in enumerate(shape):
+        if d == 0:
+            if i >= len(xdims):
+                raise ValueError(f"reshape2: the shape from {source} copies dim {i} (0) of X, "
+                                 f"which has only {len(xdims)} dims: {shape}")
+            out.append(xdims[i])
+            kept.add(i)
+        elif d == -1:
+            out.append(-1)
+            infer_at = i
+        elif d < 0:
+            raise ValueError(f"reshape2: the shape from {source} has a negative dim other "
+                             f"than -1: {shape}")
+        else:
+            out.append(d)
+    # Dims copied with 0 are on both sides: leave them out of the count (a 0-size X too).
+    x_rest = _prod([d for i, d in enumerate(xdims) if i not in kept])
+    out_rest = _prod([d for d in shape if d > 0])
+    if infer_at >= 0:
+        if x_rest % out_rest:
+            raise ValueError(f"reshape2: X of shape {list(xdims)} cannot be reshaped to "
+                             f"{shape}: the -1 dim is not a whole number")
+        out[infer_at] = x_rest // out_rest
+    elif x_rest != out_rest:
+        raise ValueError(f"reshape2: X of shape {list(xdims)} ({_prod(xdims)} elements) cannot "
+                         f"be reshaped to {shape} from {source}")
+    return tuple(out)
+
+
+cdef object reshaped(cnp.ndarray a, object x, tuple dims, bint own):
+    """``a`` (X made contiguous) with shape ``dims``: a view, or a copy when ``own`` is asked
+    and ``a`` is still X's own array."""
+    if own and a is x:
+        a = cnp.PyArray_NewCopy(a, cnp.NPY_CORDER)
+    return a.reshape(dims)
+
+
+cdef class Reshape2:
+    """inputs X, Shape (1-D int tensor), ShapeTensor (one-element int tensors); ShapeTensor
+    beats Shape beats the attribute, and all three follow the 0 / -1 rules."""
+    cdef list shape
+    cdef bint own
+
+    def __init__(self, dict attrs, info=None):
+        self.shape = [int(d) for d in attrs["shape"]]
+        self.own = any_persistable(info, ("X", "Out"))
+
+    def __call__(self, x, shape=None, shape_tensor=None):
+        cdef cnp.ndarray a = as_array(x, "reshape2", "X")
+        if shape_tensor:
+            dims = resolve(ints_of_list(shape_tensor, "reshape2", "ShapeTensor"), shape_of(a),
+                           "input 'ShapeTensor'")
+        elif shape is not None:
+            dims = resolve(int_values(shape, "reshape2", "Shape"), shape_of(a), "input 'Shape'")
+        else:
+            dims = resolve(self.shape, shape_of(a), "attribute 'shape'")
+        return (reshaped(a, x, dims, self.own), xshape_of(a))
+
+
+cdef class FlattenContiguousRange:
+    """Out = X with dims start_axis..stop_axis (inclusive) merged; a 0-D X gives [1]."""
+    cdef int start, stop
+    cdef bint own
+
+    def __init__(self, dict attrs, info=None):
+        self.start, self.stop = attrs["start_axis"], attrs["stop_axis"]
+        self.own = any_persistable(info, ("X", "Out"))
+
+    def __call__(self, x):
+        cdef cnp.ndarray a = as_array(x, "flatten_contiguous_range", "X")
+        cdef tuple xdims = shape_of(a)
+        cdef list dims = list(xdims) or [1]
+        cdef int rank = len(dims)
+        cdef int start = norm_axis(self.start, rank, "flatten_contiguous_range", "start_axis")
+        cdef int stop = norm_axis(self.stop, rank, "flatten_contiguous_range", "stop_axis")
+        if start > stop:
+            raise ValueError(f"flatten_contiguous_range: start_axis {self.start} ({start}) "
+                             f"comes after stop_axis {self.stop} ({stop}) for rank {len(xdims)}")
+        out = tuple(dims[:start] + [_prod(dims[start:stop + 1])] + dims[stop + 1:])
+        return (reshaped(a, x, out, self.own), xshape_of(a))
+
+
+KERNELS = [
+    ("reshape2", Reshape2, ALL_DTYPES),
+    ("flatten_contiguous_range", FlattenContiguousRange, ALL_DTYPES),
+]
