@@ -46,7 +46,7 @@ class Optimizer:
         self._grad_clip = grad_clip
         self._name = name
         self._learning_rate_map = {}   # program -> learning-rate Variable
-        self._accumulators = {}        # accumulator name -> {param name: Variable}
+        self._accumulators = {}        # accumulator name -> {(program, param name): Variable}
 
     # -- the learning rate -----------------------------------------------------------------
     def _create_global_learning_rate(self, program, startup):
@@ -93,10 +93,10 @@ class Optimizer:
         """A persistable ``<param>_<name>_N`` in the main program, filled with ``fill_value``
         by the startup program (shape and dtype of the parameter by default)."""
         per_param = self._accumulators.setdefault(name, {})
-        if param.name in per_param:
+        program = param.block.program
+        if (program, param.name) in per_param:
             raise LayerError(f"{type(self).__name__}: accumulator '{name}' of parameter "
                              f"'{param.name}' already exists")
-        program = param.block.program
         gblock = program.global_block()
         sblock = self._startup.global_block()
         while True:
@@ -107,12 +107,12 @@ class Optimizer:
                                 dtype=dtype or param.dtype, persistable=True,
                                 stop_gradient=True)
         Constant(float(fill_value))(var, sblock)
-        per_param[param.name] = var
+        per_param[(program, param.name)] = var
         return var
 
     def _get_accumulator(self, name, param):
         try:
-            return self._accumulators[name][param.name]
+            return self._accumulators[name][(param.block.program, param.name)]
         except KeyError:
             raise LayerError(f"{type(self).__name__}: no accumulator '{name}' for parameter "
                              f"'{param.name}'") from None
@@ -148,6 +148,8 @@ class Optimizer:
         return self._create_optimization_pass(params_grads, startup_program)
 
     def _create_optimization_pass(self, params_grads, startup_program=None):
+        if not params_grads:
+            return []
         program = params_grads[0][0].block.program
         self._startup = startup_program or default_startup_program()
         block = program.global_block()

@@ -55,7 +55,7 @@ def test_while_zero_iterations_and_reading_an_unwritten_position():
     feed = {"n": np.array([0], np.int64), "acc": np.array([1.0], np.float32)}
     with pytest.raises(hr.OpError, match="never written"):
         hr.Executor().run(prog, feed=feed, fetch_list=["last"], scope=hr.Scope())
-    (acc,) = hr.Executor().eval(prog.global_block().var("acc"), feed=feed, scope=hr.Scope())
+    acc = hr.Executor().eval(prog.global_block().var("acc"), feed=feed, scope=hr.Scope())
     assert acc[0] == 1.0
 
 

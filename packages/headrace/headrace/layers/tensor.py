@@ -133,10 +133,20 @@ def create_parameter(shape, dtype, name=None, attr=None, is_bias=False,
                                    default_initializer)
 
 
-def create_global_var(shape, value, dtype, persistable=False, force_cpu=False, name=None):
-    """A global variable of the main program, filled with ``value`` by the startup program."""
+def create_global_var(shape, value, dtype, persistable=True, force_cpu=False, name=None):
+    """A global variable of the main program (``global_var_N``), filled with ``value`` by the
+    startup program.
+
+    ``persistable`` defaults to True (Fluid's default is False): the executor keeps only
+    persistable values between runs, so a non-persistable variable filled by the startup
+    program would be gone when the main program runs.
+    """
     helper = LayerHelper("global_var", **locals())
     shape = _shape("create_global_var", shape)
+    if name is None:
+        name = helper.name
+        if name in helper.main_program.global_block().vars:
+            name = helper.main_program._unique_var_name(name)
     var = helper.create_global_variable(name=name, shape=shape,
                                         dtype=_dtype("create_global_var", dtype),
                                         persistable=persistable, stop_gradient=True)
