@@ -23,5 +23,7 @@ setup(
     version="0.1.0",
     description="headrace: the core and every first-party op plugin",
     packages=[],
-    install_requires=[f"{name} @ file://{os.path.join(HERE, path)}" for name, path in PARTS.items()],
+    install_requires=[f"{name} @ file://{os.path.join(HERE, path)}" for name, path in PARTS.items()]
+    # The demo's data set ships inside scikit-learn; tqdm draws its progress bar.
+    + ["scikit-learn>=1.3", "tqdm>=4.60"],
 )

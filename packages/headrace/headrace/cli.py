@@ -3,6 +3,7 @@
     headrace ops [TYPE ...] [--brief]   registered ops: slots, attributes, kernels per device
     headrace plugins                    loaded plugins and the ones that failed
     headrace show FILE [--all-attrs]    a saved program (ProgramDesc bytes), readably
+    headrace demo [--epochs N]          train a CNN on scikit-learn's digits, save, reload
 """
 import argparse
 import sys
@@ -80,6 +81,13 @@ def cmd_show(args, out):
     return 0
 
 
+def cmd_demo(args, out):
+    from .demo import run
+    result = run(epochs=args.epochs, out_dir=args.out)
+    ok = result["test_accuracy"] >= 0.97 and result["reload_matches"]
+    return 0 if ok else 1
+
+
 def main(argv=None, out=None):
     out = out or sys.stdout
     parser = argparse.ArgumentParser(prog="headrace", description="headrace command line")
@@ -95,6 +103,10 @@ def main(argv=None, out=None):
     p.add_argument("--all-attrs", action="store_true",
                    help="also show bookkeeping attributes (op_role, op_callstack, ...)")
     p.set_defaults(run=cmd_show)
+    p = sub.add_parser("demo", help="train a small CNN on the digits data set end to end")
+    p.add_argument("--epochs", type=int, default=15)
+    p.add_argument("--out", help="where to save the inference model (default: a temp dir)")
+    p.set_defaults(run=cmd_demo)
     args = parser.parse_args(argv)
     try:
         return args.run(args, out)
