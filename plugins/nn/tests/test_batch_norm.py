@@ -1,4 +1,6 @@
-"""batch_norm: layouts, statistics dtypes, in-place running statistics, errors."""
+"""batch_norm: layouts, statistics dtypes, in-place running statistics, errors; the CPU kernel
+against the reference (training and inference)."""
+import numpy as np
 import pytest
 
 from headrace import Program
@@ -105,3 +107,112 @@ def test_shape_errors(kwargs, match):
 def test_validation_errors(kwargs, match):
     with pytest.raises(OpValidationError, match=match):
         batch_norm([2, 3], 3, **kwargs)
+
+
+# ---------------------------------------------------------------- kernel
+def bn_inputs(rng, shape, layout, dtype, momentum_tensor=None):
+    c = shape[-1] if layout == "NHWC" else shape[1]
+    x = (rng.standard_normal(shape) * 3 + 2).astype(dtype)
+    inputs = {"X": x, "Scale": (rng.random(c) + 0.5).astype(dtype),
+              "Bias": rng.standard_normal(c).astype(dtype),
+              "Mean": rng.standard_normal(c).astype(dtype),
+              "Variance": (rng.random(c) + 0.5).astype(dtype)}
+    if momentum_tensor is not None:
+        inputs["MomentumTensor"] = np.array([momentum_tensor], np.float32)
+    return inputs
+
+
+SHAPES = [((6, 4), "NCHW"), ((6, 4), "NHWC"), ((3, 4, 5), "NCHW"), ((2, 4, 3, 5), "NCHW"),
+          ((2, 3, 5, 4), "NHWC"), ((2, 4, 2, 3, 2), "NCHW"), ((2, 2, 3, 2, 4), "NHWC")]
+MODES = [{}, {"is_test": True}, {"use_global_stats": True},
+         {"is_test": True, "trainable_statistics": True}]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape, layout", SHAPES)
+@pytest.mark.parametrize("mode", range(len(MODES)))
+def test_kernel_matches_reference(check, dtype, shape, layout, mode):
+    rng = np.random.default_rng(mode)
+    attrs = dict(MODES[mode], data_layout=layout, momentum=0.8, epsilon=1e-4)
+    check("batch_norm", bn_inputs(rng, shape, layout, dtype), attrs)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_momentum_tensor_overrides_the_attribute(check, dtype):
+    rng = np.random.default_rng(3)
+    check("batch_norm", bn_inputs(rng, (4, 3, 2, 2), "NCHW", dtype, momentum_tensor=0.5),
+          {"momentum": 0.9})
+
+
+@pytest.mark.parametrize("attrs, updated", [({}, True), ({"is_test": True}, False),
+                                            ({"use_global_stats": True}, False)])
+def test_running_statistics_are_updated_in_place_when_training(run_bn, attrs, updated):
+    rng = np.random.default_rng(4)
+    inputs = bn_inputs(rng, (8, 3, 4, 4), "NCHW", "float32")
+    mean, var = inputs["Mean"], inputs["Variance"]
+    before = mean.copy(), var.copy()
+    got, scope = run_bn(inputs, dict(attrs, momentum=0.75))
+    # The scope's variables hold the very arrays given: written in place, not replaced.
+    assert scope.find("mean").data is mean and scope.find("variance").data is var
+    x = inputs["X"].astype(np.float64)
+    batch_mean, batch_var = x.mean(axis=(0, 2, 3)), x.var(axis=(0, 2, 3))
+    if updated:
+        np.testing.assert_allclose(mean, before[0] * 0.75 + batch_mean * 0.25, rtol=1e-5)
+        np.testing.assert_allclose(var, before[1] * 0.75 + batch_var * 0.25, rtol=1e-5)
+        np.testing.assert_allclose(got["SavedVariance"], 1 / np.sqrt(batch_var + 1e-5),
+                                   rtol=1e-5)
+    else:
+        np.testing.assert_array_equal(mean, before[0])
+        np.testing.assert_array_equal(var, before[1])
+        np.testing.assert_array_equal(got["SavedMean"], np.zeros(3, np.float32))
+
+
+def test_two_training_steps_accumulate(run_bn):
+    rng = np.random.default_rng(5)
+    inputs = bn_inputs(rng, (8, 2), "NCHW", "float64")
+    m0 = inputs["Mean"].copy()
+    run_bn(inputs, {"momentum": 0.5})
+    run_bn(inputs, {"momentum": 0.5})
+    batch = inputs["X"].mean(axis=0)
+    np.testing.assert_allclose(inputs["Mean"], m0 * 0.25 + batch * 0.75, rtol=1e-12)
+
+
+def test_kernel_copies_read_only_running_statistics(kernel):
+    rng = np.random.default_rng(6)
+    inputs = bn_inputs(rng, (4, 3), "NCHW", "float64")
+    inputs["Mean"].flags.writeable = False
+    before = inputs["Mean"].copy()
+    y, mean_out, var_out, saved_mean, saved_var, reserve = kernel(
+        "batch_norm", {}, "float64")(*(inputs[k] for k in ("X",) + STATS))
+    np.testing.assert_array_equal(inputs["Mean"], before)
+    assert mean_out is not inputs["Mean"] and var_out is inputs["Variance"]
+    assert reserve.shape == (0,)
+
+
+@pytest.mark.parametrize("which", ["strided", "readonly"])
+def test_kernel_strided_and_readonly_x(kernel, variants, which):
+    rng = np.random.default_rng(7)
+    inputs = bn_inputs(rng, (3, 4, 2, 3), "NCHW", "float64")
+    stats = [inputs[k] for k in STATS]
+    want = kernel("batch_norm", {"is_test": True}, "float64")(inputs["X"], *stats)
+    got = kernel("batch_norm", {"is_test": True}, "float64")(variants(inputs["X"])[which],
+                                                              *stats)
+    np.testing.assert_array_equal(got[0], want[0])
+
+
+@pytest.mark.parametrize("x, stats, error", [
+    (np.ones((4,)), [np.ones(4)] * 4, ValueError),
+    (np.ones((2, 3, 1, 1, 1, 1)), [np.ones(3)] * 4, ValueError),
+    (np.ones((4, 3)), [np.ones(4)] * 4, ValueError),
+    (np.ones((4, 3)), [np.ones(3, np.float32)] * 4, ValueError),
+    (np.ones((4, 3), np.int64), [np.ones(3)] * 4, TypeError),
+    (np.ones((0, 3)), [np.ones(3)] * 4, ValueError),  # training on no values
+])
+def test_kernel_rejects_bad_inputs(kernel, x, stats, error):
+    with pytest.raises(error, match="batch_norm"):
+        kernel("batch_norm", {}, "float64")(x, *stats)
+
+
+def test_kernel_inference_on_an_empty_batch(kernel):
+    out = kernel("batch_norm", {"is_test": True}, "float64")(np.ones((0, 3)), *[np.ones(3)] * 4)
+    assert out[0].shape == (0, 3)

@@ -1,12 +1,13 @@
-"""conv2d: output-size formula against a sliding-window count, layouts, groups, errors."""
+"""conv2d: output-size formula against a sliding-window count, layouts, groups, errors; the CPU
+kernel (im2col + GEMM) against the direct-loop reference."""
 import itertools
 import math
 
 import numpy as np
 import pytest
 
-from headrace.errors import OpValidationError, ShapeError
-from headrace.testing import build_op, infer_shapes
+from headrace.errors import OpError, OpValidationError, ShapeError
+from headrace.testing import build_op, infer_shapes, run_op
 
 
 def windows(length, span, stride):
@@ -149,3 +150,132 @@ def test_attribute_errors(attrs, match):
 def test_integer_input_is_rejected():
     with pytest.raises(OpValidationError, match=r"input 'Input' \(input_0\) has an unsupported"):
         conv([1, 3, 8, 8], [4, 3, 3, 3], dtype="int32")
+
+
+# ---------------------------------------------------------------- kernel
+# float32 sums of a few hundred products reorder under BLAS: relative 1e-5 is too tight for
+# outputs near 0, so float32 gets an absolute tolerance scaled to the output's magnitude.
+TOL = {"float32": dict(rtol=1e-4, atol=1e-4), "float64": {}}
+
+CASES = [
+    # (C, M, H, W, k, attrs)
+    (3, 4, 7, 6, (3, 3), {}),
+    (3, 4, 7, 6, (3, 2), {"strides": [2, 1], "paddings": [1, 2]}),
+    (4, 6, 9, 8, (3, 3), {"strides": [1, 2], "paddings": [1, 0, 2, 1], "dilations": [2, 1],
+                          "groups": 2}),
+    (6, 6, 5, 5, (1, 1), {"groups": 3}),                       # 1x1: no im2col (NHWC)
+    (4, 8, 6, 6, (1, 1), {"strides": [2, 2], "groups": 2}),    # 1x1 with stride
+    (3, 5, 8, 7, (3, 3), {"strides": [2, 2], "padding_algorithm": "SAME",
+                          "dilations": [3, 3]}),               # SAME ignores dilation
+    (3, 5, 8, 7, (2, 3), {"strides": [3, 2], "paddings": [4, 4], "dilations": [2, 2],
+                          "padding_algorithm": "VALID"}),
+    (6, 6, 6, 6, (2, 2), {"paddings": [3, 3], "groups": 6}),  # depthwise, padding > kernel
+    (2, 3, 4, 4, (4, 4), {}),                                 # kernel = image: 1x1 output
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_kernel_matches_reference(check, dtype, layout, case):
+    c, m, h, w, k, attrs = CASES[case]
+    rng = np.random.default_rng(case)
+    shape = (3, c, h, w) if layout == "NCHW" else (3, h, w, c)
+    x = rng.standard_normal(shape).astype(dtype)
+    filt = rng.standard_normal((m, c // attrs.get("groups", 1)) + k).astype(dtype)
+    check("conv2d", {"Input": x, "Filter": filt}, dict(attrs, data_format=layout), **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+@pytest.mark.parametrize("bias, residual", [(True, False), (False, True), (True, True)])
+def test_kernel_bias_and_residual(check, dtype, layout, bias, residual):
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 4, 6, 5) if layout == "NCHW" else (2, 6, 5, 4)).astype(dtype)
+    inputs = {"Input": x, "Filter": rng.standard_normal((6, 2, 3, 3)).astype(dtype)}
+    attrs = {"groups": 2, "paddings": [1, 1], "data_format": layout}
+    if bias:
+        inputs["Bias"] = rng.standard_normal(6).astype(dtype)
+    if residual:
+        out_shape = (2, 6, 6, 5) if layout == "NCHW" else (2, 6, 5, 6)
+        inputs["ResidualData"] = rng.standard_normal(out_shape).astype(dtype)
+    check("conv2d", inputs, attrs, **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_kernel_many_images_span_several_chunks(check, dtype, layout):
+    # The LeNet-2 layer of the benchmark: 64 images are processed in chunks of a few images.
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((64, 20, 12, 12)).astype(dtype)
+    if layout == "NHWC":
+        x = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+    w = (rng.standard_normal((50, 20, 5, 5)) * 0.1).astype(dtype)
+    check("conv2d", {"Input": x, "Filter": w}, {"data_format": layout}, **TOL[dtype])
+
+
+def test_kernel_any_layout_is_nchw(kernel):
+    rng = np.random.default_rng(9)
+    x, w = rng.standard_normal((2, 3, 5, 5)), rng.standard_normal((4, 3, 3, 3))
+    (a,) = kernel("conv2d", {"data_format": "AnyLayout"}, "float64")(x, w)
+    (b,) = kernel("conv2d", {"data_format": "NCHW"}, "float64")(x, w)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_kernel_empty_batch_and_empty_channels(kernel):
+    (out,) = kernel("conv2d", {}, "float64")(np.zeros((0, 3, 5, 5)), np.ones((4, 3, 3, 3)))
+    assert out.shape == (0, 4, 3, 3)
+    (out,) = kernel("conv2d", {}, "float64")(np.ones((2, 0, 5, 5)), np.ones((4, 0, 3, 3)),
+                                             np.arange(4.0))
+    np.testing.assert_array_equal(out, np.broadcast_to(np.arange(4.0).reshape(1, 4, 1, 1),
+                                                       (2, 4, 3, 3)))
+
+
+@pytest.mark.parametrize("which", ["strided", "readonly"])
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_kernel_strided_and_readonly_inputs(kernel, variants, which, layout):
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((2, 4, 6, 5) if layout == "NCHW" else (2, 6, 5, 4))
+    w, b = rng.standard_normal((4, 2, 3, 3)), rng.standard_normal(4)
+    attrs = {"groups": 2, "data_format": layout}
+    (want,) = kernel("conv2d", attrs, "float64")(x, w, b)
+    (got,) = kernel("conv2d", attrs, "float64")(variants(x)[which], variants(w)[which],
+                                                variants(b)[which])
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("x, w, extra, attrs, error, match", [
+    ((2, 3, 5, 5), (4, 2, 3, 3), {}, {}, ValueError, "3 channels"),
+    ((2, 4, 5, 5), (3, 2, 3, 3), {}, {"groups": 2}, ValueError, "not divisible"),
+    ((2, 3, 2, 2), (4, 3, 3, 3), {}, {}, ValueError, "smaller than the dilated"),
+    ((2, 3, 5, 5), (4, 3, 3, 3), {}, {"dilations": [3, 1]}, ValueError, "smaller"),
+    ((3, 5, 5), (4, 3, 3, 3), {}, {}, ValueError, "4-D"),
+    ((2, 3, 5, 5), (4, 3, 3), {}, {}, ValueError, "4-D"),
+    ((2, 3, 5, 5), (4, 3, 3, 3), {"Bias": (5,)}, {}, ValueError, "Bias"),
+    ((2, 3, 5, 5), (4, 3, 3, 3), {"ResidualData": (2, 4, 3, 4)}, {}, ValueError, "Residual"),
+    ((1, 3, 5, 5), (4, 3, 3, 3), {}, {"paddings": [2 ** 30, 2 ** 30]}, ValueError, "int range"),
+])
+def test_kernel_rejects_bad_shapes(kernel, x, w, extra, attrs, error, match):
+    args = [np.ones(x), np.ones(w), None, None]
+    if "Bias" in extra:
+        args[2] = np.ones(extra["Bias"])
+    if "ResidualData" in extra:
+        args[3] = np.ones(extra["ResidualData"])
+    with pytest.raises(error, match=match):
+        kernel("conv2d", attrs, "float64")(*args)
+
+
+@pytest.mark.parametrize("x, w", [
+    (np.ones((1, 1, 3, 3), np.float32), np.ones((1, 1, 1, 1), np.float64)),
+    (np.ones((1, 1, 3, 3), np.int64), np.ones((1, 1, 1, 1), np.int64)),
+    (np.ones((1, 1, 3, 3), np.float16), np.ones((1, 1, 1, 1), np.float16)),
+])
+def test_kernel_rejects_bad_dtypes(kernel, x, w):
+    with pytest.raises(TypeError, match="conv2d"):
+        kernel("conv2d")(x, w)
+
+
+def test_a_bad_shape_at_run_time_is_an_op_error():
+    with pytest.raises(OpError):
+        run_op("conv2d", {"Input": np.ones((1, 3, 2, 2), np.float32),
+                          "Filter": np.ones((1, 3, 3, 3), np.float32)})

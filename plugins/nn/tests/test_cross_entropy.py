@@ -1,8 +1,10 @@
-"""cross_entropy, cross_entropy2, softmax_with_cross_entropy: shapes, dtypes, errors."""
+"""cross_entropy, cross_entropy2, softmax_with_cross_entropy: shapes, dtypes, errors; the CPU
+kernels against the references."""
+import numpy as np
 import pytest
 
-from headrace.errors import OpValidationError, ShapeError
-from headrace.testing import build_op, infer_shapes
+from headrace.errors import OpError, OpValidationError, ShapeError
+from headrace.testing import build_op, infer_shapes, run_op
 
 
 def ce(x, label, x_dtype="float32", label_dtype="int64", **attrs):
@@ -162,3 +164,143 @@ def test_swce_errors(logits, label, label_dtype, attrs, match):
 def test_swce_attribute_errors(attrs, match):
     with pytest.raises(OpValidationError, match=match):
         swce([8, 10], [8, 1], **attrs)
+
+
+# ---------------------------------------------------------------- kernels
+DTYPES = ["float32", "float64"]
+
+
+def probs(rng, shape, dtype):
+    p = rng.random(shape) + 0.01
+    return (p / p.sum(axis=-1, keepdims=True)).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("x_shape, label_shape", [
+    ((8, 10), (8, 1)), ((4, 5, 10), (4, 5, 1)), ((8, 10), (8,)), ((1, 1), (1, 1)),
+    ((0, 3), (0, 1))])
+@pytest.mark.parametrize("ignore_index", [-100, 2])
+def test_cross_entropy_hard_labels(check, dtype, x_shape, label_shape, ignore_index):
+    rng = np.random.default_rng(1)
+    x = probs(rng, x_shape, dtype)
+    label = rng.integers(0, x_shape[-1], label_shape)
+    check("cross_entropy", {"X": x, "Label": label}, {"ignore_index": ignore_index})
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(6, 4), (2, 3, 5)])
+def test_cross_entropy_soft_labels(check, dtype, shape):
+    rng = np.random.default_rng(2)
+    check("cross_entropy", {"X": probs(rng, shape, dtype), "Label": probs(rng, shape, dtype)},
+          {"soft_label": True})
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("label_shape", [(5, 1), (5,)])
+def test_cross_entropy2_outputs(check, kernel, dtype, label_shape):
+    rng = np.random.default_rng(3)
+    x = probs(rng, (5, 4), dtype)
+    label = np.array([0, 3, 1, 1, 2]).reshape(label_shape)
+    check("cross_entropy2", {"X": x, "Label": label}, {"ignore_index": 1})
+    y, xshape, match = kernel("cross_entropy2", {"ignore_index": 1}, dtype)(x, label)
+    assert xshape.shape == (5, 4, 0) and xshape.dtype == dtype
+    np.testing.assert_array_equal(match[:, 0], [x[0, 0], x[1, 3], 0, 0, x[4, 2]])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape, axis", [((6, 5), -1), ((3, 5, 4), 1), ((2, 3, 4), 0),
+                                         ((2, 3, 4, 2), -2), ((7,), 0)])
+@pytest.mark.parametrize("label_dtype", ["int64", "int32"])
+def test_softmax_with_cross_entropy_hard(check, dtype, shape, axis, label_dtype):
+    rng = np.random.default_rng(4)
+    logits = (rng.standard_normal(shape) * 4).astype(dtype)
+    lshape = list(shape)
+    lshape[axis] = 1
+    label = rng.integers(0, shape[axis], lshape).astype(label_dtype)
+    label.reshape(-1)[0] = 1
+    check("softmax_with_cross_entropy", {"Logits": logits, "Label": label},
+          {"axis": axis, "ignore_index": 1})
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape, axis", [((6, 5), -1), ((3, 5, 4), 1)])
+def test_softmax_with_cross_entropy_soft(check, dtype, shape, axis):
+    rng = np.random.default_rng(5)
+    logits = (rng.standard_normal(shape) * 4).astype(dtype)
+    label = np.moveaxis(probs(rng, np.moveaxis(np.zeros(shape), axis, -1).shape, dtype), -1, axis)
+    check("softmax_with_cross_entropy", {"Logits": logits, "Label": label},
+          {"axis": axis, "soft_label": True})
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("soft", [False, True])
+def test_softmax_with_cross_entropy_without_softmax(check, dtype, soft):
+    rng = np.random.default_rng(6)
+    p = probs(rng, (4, 6), dtype)
+    label = probs(rng, (4, 6), dtype) if soft else rng.integers(0, 6, (4, 1))
+    check("softmax_with_cross_entropy", {"Logits": p, "Label": label},
+          {"use_softmax": False, "soft_label": soft})
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_softmax_with_cross_entropy_is_stable(kernel, dtype):
+    logits = np.array([[1000.0, 0.0, -1000.0]], dtype)
+    sm, loss = kernel("softmax_with_cross_entropy", {}, dtype)(logits, np.array([[2]]))
+    assert np.isfinite(loss).all() and loss[0, 0] == pytest.approx(2000.0)
+    np.testing.assert_allclose(sm, [[1.0, 0.0, 0.0]])
+
+
+@pytest.mark.parametrize("op, make", [
+    ("cross_entropy", lambda x, l: (x, l)),
+    ("cross_entropy2", lambda x, l: (x, l)),
+    ("softmax_with_cross_entropy", lambda x, l: (x, l)),
+])
+@pytest.mark.parametrize("bad", [4, -1, 2 ** 40, -2 ** 62])
+def test_labels_out_of_range_raise(kernel, op, make, bad):
+    x = np.full((3, 4), 0.25, np.float32)
+    label = np.array([[0], [bad], [1]])
+    with pytest.raises(IndexError, match=f"{op}: Label value {bad}"):
+        kernel(op)(*make(x, label))
+
+
+def test_labels_out_of_range_are_an_op_error():
+    x = np.full((3, 4), 0.25, np.float32)
+    with pytest.raises(OpError, match="out of range for 4 classes"):
+        run_op("cross_entropy", {"X": x, "Label": np.array([[0], [9], [1]])})
+
+
+@pytest.mark.parametrize("op, x, label, error", [
+    ("cross_entropy", np.zeros((3, 4), np.float32), np.zeros((4, 1), np.int64), ValueError),
+    ("cross_entropy", np.zeros((3, 4), np.float32), np.zeros((3, 2), np.int64), ValueError),
+    ("cross_entropy", np.zeros((3, 4), np.float32), np.zeros((3, 1), np.int32), TypeError),
+    ("cross_entropy", np.zeros(3, np.int64), np.zeros((3, 1), np.int64), TypeError),
+    ("cross_entropy", np.float32(1.0), np.zeros((), np.int64), ValueError),
+    ("cross_entropy2", np.zeros((3, 4)), np.zeros((3, 1), np.float64), TypeError),
+    ("softmax_with_cross_entropy", np.zeros((3, 4)), np.zeros((3, 4), np.int64), ValueError),
+    ("softmax_with_cross_entropy", np.zeros((3, 0)), np.zeros((3, 1), np.int64), ValueError),
+    ("softmax_with_cross_entropy", np.zeros((3, 4)), np.zeros((3,), np.int64), ValueError),
+    ("softmax_with_cross_entropy", np.zeros((3, 4)), None, TypeError),
+])
+def test_bad_inputs_raise(kernel, op, x, label, error):
+    with pytest.raises(error, match=op):
+        kernel(op, {}, "float64")(x, label)
+
+
+@pytest.mark.parametrize("op, attrs", [("cross_entropy", {"soft_label": True}),
+                                       ("softmax_with_cross_entropy", {"soft_label": True})])
+def test_soft_labels_must_match_x(kernel, op, attrs):
+    with pytest.raises(ValueError, match="soft Label"):
+        kernel(op, attrs, "float64")(np.ones((3, 4)), np.ones((3, 5)))
+    with pytest.raises(TypeError, match="soft Label"):
+        kernel(op, attrs, "float64")(np.ones((3, 4)), np.ones((3, 4), np.float32))
+
+
+@pytest.mark.parametrize("which", ["strided", "readonly"])
+@pytest.mark.parametrize("op", ["cross_entropy", "cross_entropy2", "softmax_with_cross_entropy"])
+def test_strided_and_readonly_inputs(kernel, variants, op, which):
+    rng = np.random.default_rng(7)
+    x, label = probs(rng, (5, 6), "float64"), rng.integers(0, 6, (5, 1))
+    want = kernel(op, {}, "float64")(x, label)
+    got = kernel(op, {}, "float64")(variants(x)[which], variants(label)[which])
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)

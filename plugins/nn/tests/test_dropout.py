@@ -1,7 +1,11 @@
-"""dropout: shapes, the uint8 Mask, attribute checks."""
+"""dropout: shapes, the uint8 Mask, attribute checks; the CPU kernel: test mode against the
+reference, training statistics and reproducibility from seeds."""
+import numpy as np
 import pytest
 
 from headrace.errors import OpValidationError, ShapeError
+from headrace import Program
+from headrace.runtime import CPUPlace, Executor, Scope
 from headrace.testing import build_op, infer_shapes
 
 
@@ -46,3 +50,128 @@ def test_validation_errors(inputs, attrs, match):
     inputs = {"X": ([4], "float32"), **inputs}
     with pytest.raises(OpValidationError, match=match):
         infer_shapes("dropout", inputs, attrs=attrs)
+
+
+# ---------------------------------------------------------------- kernel
+DTYPES = ["float32", "float64"]
+IMPLS = ["downgrade_in_infer", "upscale_in_train"]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("p", [0.0, 0.35, 1.0])
+def test_test_mode_matches_reference(check, dtype, impl, p):
+    x = np.random.default_rng(0).standard_normal((4, 6)).astype(dtype)
+    check("dropout", {"X": x}, {"is_test": True, "dropout_implementation": impl,
+                                "dropout_prob": p})
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("p", [0.0, 0.2, 0.5, 1.0])
+def test_fixed_seed_training_matches_reference(check, dtype, impl, p):
+    x = np.random.default_rng(1).standard_normal((5, 7, 3)).astype(dtype)
+    check("dropout", {"X": x}, {"fix_seed": True, "seed": 42, "dropout_prob": p,
+                                "dropout_implementation": impl})
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_seed_input_matches_reference(check, dtype):
+    x = np.random.default_rng(2).standard_normal((6, 6)).astype(dtype)
+    check("dropout", {"X": x, "Seed": np.array([123], np.int32)}, {"dropout_prob": 0.4})
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("p", [0.1, 0.5, 0.9])
+def test_training_statistics(kernel, impl, p):
+    x = np.random.default_rng(3).random(200_000) + 1.0
+    out, mask = kernel("dropout", {"dropout_prob": p, "dropout_implementation": impl,
+                                   "fix_seed": True, "seed": 9}, "float64")(x)
+    assert mask.dtype == np.uint8 and set(np.unique(mask)) <= {0, 1}
+    kept = mask.mean()
+    assert abs(kept - (1 - p)) < 4 * np.sqrt(p * (1 - p) / x.size)
+    scale = 1 / (1 - p) if impl == "upscale_in_train" else 1.0
+    np.testing.assert_array_equal(out, np.where(mask == 1, x * scale, 0.0))
+    if impl == "upscale_in_train":   # the expectation is kept
+        assert abs(out.mean() / x.mean() - 1) < 0.02
+
+
+@pytest.mark.parametrize("p, kept", [(0.0, 1), (1.0, 0)])
+def test_training_extremes(kernel, p, kept):
+    x = np.ones((100, 10), np.float32)
+    for impl in IMPLS:
+        out, mask = kernel("dropout", {"dropout_prob": p, "dropout_implementation": impl},
+                           "float32")(x)
+        assert (mask == kept).all() and (out == kept).all()
+
+
+def test_fixed_seed_drops_the_same_elements_every_run(kernel):
+    k = kernel("dropout", {"fix_seed": True, "seed": 5})
+    x = np.ones((50, 50), np.float32)
+    (_, m1), (_, m2) = k(x), k(x)
+    np.testing.assert_array_equal(m1, m2)
+    (_, m3) = kernel("dropout", {"fix_seed": True, "seed": 6})(x)
+    assert (m1 != m3).any()
+
+
+def _program_dropout(random_seed, attrs=None):
+    prog = Program()
+    prog.random_seed = random_seed
+    block = prog.global_block()
+    block.create_var(name="x", shape=(40, 40), dtype="float32")
+    block.append_op("dropout", {"X": ["x"]}, {"Out": ["out"], "Mask": ["mask"]}, attrs or {})
+    return prog
+
+
+def _masks(prog, runs):
+    exe, x = Executor(CPUPlace()), np.ones((40, 40), np.float32)
+    return [exe.run(prog, feed={"x": x}, fetch_list=["mask"], scope=Scope())[0]
+            for _ in range(runs)]
+
+
+def test_program_seed_gives_a_reproducible_sequence_of_masks():
+    a = _masks(_program_dropout(2024), 3)
+    b = _masks(_program_dropout(2024), 3)
+    for m1, m2 in zip(a, b):
+        np.testing.assert_array_equal(m1, m2)   # the same sequence from a fresh executor
+    assert (a[0] != a[1]).any()                  # ... of different masks, step after step
+    c = _masks(_program_dropout(2025), 1)
+    assert (a[0] != c[0]).any()
+
+
+def test_no_seed_is_not_reproducible():
+    a, b = _masks(_program_dropout(0), 1)[0], _masks(_program_dropout(0), 1)[0]
+    assert (a != b).any()
+
+
+@pytest.mark.parametrize("which", ["strided", "readonly"])
+def test_kernel_strided_and_readonly(kernel, variants, which):
+    x = np.random.default_rng(4).standard_normal((6, 5))
+    attrs = {"fix_seed": True, "seed": 3}
+    want = kernel("dropout", attrs, "float64")(x)
+    got = kernel("dropout", attrs, "float64")(variants(x)[which])
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("x, seed, error", [
+    (np.ones(3, np.int32), None, TypeError),
+    (np.ones(3, np.float16), None, TypeError),
+    (np.ones(3, np.float32), np.array([1, 2], np.int32), ValueError),
+    (np.ones(3, np.float32), np.array([1.5]), ValueError),
+])
+def test_kernel_rejects_bad_inputs(kernel, x, seed, error):
+    with pytest.raises(error, match="dropout"):
+        kernel("dropout")(x, seed)
+
+
+def test_out_of_range_probability_is_rejected_by_the_maker(kernel):
+    with pytest.raises(ValueError, match="dropout_prob"):
+        kernel("dropout", {"dropout_prob": 1.5})
+
+
+def test_negative_seeds_are_usable(kernel):
+    out, mask = kernel("dropout", {"fix_seed": True, "seed": -7})(np.ones(10, np.float32))
+    assert mask.shape == (10,)
+    out, mask = kernel("dropout")(np.ones(10, np.float32), np.array([-3], np.int32))
+    assert mask.shape == (10,)

@@ -1,8 +1,10 @@
-"""lookup_table and lookup_table_v2: shapes, dtypes, padding_idx, errors."""
+"""lookup_table and lookup_table_v2: shapes, dtypes, padding_idx, errors; the CPU kernels against
+the references."""
+import numpy as np
 import pytest
 
-from headrace.errors import OpValidationError, ShapeError
-from headrace.testing import build_op, infer_shapes
+from headrace.errors import OpError, OpValidationError, ShapeError
+from headrace.testing import build_op, infer_shapes, run_op
 
 
 def lookup(op_type, ids, ids_dtype="int64", w=(100, 16), w_dtype="float32", **attrs):
@@ -72,3 +74,68 @@ def test_padding_idx_is_a_64_bit_attribute():
     prog, op = build_op("lookup_table", {"W": ([10, 4], "float32"), "Ids": ([2, 1], "int64")},
                         attrs={"padding_idx": 3})
     assert op.attr_type("padding_idx") == "long" and op.attr("padding_idx") == 3
+
+
+# ---------------------------------------------------------------- kernels
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("ids_shape", [(5, 1), (2, 3, 1), (1, 1), (0, 1)])
+@pytest.mark.parametrize("padding_idx", [-1, 0, 4])
+def test_lookup_table_matches_reference(check, dtype, ids_shape, padding_idx):
+    rng = np.random.default_rng(len(ids_shape))
+    w = rng.standard_normal((7, 5)).astype(dtype)
+    ids = rng.integers(0, 7, ids_shape)
+    ids.reshape(-1)[:1] = 4
+    check("lookup_table", {"W": w, "Ids": ids}, {"padding_idx": padding_idx})
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("ids_dtype", ["int32", "int64"])
+@pytest.mark.parametrize("ids_shape", [(5,), (2, 3), (2, 3, 4), (0,)])
+def test_lookup_table_v2_matches_reference(check, dtype, ids_dtype, ids_shape):
+    rng = np.random.default_rng(len(ids_shape) + 10)
+    w = rng.standard_normal((9, 3)).astype(dtype)
+    ids = rng.integers(0, 9, ids_shape).astype(ids_dtype)
+    check("lookup_table_v2", {"W": w, "Ids": ids}, {"padding_idx": 2})
+
+
+def test_padding_rows_give_zeros(kernel):
+    w = np.arange(12.0).reshape(4, 3)
+    (out,) = kernel("lookup_table_v2", {"padding_idx": 1}, "float64")(w, np.array([1, 2, 1]))
+    np.testing.assert_array_equal(out, [[0, 0, 0], [6, 7, 8], [0, 0, 0]])
+
+
+@pytest.mark.parametrize("op, ids", [
+    ("lookup_table", np.array([[0], [7]])), ("lookup_table", np.array([[-1]])),
+    ("lookup_table_v2", np.array([3, 2 ** 40])), ("lookup_table_v2", np.array([-5], np.int32)),
+    ("lookup_table_v2", np.array([2 ** 31 - 1], np.int32)),
+])
+def test_ids_out_of_range_raise(kernel, op, ids):
+    with pytest.raises(IndexError, match=f"{op}: id"):
+        kernel(op, {}, "float32")(np.ones((7, 2), np.float32), ids)
+
+
+def test_ids_out_of_range_are_an_op_error():
+    with pytest.raises(OpError, match="out of range"):
+        run_op("lookup_table_v2", {"W": np.ones((3, 2), np.float32), "Ids": np.array([3])})
+
+
+@pytest.mark.parametrize("op, w, ids, attrs, error", [
+    ("lookup_table", np.ones((4, 2)), np.array([1, 2]), {}, ValueError),    # no trailing 1
+    ("lookup_table", np.ones((4, 2)), np.array([[1]], np.int32), {}, TypeError),
+    ("lookup_table_v2", np.ones((4, 2)), np.array([1.0]), {}, TypeError),
+    ("lookup_table_v2", np.ones(4), np.array([1]), {}, ValueError),
+    ("lookup_table_v2", np.ones((4, 2), np.int64), np.array([1]), {}, TypeError),
+    ("lookup_table_v2", np.ones((4, 2)), np.array([1]), {"padding_idx": 4}, ValueError),
+])
+def test_bad_inputs_raise(kernel, op, w, ids, attrs, error):
+    with pytest.raises(error, match=op):
+        kernel(op, attrs, "float64")(w, ids)
+
+
+@pytest.mark.parametrize("which", ["strided", "readonly"])
+def test_strided_and_readonly(kernel, variants, which):
+    rng = np.random.default_rng(5)
+    w, ids = rng.standard_normal((6, 4)), rng.integers(0, 6, (3, 5))
+    (want,) = kernel("lookup_table_v2", {}, "float64")(w, ids)
+    (got,) = kernel("lookup_table_v2", {}, "float64")(variants(w)[which], variants(ids)[which])
+    np.testing.assert_array_equal(got, want)

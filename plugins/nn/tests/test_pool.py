@@ -1,4 +1,5 @@
-"""pool2d: output-size formula against independent computations, global/adaptive, errors."""
+"""pool2d: output-size formula against independent computations, global/adaptive, errors; the
+CPU kernel against the reference."""
 import itertools
 import math
 
@@ -113,3 +114,77 @@ def test_attribute_errors(attrs, match):
 def test_integer_input_is_rejected():
     with pytest.raises(OpValidationError, match=r"input 'X' \(x_0\) has an unsupported dtype"):
         pool([1, 3, 8, 8], dtype="int64", ksize=[2, 2])
+
+
+# ---------------------------------------------------------------- kernel
+KERNEL_CASES = [
+    {"ksize": [2, 2], "strides": [2, 2]},
+    {"ksize": [3, 2], "strides": [2, 1], "paddings": [1, 1]},
+    {"ksize": [3, 3], "strides": [2, 2], "paddings": [1, 2, 0, 1], "ceil_mode": True},
+    {"ksize": [2, 3], "strides": [3, 2], "paddings": [1, 1], "ceil_mode": True},
+    {"ksize": [2, 2], "strides": [1, 1], "paddings": [3, 3]},    # windows of padding only
+    {"ksize": [3, 3], "strides": [2, 2], "padding_algorithm": "SAME"},
+    {"ksize": [3, 2], "strides": [2, 2], "paddings": [2, 2], "padding_algorithm": "VALID"},
+    {"ksize": [9, 9], "global_pooling": True, "paddings": [2, 2]},
+    {"ksize": [3, 2], "adaptive": True},
+    {"ksize": [9, 8], "adaptive": True},                          # more cells than input
+    {"ksize": [1, 1], "adaptive": True, "global_pooling": True},  # identity grid
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+@pytest.mark.parametrize("ptype", ["max", "avg"])
+@pytest.mark.parametrize("exclusive", [True, False])
+@pytest.mark.parametrize("case", range(len(KERNEL_CASES)))
+def test_kernel_matches_reference(check, dtype, layout, ptype, exclusive, case):
+    attrs = dict(KERNEL_CASES[case], pooling_type=ptype, exclusive=exclusive,
+                 data_format=layout)
+    rng = np.random.default_rng(case)
+    shape = (2, 3, 7, 6) if layout == "NCHW" else (2, 7, 6, 3)
+    check("pool2d", {"X": rng.standard_normal(shape).astype(dtype)}, attrs)
+
+
+def test_kernel_avg_divisors(kernel):
+    x = np.ones((1, 1, 3, 3))
+    # A 2x2 window at stride 2 with padding 1: the corner window holds 1 real element.
+    attrs = {"pooling_type": "avg", "ksize": [2, 2], "strides": [2, 2], "paddings": [1, 1]}
+    (ex,) = kernel("pool2d", attrs, "float64")(x)
+    (inc,) = kernel("pool2d", dict(attrs, exclusive=False), "float64")(x)
+    np.testing.assert_array_equal(ex, np.ones((1, 1, 2, 2)))
+    np.testing.assert_array_equal(inc, np.full((1, 1, 2, 2), [[0.25, 0.5], [0.5, 1.0]]))
+
+
+def test_kernel_padding_never_wins_a_max(kernel):
+    x = -np.ones((1, 1, 2, 2))
+    (out,) = kernel("pool2d", {"pooling_type": "max", "ksize": [2, 2], "strides": [1, 1],
+                               "paddings": [1, 1]}, "float64")(x)
+    np.testing.assert_array_equal(out, -np.ones((1, 1, 3, 3)))
+
+
+@pytest.mark.parametrize("which", ["strided", "readonly"])
+def test_kernel_strided_and_readonly(kernel, variants, which):
+    x = np.random.default_rng(0).standard_normal((2, 3, 6, 6))
+    attrs = {"pooling_type": "avg", "ksize": [3, 3], "strides": [2, 2], "paddings": [1, 1]}
+    (want,) = kernel("pool2d", attrs, "float64")(x)
+    (got,) = kernel("pool2d", attrs, "float64")(variants(x)[which])
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("x, attrs, error", [
+    (np.ones((2, 3, 4)), {}, ValueError),
+    (np.ones((1, 1, 2, 2)), {"ksize": [3, 3]}, ValueError),
+    (np.ones((1, 1, 2, 2), np.int32), {}, TypeError),
+    (np.ones((1, 1, 2, 2), np.float16), {}, TypeError),
+    (np.ones((1, 1, 2, 2)), {"paddings": [2 ** 30, 2 ** 30]}, ValueError),
+])
+def test_kernel_rejects_bad_inputs(kernel, x, attrs, error):
+    attrs = dict({"pooling_type": "max", "ksize": [2, 2]}, **attrs)
+    with pytest.raises(error, match="pool2d"):
+        kernel("pool2d", attrs, "float64")(x)
+
+
+def test_kernel_empty_batch(kernel):
+    (out,) = kernel("pool2d", {"pooling_type": "max", "ksize": [2, 2]}, "float32")(
+        np.zeros((0, 3, 4, 4), np.float32))
+    assert out.shape == (0, 3, 3, 3)

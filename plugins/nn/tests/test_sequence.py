@@ -1,9 +1,13 @@
-"""sequence_pool: LoD levels, unknown sequence counts, attribute checks."""
+"""sequence_pool: LoD levels, unknown sequence counts, attribute checks; the CPU kernel (a LoD
+kernel: Tensors in, Tensors out) against the reference."""
+import numpy as np
 import pytest
 
 from headrace.errors import OpValidationError, ShapeError
 from headrace.ops import DictInferContext, VarMeta, default_registry
-from headrace.testing import build_op
+from headrace.runtime import Tensor
+from headrace.testing import build_op, check_op
+from headrace_nn.reference.sequence import sequence_pool as reference
 
 POOL_TYPES = ["AVERAGE", "SUM", "SQRT", "MAX", "LAST", "FIRST"]
 
@@ -64,3 +68,75 @@ def test_run_time_inference_leaves_the_lod_to_the_kernel():
 def test_errors(shape, dtype, attrs, error, match):
     with pytest.raises(error, match=match):
         pool(shape, 1, dtype, **attrs)
+
+
+# ---------------------------------------------------------------- kernel
+LODS = [
+    [[0, 2, 5, 6]],
+    [[0, 0, 3, 3, 6]],              # empty sequences, first and in the middle
+    [[0, 1, 3], [0, 2, 2, 6]],      # two levels: Out keeps the first
+    [[0, 6]],
+    [[0, 0]],                       # one empty sequence of no rows
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("pooltype", POOL_TYPES)
+@pytest.mark.parametrize("lod", range(len(LODS)))
+@pytest.mark.parametrize("tail", [(3,), (), (2, 2)])
+def test_kernel_matches_reference(check, dtype, pooltype, lod, tail):
+    offsets = LODS[lod]
+    rows = offsets[-1][-1]
+    x = np.random.default_rng(lod).standard_normal((rows,) + tail).astype(dtype)
+    check("sequence_pool", {"X": Tensor(x, offsets)}, {"pooltype": pooltype, "pad_value": 2.5})
+
+
+def test_max_index_names_the_rows_of_x(kernel):
+    x = np.array([[1.0, 5.0], [3.0, 2.0], [3.0, 9.0], [0.0, 0.0]])
+    out, idx = kernel("sequence_pool", {"pooltype": "MAX"}, "float64")(
+        Tensor(x, [[0, 3, 3, 4]]))
+    np.testing.assert_array_equal(out.numpy(), [[3, 9], [0, 0], [0, 0]])
+    np.testing.assert_array_equal(idx.numpy(), [[1, 2], [-1, -1], [3, 3]])
+    assert idx.numpy().dtype == np.int32 and out.lod == [] and idx.lod == []
+
+
+@pytest.mark.parametrize("pooltype", POOL_TYPES)
+def test_runs_through_the_executor(lod_kernels, pooltype):
+    if not lod_kernels:
+        pytest.skip("the core's executor does not pass Tensors to lod_kernel kernels yet")
+    x = Tensor(np.random.default_rng(1).standard_normal((6, 3)).astype(np.float32),
+               [[0, 1, 3], [0, 2, 2, 6]])
+    attrs = {"pooltype": pooltype, "pad_value": -1.0}
+    expected = reference({"X": x}, attrs)
+    if pooltype != "MAX":
+        del expected["MaxIndex"]
+    check_op("sequence_pool", {"X": x}, expected, attrs)
+
+
+@pytest.mark.parametrize("which", ["strided", "readonly"])
+def test_kernel_strided_and_readonly(kernel, variants, which):
+    x = np.random.default_rng(2).standard_normal((5, 3))
+    k = kernel("sequence_pool", {"pooltype": "SQRT"}, "float64")
+    want = k(Tensor(x, [[0, 2, 5]]))[0].numpy()
+    got = k(Tensor(variants(x)[which], [[0, 2, 5]]))[0].numpy()
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("x, error, match", [
+    (np.ones((4, 2)), ValueError, "has no LoD"),
+    (Tensor(np.ones((4, 2)), []), ValueError, "has no LoD"),
+    (Tensor(np.ones((4, 2)), [[0, 2, 3]]), ValueError, "end at X's 4 rows"),
+    (Tensor(np.ones((4, 2)), [[0, 3, 2, 4]]), ValueError, "not decrease"),
+    (Tensor(np.ones((4, 2)), [[1, 4]]), ValueError, "start at"),
+    (Tensor(np.ones((4, 2)), [[0, 9, 4]]), ValueError, "not decrease"),
+    (Tensor(np.ones((4, 2)), [[0, -2, 4]]), ValueError, "not decrease"),
+    (Tensor(np.ones((4, 2), np.int64), [[0, 4]]), TypeError, "dtype"),
+    (Tensor(np.float64(1.0), [[0, 1]]), ValueError, "row dim"),
+])
+def test_kernel_rejects_bad_inputs(kernel, x, error, match):
+    with pytest.raises(error, match=f"sequence_pool: .*{match}"):
+        kernel("sequence_pool", {"pooltype": "MAX"}, "float64")(x)
+
+
+def test_kernel_declares_itself_a_lod_kernel(kernel):
+    assert kernel("sequence_pool").lod_kernel is True

@@ -1,4 +1,5 @@
-"""softmax: shape and dtype inference."""
+"""softmax: shape and dtype inference; the CPU kernel against the reference."""
+import numpy as np
 import pytest
 
 from headrace.errors import OpValidationError, ShapeError
@@ -35,3 +36,53 @@ def test_axis_out_of_range(shape, axis):
 def test_validation_errors(inputs, attrs, match):
     with pytest.raises(OpValidationError, match=match):
         infer_shapes("softmax", inputs, attrs=attrs)
+
+
+# -- kernel -------------------------------------------------------------------------------------
+DTYPES = ["float32", "float64"]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape, axis", [
+    ((7,), -1), ((3, 4), -1), ((3, 4), 0), ((2, 3, 4), 1), ((2, 3, 4, 5), 2), ((2, 3, 4, 5), -4),
+    ((0, 4), -1), ((1, 1000), -1)])
+def test_kernel_matches_reference(check, shape, axis, dtype):
+    rng = np.random.default_rng(len(shape) * 10 + axis + 10)
+    x = (rng.standard_normal(shape) * 5).astype(dtype)
+    check("softmax", {"X": x}, {"axis": axis})
+
+
+@pytest.mark.parametrize("x", [np.array(3.0), np.float64(3.0)])
+def test_kernel_softmax_of_a_scalar_is_one(kernel, x):
+    # A direct call: NumPy's ascontiguousarray would turn a 0-D input into [1].
+    (out,) = kernel("softmax", {"axis": -1}, "float64")(x)
+    assert out.shape == () and out == 1.0
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_kernel_is_numerically_stable(kernel, dtype):
+    x = np.array([[1000.0, 1001.0, 1002.0], [-1000.0, -1001.0, -1002.0]], dtype)
+    (out,) = kernel("softmax", {"axis": -1}, dtype)(x)
+    want = np.exp([0.0, 1.0, 2.0]) / np.exp([0.0, 1.0, 2.0]).sum()
+    np.testing.assert_allclose(out[0], want, rtol=1e-6)
+    np.testing.assert_allclose(out[1], want[::-1], rtol=1e-6)
+    assert np.isfinite(out).all()
+
+
+@pytest.mark.parametrize("which", ["strided", "readonly"])
+def test_kernel_takes_strided_and_readonly_inputs(kernel, variants, which):
+    x = np.random.default_rng(0).standard_normal((4, 5, 3))
+    (want,) = kernel("softmax", {"axis": 1}, "float64")(x)
+    (got,) = kernel("softmax", {"axis": 1}, "float64")(variants(x)[which])
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("x, attrs, error", [
+    (np.zeros((2, 3), np.float32), {"axis": 2}, ValueError),
+    (np.zeros((2, 3), np.float32), {"axis": -3}, ValueError),
+    (np.zeros((2, 3), np.int64), {}, TypeError),
+    (None, {}, TypeError),
+])
+def test_kernel_rejects_bad_inputs(kernel, x, attrs, error):
+    with pytest.raises(error, match="softmax"):
+        kernel("softmax", attrs)(x)

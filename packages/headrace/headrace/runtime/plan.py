@@ -164,7 +164,8 @@ class Plan:
         lod_share = ()
         if getattr(fn, "lod_kernel", False) and not getattr(fn, "frame_kernel", False):
             fn = _LoDAdapter(fn, in_ids, out_ids)
-            self.lod_slots.update(i for i in _flat(out_ids) if i > 0)
+            self.lod_slots.update(i for i in _flat(out_ids)
+                                  if i > 0 and self.slots.vars[i].lod_level > 0)
         elif not getattr(fn, "lod_kernel", False):
             src = next((i for i in _flat(in_ids) if i in self.lod_slots), None)
             dst = [i for i in _flat(out_ids) if i > 0 and

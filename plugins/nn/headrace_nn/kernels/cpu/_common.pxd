@@ -9,10 +9,15 @@ ctypedef fused real:
 
 cdef inline cnp.ndarray contiguous(object x):
     """``x`` as a C-contiguous ndarray (no copy when it already is one)."""
-    if type(x) is cnp.ndarray and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>x):
+    if type(x) is cnp.ndarray and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>x) and \
+            cnp.PyArray_ISBEHAVED_RO(<cnp.ndarray>x):
         return <cnp.ndarray>x
     import numpy as np
-    return np.ascontiguousarray(x)
+    a = np.asarray(x, order="C")  # not ascontiguousarray: that turns 0-D into [1]
+    # Kernels read raw pointers: a byte-swapped or unaligned array would be read as garbage.
+    if not a.dtype.isnative or not a.flags.aligned:
+        a = np.array(a, dtype=a.dtype.newbyteorder("="), order="C", copy=True)
+    return a
 
 
 cdef inline cnp.ndarray empty_like(cnp.ndarray x):
@@ -42,3 +47,12 @@ cdef inline bint same_shape(cnp.ndarray a, cnp.ndarray b):
         if cnp.PyArray_DIMS(a)[i] != cnp.PyArray_DIMS(b)[i]:
             return False
     return True
+
+
+cdef inline Py_ssize_t prod(tuple dims):
+    """The product of a shape (1 for ``()``)."""
+    cdef Py_ssize_t n = 1
+    for d in dims:
+        n *= <Py_ssize_t>d
+    return n
+

@@ -1,0 +1,172 @@
+# cython: language_level=3, boundscheck=False, cdivision=True
+# wraparound stays on: shapes are Python tuples indexed from the end (xs[-1], xs[:-1]); the
+# C loops index raw pointers, which it never touches.
+"""batch_norm, training and inference, NCHW and NHWC, 2-D to 5-D.
+
+X is viewed as [N, C, S] (NCHW: S = the spatial size) or [R, C] (NHWC: R = N * spatial), so
+both layouts are two flat loops. Statistics are accumulated in double with two passes (mean,
+then the mean squared deviation), which stays accurate for float32 data with a large mean.
+Y = X * a[c] + b[c] with a = Scale / sqrt(var + eps) and b = Bias - mean * a.
+
+MeanOut / VarianceOut are the Mean / Variance variables (the op updates them in place): the
+kernel writes into the arrays it was given when it may (writeable, contiguous, of the right
+dtype), and otherwise returns updated copies, which the executor stores in the same variables.
+"""
+cimport numpy as cnp
+from libc.math cimport sqrt
+from ._common cimport contiguous, empty_like, prod, real, shape_of
+
+import numpy as np
+
+cnp.import_array()
+
+DTYPES = ("float32", "float64")
+
+
+cdef void _stats(const real* x, double* mean, double* var, Py_ssize_t N, Py_ssize_t C,
+                 Py_ssize_t S, bint nhwc) noexcept nogil:
+    """Biased batch mean and variance per channel (layout [N, C, S], or [N, C] rows if nhwc)."""
+    cdef Py_ssize_t n, c, s
+    cdef double d, cnt = <double>N * S
+    cdef const real* p
+    for c in range(C):
+        mean[c] = 0.0
+        var[c] = 0.0
+    if nhwc:
+        for n in range(N):
+            for c in range(C):
+                mean[c] += x[n * C + c]
+        for c in range(C):
+            mean[c] /= cnt
+        for n in range(N):
+            for c in range(C):
+                d = x[n * C + c] - mean[c]
+                var[c] += d * d
+    else:
+        for n in range(N):
+            for c in range(C):
+                p = x + (n * C + c) * S
+                for s in range(S):
+                    mean[c] += p[s]
+        for c in range(C):
+            mean[c] /= cnt
+        for n in range(N):
+            for c in range(C):
+                p = x + (n * C + c) * S
+                for s in range(S):
+                    d = p[s] - mean[c]
+                    var[c] += d * d
+    for c in range(C):
+        var[c] /= cnt
+
+
+cdef void _apply(const real* x, real* y, const double* a, const double* b, Py_ssize_t N,
+                 Py_ssize_t C, Py_ssize_t S, bint nhwc) noexcept nogil:
+    cdef Py_ssize_t n, c, s, base
+    if nhwc:
+        for n in range(N):
+            for c in range(C):
+                y[n * C + c] = <real>(x[n * C + c] * a[c] + b[c])
+    else:
+        for n in range(N):
+            for c in range(C):
+                base = (n * C + c) * S
+                for s in range(S):
+                    y[base + s] = <real>(x[base + s] * a[c] + b[c])
+
+
+cdef class BatchNorm:
+    cdef bint global_stats, nhwc
+    cdef double momentum, eps
+
+    def __init__(self, dict attrs, info=None):
+        test_mode = attrs.get("is_test", False) and not attrs.get("trainable_statistics", False)
+        self.global_stats = test_mode or attrs.get("use_global_stats", False)
+        self.nhwc = attrs.get("data_layout", "NCHW") == "NHWC"
+        self.momentum = attrs.get("momentum", 0.9)
+        self.eps = attrs.get("epsilon", 1e-5)
+
+    def __call__(self, x, scale, bias, mean, variance, momentum_tensor=None):
+        cdef cnp.ndarray a = contiguous(x)
+        cdef int t = cnp.PyArray_TYPE(a)
+        if t != cnp.NPY_FLOAT32 and t != cnp.NPY_FLOAT64:
+            raise TypeError(f"batch_norm: X has dtype {a.dtype}, expected float32 or float64")
+        cdef tuple xs = shape_of(a)
+        if not 2 <= len(xs) <= 5:
+            raise ValueError(f"batch_norm: X{list(xs)} must be 2-D to 5-D")
+        cdef Py_ssize_t C, N, S
+        if self.nhwc:
+            C, N, S = xs[-1], prod(xs[:-1]), 1
+        else:
+            C, N, S = xs[1], xs[0], prod(xs[2:])
+        params = []
+        for name, v in (("Scale", scale), ("Bias", bias), ("Mean", mean),
+                        ("Variance", variance)):
+            p = contiguous(v)
+            if p.dtype != a.dtype or shape_of(p) != (C,):
+                raise ValueError(f"batch_norm: {name} {p.dtype}{list(shape_of(p))} must be "
+                                 f"{a.dtype}[{C}] (one value per channel of X{list(xs)})")
+            params.append(p)
+        momentum = self.momentum
+        if momentum_tensor is not None:
+            mt = np.asarray(momentum_tensor)
+            if mt.size != 1:
+                raise ValueError(f"batch_norm: MomentumTensor must hold one value, got shape "
+                                 f"{list(mt.shape)}")
+            momentum = float(mt.reshape(-1)[0])
+        sc, bi = params[0].astype(np.float64), params[1].astype(np.float64)
+        cdef cnp.ndarray y = empty_like(a)
+        cdef cnp.ndarray bm = np.zeros(C, np.float64), bv = np.zeros(C, np.float64)
+        cdef cnp.ndarray saved_mean, saved_inv, mean_out, var_out
+        if self.global_stats:
+            mu, var = params[2].astype(np.float64), params[3].astype(np.float64)
+            mean_out, var_out = params[2], params[3]
+            # Paddle leaves the saved statistics zero when it uses the running ones.
+            saved_mean, saved_inv = np.zeros(C, a.dtype), np.zeros(C, a.dtype)
+        else:
+            if N * S == 0:
+                raise ValueError(f"batch_norm: X{list(xs)} has no values to compute batch "
+                                 f"statistics from (training mode)")
+            if t == cnp.NPY_FLOAT32:
+                with nogil:
+                    _stats(<const float*>cnp.PyArray_DATA(a), <double*>cnp.PyArray_DATA(bm),
+                           <double*>cnp.PyArray_DATA(bv), N, C, S, self.nhwc)
+            else:
+                with nogil:
+                    _stats(<const double*>cnp.PyArray_DATA(a), <double*>cnp.PyArray_DATA(bm),
+                           <double*>cnp.PyArray_DATA(bv), N, C, S, self.nhwc)
+            mu, var = bm, bv
+            mean_out = _running(mean, params[2], bm, momentum)
+            var_out = _running(variance, params[3], bv, momentum)
+            saved_mean = bm.astype(a.dtype)
+            saved_inv = (1.0 / np.sqrt(bv + self.eps)).astype(a.dtype)
+        inv = 1.0 / np.sqrt(var + self.eps)
+        cdef cnp.ndarray ca = np.ascontiguousarray(sc * inv)
+        cdef cnp.ndarray cb = np.ascontiguousarray(bi - mu * sc * inv)
+        cdef const double* pa = <const double*>cnp.PyArray_DATA(ca)
+        cdef const double* pb = <const double*>cnp.PyArray_DATA(cb)
+        if N * C * S:
+            if t == cnp.NPY_FLOAT32:
+                with nogil:
+                    _apply(<const float*>cnp.PyArray_DATA(a), <float*>cnp.PyArray_DATA(y),
+                           pa, pb, N, C, S, self.nhwc)
+            else:
+                with nogil:
+                    _apply(<const double*>cnp.PyArray_DATA(a), <double*>cnp.PyArray_DATA(y),
+                           pa, pb, N, C, S, self.nhwc)
+        # ReserveSpace: Paddle's cuDNN workspace, empty here.
+        return (y, mean_out, var_out, saved_mean, saved_inv, np.empty(0, a.dtype))
+
+
+cdef cnp.ndarray _running(object given, cnp.ndarray param, cnp.ndarray batch, double momentum):
+    """running * momentum + batch * (1 - momentum), into ``given`` itself when it may be written
+    (it is the output variable too), else into a copy."""
+    cdef cnp.ndarray out = param
+    if out is not given or not out.flags.writeable:
+        out = np.array(param, copy=True)
+    out *= momentum
+    out += (batch * (1.0 - momentum)).astype(out.dtype)
+    return out
+
+
+KERNELS = [("batch_norm", BatchNorm, DTYPES)]

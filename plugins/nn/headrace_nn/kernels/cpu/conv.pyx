@@ -1,0 +1,345 @@
+# cython: language_level=3, boundscheck=False, cdivision=True
+# wraparound stays on: shapes are Python tuples indexed from the end (xs[-1], xs[:-1]); the
+# C loops index raw pointers, which it never touches.
+"""conv2d as im2col + GEMM (sgemm/dgemm through scipy's BLAS), NCHW and NHWC.
+
+The batch is processed in chunks of images sized so that the chunk's col matrix stays within a
+few MB (cache-friendly), with one GEMM per chunk and group:
+- NCHW: col[K, chunk*P] holds the K = C/g*kh*kw taps of each of the P = Ho*Wo output positions
+  of every image of the chunk; tmp[M/g, chunk*P] = Filter_g [M/g, K] @ col is then unpacked
+  into Output[n, group rows] (one contiguous [M/g, P] block per image).
+- NHWC: row[chunk*P, K] holds each position's taps with channels innermost (contiguous copies of
+  C/g channels); the filter is reordered once per call to [M, kh, kw, C/g], and
+  Output rows [chunk*P, M] (the group's columns, ldc = M) = row @ Filter_g^T: already NHWC.
+  A 1x1 filter with stride 1 and no padding needs no copy at all: the input is the row matrix.
+
+Bias and ResidualData prefill Output; the GEMM (NHWC) or the unpack (NCHW) then accumulates,
+so neither costs a pass of its own. Row-major C = A @ B is the column-major C^T = B^T A^T (see
+math's matmul.pyx), so no operand is ever transposed in memory.
+"""
+cimport numpy as cnp
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy, memset
+from scipy.linalg.cython_blas cimport dgemm, sgemm
+from ._common cimport contiguous, empty, real, shape_of
+
+import numpy as np
+
+cnp.import_array()
+
+DTYPES = ("float32", "float64")
+cdef Py_ssize_t INT_MAX = 2147483647
+# Bytes of the col matrix of one chunk of images (at least one image per chunk): about what
+# measured fastest for LeNet-sized layers, the col matrix staying in the caches.
+cdef Py_ssize_t CHUNK_BYTES = 1 << 20
+
+
+cdef inline void _gemm(bint trans_b, int M, int N, int K, const real* A, int lda,
+                       const real* B, int ldb, real beta, real* C, int ldc) noexcept nogil:
+    """Row-major C[M, N] = A[M, K] @ op(B) + beta * C; op(B) = B^T [N, K] when trans_b."""
+    cdef char ta = b'T' if trans_b else b'N'
+    cdef char tb = b'N'
+    cdef real one = 1
+    if real is float:
+        sgemm(&ta, &tb, &N, &M, &K, &one, <float*>B, &ldb, <float*>A, &lda, &beta, C, &ldc)
+    else:
+        dgemm(&ta, &tb, &N, &M, &K, &one, <double*>B, &ldb, <double*>A, &lda, &beta, C, &ldc)
+
+
+cdef struct Geom:
+    int C, H, W            # input channels (all groups), height, width
+    int Cg, Mg, M, groups  # channels and filters per group, filters
+    int kh, kw, sh, sw, dh, dw, pt, pl
+    int Ho, Wo
+    bint direct            # 1x1, stride 1, no padding: no im2col
+
+
+cdef inline void _span(int off, int stride, int size, int n, int* lo, int* hi) noexcept nogil:
+    """Output positions o in [lo, hi) whose input off + o*stride is in [0, size)."""
+    cdef int a = 0, b
+    if off < 0:
+        a = (-off + stride - 1) // stride
+    if size - 1 - off < 0:
+        b = 0
+    else:
+        b = (size - 1 - off) // stride + 1
+    if b > n:
+        b = n
+    if a > b:
+        a = b
+    lo[0] = a
+    hi[0] = b
+
+
+cdef void _im2col(const real* img, real* col, Py_ssize_t ld, const Geom* g) noexcept nogil:
+    """col[(c, i, j), (oh, ow)] = img[c, oh*sh - pt + i*dh, ow*sw - pl + j*dw] or 0, rows
+    ``ld`` apart; img is the group's [Cg, H, W] planes of one image."""
+    cdef int c, i, j, oh, ow, ih, off, lo, hi, Wo = g.Wo
+    cdef real* d
+    cdef const real* src
+    for c in range(g.Cg):
+        for i in range(g.kh):
+            for j in range(g.kw):
+                off = j * g.dw - g.pl
+                _span(off, g.sw, g.W, Wo, &lo, &hi)
+                for oh in range(g.Ho):
+                    d = col + oh * Wo
+                    ih = oh * g.sh - g.pt + i * g.dh
+                    if ih < 0 or ih >= g.H:
+                        for ow in range(Wo):
+                            d[ow] = 0
+                        continue
+                    src = img + (<Py_ssize_t>c * g.H + ih) * g.W + off
+                    # Plain loops, not memcpy: the rows are short (Wo values) and the compiler
+                    # vectorizes these, where a call per row would cost more than the copy.
+                    for ow in range(lo):
+                        d[ow] = 0
+                    if g.sw == 1:
+                        for ow in range(lo, hi):
+                            d[ow] = src[ow]
+                    else:
+                        for ow in range(lo, hi):
+                            d[ow] = src[ow * g.sw]
+                    for ow in range(hi, Wo):
+                        d[ow] = 0
+                col += ld
+
+
+cdef void _im2row(const real* img, real* row, const Geom* g) noexcept nogil:
+    """row[(oh, ow), (i, j, c)] = img[oh*sh - pt + i*dh, ow*sw - pl + j*dw, c] or 0; img
+    points at the group's first channel of one [H, W, C] image."""
+    cdef int oh, ow, i, j, ih, iw
+    cdef Py_ssize_t cg = g.Cg
+    for oh in range(g.Ho):
+        for ow in range(g.Wo):
+            for i in range(g.kh):
+                ih = oh * g.sh - g.pt + i * g.dh
+                for j in range(g.kw):
+                    iw = ow * g.sw - g.pl + j * g.dw
+                    if ih < 0 or ih >= g.H or iw < 0 or iw >= g.W:
+                        memset(row, 0, cg * sizeof(real))
+                    else:
+                        memcpy(row, img + (<Py_ssize_t>ih * g.W + iw) * g.C, cg * sizeof(real))
+                    row += cg
+
+
+cdef void _unpack(const real* tmp, real* out, Py_ssize_t n0, Py_ssize_t b, int grp,
+                  Py_ssize_t nb, const Geom* g, bint accumulate) noexcept nogil:
+    """NCHW: image b of the chunk's GEMM result tmp [Mg, nb*P] into out[n0 + b, group rows]."""
+    cdef Py_ssize_t P = <Py_ssize_t>g.Ho * g.Wo, m, p
+    cdef const real* s
+    cdef real* d
+    for m in range(g.Mg):
+        s = tmp + m * nb * P + b * P
+        d = out + ((n0 + b) * g.M + <Py_ssize_t>grp * g.Mg + m) * P
+        if accumulate:
+            for p in range(P):
+                d[p] += s[p]
+        else:
+            memcpy(d, s, P * sizeof(real))
+
+
+cdef int _run(const real* x, const real* w, real* out, Py_ssize_t N, const Geom* g,
+              bint nhwc, bint accumulate, Py_ssize_t chunk) noexcept nogil:
+    """Every image, ``chunk`` images per GEMM; -1 when scratch memory is lacking.
+
+    One GEMM per chunk and group ([Mg, K] x [K, chunk*P]) keeps a multi-threaded BLAS busy
+    (per-image products are too small for it to split well) while the chunk's col matrix
+    stays small enough for the caches. No OpenMP here: BLAS already brings threads when it is
+    allowed them, and OpenMP workers spinning beside BLAS's own pool (or a threaded BLAS called
+    from several threads) made it several times slower than one thread in measurements.
+    """
+    cdef Py_ssize_t K = <Py_ssize_t>g.Cg * g.kh * g.kw, P = <Py_ssize_t>g.Ho * g.Wo
+    cdef Py_ssize_t hw = <Py_ssize_t>g.H * g.W, n0, nb, b
+    cdef const real* wg
+    cdef real beta = 1 if accumulate else 0
+    cdef int grp
+    if nhwc and g.direct:
+        # 1x1, stride 1, no padding: the images are the [N*H*W, C] row matrix already; only
+        # the int range of BLAS splits it.
+        n0 = 0
+        while n0 < N:
+            nb = min(INT_MAX // P, N - n0)
+            for grp in range(g.groups):
+                _gemm(True, <int>(nb * P), g.Mg, <int>K, x + n0 * P * g.C + grp * g.Cg, g.C,
+                      w + <Py_ssize_t>grp * g.Mg * K, <int>K, beta,
+                      out + n0 * P * g.M + grp * g.Mg, g.M)
+            n0 += nb
+        return 0
+    cdef real* col = <real*>malloc(K * chunk * P * sizeof(real))
+    cdef real* tmp = NULL
+    if not nhwc:
+        tmp = <real*>malloc(<Py_ssize_t>g.Mg * chunk * P * sizeof(real))
+    if col == NULL or (not nhwc and tmp == NULL):
+        free(col)
+        free(tmp)
+        return -1
+    n0 = 0
+    while n0 < N:
+        nb = min(chunk, N - n0)
+        for grp in range(g.groups):
+            wg = w + <Py_ssize_t>grp * g.Mg * K
+            if nhwc:
+                # Rows of consecutive images follow each other, as do their output rows.
+                for b in range(nb):
+                    _im2row(x + (n0 + b) * hw * g.C + grp * g.Cg, col + b * P * K, g)
+                _gemm(True, <int>(nb * P), g.Mg, <int>K, col, <int>K, wg, <int>K, beta,
+                      out + n0 * P * g.M + grp * g.Mg, g.M)
+            else:
+                for b in range(nb):
+                    _im2col(x + ((n0 + b) * g.C + <Py_ssize_t>grp * g.Cg) * hw, col + b * P,
+                            nb * P, g)
+                _gemm(False, g.Mg, <int>(nb * P), <int>K, wg, <int>K, col, <int>(nb * P), 0,
+                      tmp, <int>(nb * P))
+                for b in range(nb):
+                    _unpack(tmp, out, n0, b, grp, nb, g, accumulate)
+        n0 += nb
+    free(col)
+    free(tmp)
+    return 0
+
+
+cdef int _pair(list v, str what, int lo) except -1:
+    if len(v) != 2 or v[0] < lo or v[1] < lo:
+        raise ValueError(f"conv2d: attribute '{what}' must hold 2 values >= {lo}, got {v}")
+    return 0
+
+
+cdef class Conv2D:
+    cdef int sh, sw, dh, dw, groups, algo
+    cdef int pads[4]
+    cdef bint nhwc
+
+    def __init__(self, dict attrs, info=None):
+        strides = list(attrs.get("strides", [1, 1]))
+        dil = list(attrs.get("dilations", [1, 1]))
+        pads = list(attrs.get("paddings", [0, 0]))
+        _pair(strides, "strides", 1)
+        _pair(dil, "dilations", 1)
+        if len(pads) == 2:
+            pads = [pads[0], pads[0], pads[1], pads[1]]
+        if len(pads) != 4 or min(pads) < 0:
+            raise ValueError(f"conv2d: attribute 'paddings' must hold 2 or 4 values >= 0, "
+                             f"got {attrs.get('paddings')}")
+        self.sh, self.sw = strides
+        self.dh, self.dw = dil
+        for i in range(4):
+            self.pads[i] = pads[i]
+        self.groups = attrs.get("groups", 1)
+        if self.groups < 1:
+            raise ValueError(f"conv2d: attribute 'groups' must be >= 1, got {self.groups}")
+        self.nhwc = attrs.get("data_format", "NCHW") == "NHWC"
+        algo = attrs.get("padding_algorithm", "EXPLICIT")
+        self.algo = {"EXPLICIT": 0, "SAME": 1, "VALID": 2}.get(algo, -1)
+        if self.algo < 0:
+            raise ValueError(f"conv2d: unknown padding_algorithm {algo!r}")
+
+    cdef void _geometry(self, Geom* g, tuple xs, tuple ws) except *:
+        """Fill ``g`` for Input ``xs`` and Filter ``ws``. The arithmetic is done on Python ints
+        and every extent is checked to fit a C int before the C loops see it."""
+        if self.nhwc:
+            H, W, C = xs[1], xs[2], xs[3]
+        else:
+            C, H, W = xs[1], xs[2], xs[3]
+        M, Cg, kh, kw = ws
+        groups = self.groups
+        if C != Cg * groups:
+            raise ValueError(f"conv2d: Input{list(xs)} has {C} channels but Filter{list(ws)} "
+                             f"with groups={groups} expects {Cg * groups}")
+        if M % groups:
+            raise ValueError(f"conv2d: Filter{list(ws)} has {M} filters, not divisible by "
+                             f"groups={groups}")
+        sh, sw, dh, dw = self.sh, self.sw, self.dh, self.dw
+        pt, pb, pl, pr = self.pads[0], self.pads[1], self.pads[2], self.pads[3]
+        if self.algo == 2:
+            pt = pb = pl = pr = 0
+        elif self.algo == 1:
+            # SAME: out = ceil(in / stride), the odd pad after; Paddle ignores dilation here.
+            dh = dw = 1
+            th = max(((H + sh - 1) // sh - 1) * sh + kh - H, 0)
+            tw = max(((W + sw - 1) // sw - 1) * sw + kw - W, 0)
+            pt, pb, pl, pr = th // 2, th - th // 2, tw // 2, tw - tw // 2
+        eh = H + pt + pb - (dh * (kh - 1) + 1)
+        ew = W + pl + pr - (dw * (kw - 1) + 1)
+        if eh < 0 or ew < 0:
+            raise ValueError(f"conv2d: Input{list(xs)} is smaller than the dilated "
+                             f"Filter{list(ws)} plus paddings [{pt}, {pb}, {pl}, {pr}] "
+                             f"(dilations [{dh}, {dw}])")
+        if max(H + pt + pb + dh * kh, W + pl + pr + dw * kw, Cg * kh * kw,
+               (eh // sh + 1) * (ew // sw + 1), C * H * W) > INT_MAX:
+            raise ValueError(f"conv2d: Input{list(xs)} / Filter{list(ws)} with these "
+                             f"paddings and dilations exceed the C int range of the kernel")
+        g.C, g.H, g.W, g.Cg, g.M, g.Mg, g.groups = C, H, W, Cg, M, M // groups, groups
+        g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.pt, g.pl = kh, kw, sh, sw, dh, dw, pt, pl
+        g.Ho, g.Wo = eh // sh + 1, ew // sw + 1
+        g.direct = (kh == 1 and kw == 1 and sh == 1 and sw == 1 and
+                    pt == 0 and pb == 0 and pl == 0 and pr == 0)
+
+    def __call__(self, input, filter, bias=None, residual=None):
+        cdef cnp.ndarray x = contiguous(input)
+        cdef cnp.ndarray w = contiguous(filter)
+        cdef int t = cnp.PyArray_TYPE(x)
+        if (t != cnp.NPY_FLOAT32 and t != cnp.NPY_FLOAT64) or cnp.PyArray_TYPE(w) != t:
+            raise TypeError(f"conv2d: Input and Filter must both be float32 or float64, got "
+                            f"{x.dtype} and {w.dtype}")
+        cdef tuple xs = shape_of(x), ws = shape_of(w)
+        if len(xs) != 4 or len(ws) != 4:
+            raise ValueError(f"conv2d: Input{list(xs)} and Filter{list(ws)} must both be 4-D")
+        cdef Geom g
+        self._geometry(&g, xs, ws)
+        cdef Py_ssize_t N = xs[0]
+        oshape = (N, g.Ho, g.Wo, g.M) if self.nhwc else (N, g.M, g.Ho, g.Wo)
+        cdef cnp.ndarray out
+        cdef double beta = 0.0
+        if residual is not None:
+            r = np.asarray(residual)
+            if r.dtype != x.dtype or r.shape != oshape:
+                raise ValueError(f"conv2d: ResidualData {r.dtype}{list(r.shape)} must be "
+                                 f"{x.dtype}{list(oshape)} (Output's shape)")
+            out = np.array(r, order="C", copy=True)
+            beta = 1.0
+        else:
+            out = empty(oshape, t)
+        if bias is not None:
+            b = np.asarray(bias)
+            if b.dtype != x.dtype or b.shape != (g.M,):
+                raise ValueError(f"conv2d: Bias {b.dtype}{list(b.shape)} must be "
+                                 f"{x.dtype}[{g.M}]")
+            bshape = [1, 1, 1, 1]
+            bshape[3 if self.nhwc else 1] = g.M
+            if beta:
+                out += b.reshape(bshape)
+            else:
+                out[...] = b.reshape(bshape)
+            beta = 1.0
+        cdef Py_ssize_t K = <Py_ssize_t>g.Cg * g.kh * g.kw
+        if N == 0 or g.M == 0 or g.Ho * g.Wo == 0:
+            return (out,)
+        if K == 0:
+            if not beta:
+                out.fill(0)
+            return (out,)
+        if self.nhwc and not g.direct:
+            w = np.ascontiguousarray(w.transpose(0, 2, 3, 1))  # [M, kh, kw, Cg]: row order
+        cdef Py_ssize_t P = <Py_ssize_t>g.Ho * g.Wo
+        cdef Py_ssize_t chunk = max(1, min(N, CHUNK_BYTES // (K * P * cnp.PyArray_ITEMSIZE(x))))
+        # The GEMM of a chunk gets chunk*P columns (NCHW) or rows (NHWC): keep it in int range.
+        chunk = max(1, min(chunk, INT_MAX // P))
+        cdef bint acc = beta != 0
+        cdef int rc
+        if t == cnp.NPY_FLOAT32:
+            with nogil:
+                rc = _run(<const float*>cnp.PyArray_DATA(x), <const float*>cnp.PyArray_DATA(w),
+                          <float*>cnp.PyArray_DATA(out), N, &g, self.nhwc, acc, chunk)
+        else:
+            with nogil:
+                rc = _run(<const double*>cnp.PyArray_DATA(x),
+                          <const double*>cnp.PyArray_DATA(w), <double*>cnp.PyArray_DATA(out),
+                          N, &g, self.nhwc, acc, chunk)
+        if rc:
+            raise MemoryError("conv2d: no memory for the im2col buffers")
+        return (out,)
+
+
+KERNELS = [("conv2d", Conv2D, DTYPES)]
+

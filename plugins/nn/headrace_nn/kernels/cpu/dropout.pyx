@@ -1,0 +1,101 @@
+# cython: language_level=3, boundscheck=False, cdivision=True
+# wraparound stays on: shapes are Python tuples indexed from the end (xs[-1], xs[:-1]); the
+# C loops index raw pointers, which it never touches.
+"""dropout: train (random uint8 Mask) and test modes, both dropout_implementation modes.
+
+Randomness: uniform numbers in X's dtype from a NumPy Generator, ``u = gen.random(X.size)``;
+an element is kept when u >= dropout_prob (so p = 0 keeps all, p = 1 drops all).
+Which generator:
+- the Seed input, or fix_seed: a fresh generator from that seed on every run, so every run
+  drops the same elements (what fix_seed promises);
+- else info.seed (the op's seed attribute, or one derived from the program's random_seed):
+  one generator made with the kernel, advancing run after run: a reproducible sequence of
+  different masks, as training needs;
+- else an unseeded generator (nondeterministic).
+"""
+cimport numpy as cnp
+from ._common cimport contiguous, empty_like, real, shape_of
+
+import numpy as np
+
+cnp.import_array()
+
+DTYPES = ("float32", "float64")
+
+
+cdef void _train(const real* x, const real* u, real* out, unsigned char* mask, Py_ssize_t n,
+                 real p, real scale) noexcept nogil:
+    cdef Py_ssize_t i
+    for i in range(n):
+        if u[i] >= p:
+            mask[i] = 1
+            out[i] = x[i] * scale
+        else:
+            mask[i] = 0
+            out[i] = 0
+
+
+cdef class Dropout:
+    cdef double p
+    cdef bint is_test, upscale, fixed
+    cdef object seed, gen
+
+    def __init__(self, dict attrs, info=None):
+        self.p = attrs.get("dropout_prob", 0.5)
+        if not 0.0 <= self.p <= 1.0:
+            raise ValueError(f"dropout: dropout_prob must be in [0, 1], got {self.p}")
+        self.is_test = attrs.get("is_test", False)
+        self.upscale = attrs.get("dropout_implementation",
+                                 "downgrade_in_infer") == "upscale_in_train"
+        info_seed = getattr(info, "seed", None) if info is not None else None
+        self.fixed = attrs.get("fix_seed", False)
+        if self.fixed:
+            # fix_seed with seed 0 still fixes the stream (seed 0, or the program's).
+            self.seed = info_seed if info_seed is not None else attrs.get("seed", 0)
+        else:
+            self.seed = info_seed
+        if self.seed is not None:
+            self.seed = int(self.seed) & 0xFFFFFFFFFFFFFFFF  # a negative seed: its bit pattern
+        self.gen = np.random.default_rng(self.seed)
+
+    def __call__(self, x, seed=None):
+        cdef cnp.ndarray a = contiguous(x)
+        cdef int t = cnp.PyArray_TYPE(a)
+        if t != cnp.NPY_FLOAT32 and t != cnp.NPY_FLOAT64:
+            raise TypeError(f"dropout: X has dtype {a.dtype}, expected float32 or float64")
+        cdef cnp.ndarray out, mask
+        if self.is_test:
+            mask = np.ones(shape_of(a), np.uint8)
+            if self.upscale:
+                return (a.copy(), mask)
+            return ((a * (1.0 - self.p)).astype(a.dtype), mask)
+        if seed is not None:
+            s = np.asarray(seed)
+            if s.size != 1 or s.dtype.kind not in "iu":
+                raise ValueError(f"dropout: Seed must hold one integer, got {s.dtype} "
+                                 f"shape {list(s.shape)}")
+            gen = np.random.default_rng(int(s.reshape(-1)[0]) & 0xFFFFFFFFFFFFFFFF)
+        elif self.fixed:
+            gen = np.random.default_rng(self.seed)
+        else:
+            gen = self.gen
+        cdef Py_ssize_t n = cnp.PyArray_SIZE(a)
+        cdef cnp.ndarray u = gen.random(n, dtype=a.dtype)
+        out = empty_like(a)
+        mask = cnp.PyArray_EMPTY(cnp.PyArray_NDIM(a), cnp.PyArray_DIMS(a), cnp.NPY_UINT8, 0)
+        # upscale: kept elements / (1 - p); with p = 1 nothing is kept and the scale is moot.
+        cdef double scale = 1.0 / (1.0 - self.p) if self.upscale and self.p < 1.0 else 1.0
+        if t == cnp.NPY_FLOAT32:
+            with nogil:
+                _train(<const float*>cnp.PyArray_DATA(a), <const float*>cnp.PyArray_DATA(u),
+                       <float*>cnp.PyArray_DATA(out), <unsigned char*>cnp.PyArray_DATA(mask), n,
+                       <float>self.p, <float>scale)
+        else:
+            with nogil:
+                _train(<const double*>cnp.PyArray_DATA(a), <const double*>cnp.PyArray_DATA(u),
+                       <double*>cnp.PyArray_DATA(out), <unsigned char*>cnp.PyArray_DATA(mask),
+                       n, self.p, scale)
+        return (out, mask)
+
+
+KERNELS = [("dropout", Dropout, DTYPES)]
