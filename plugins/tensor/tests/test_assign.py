@@ -120,3 +120,43 @@ def test_assign_into_a_parameter_then_updated_in_place_leaves_the_source():
     (w,) = Executor().run(prog, feed={"src": src}, fetch_list=["w"], scope=scope)
     np.testing.assert_array_equal(src, [1.0, 2.0, 3.0])
     np.testing.assert_array_equal(w, src * 0.5)
+
+
+# == gradients =================================================================================
+
+from headrace.ops.grad import GradContext  # noqa: E402
+from headrace.testing import check_grad  # noqa: E402
+
+
+@pytest.mark.parametrize("shape", [(3,), (2, 3), (2, 3, 4), (1, 2, 1, 3)])
+def test_assign_gradient(shape):
+    x = np.random.default_rng(0).standard_normal(shape)
+    check_grad("assign", {"X": x}, wrt=["X"])
+
+
+def test_assign_gradient_keeps_lod_inputs():
+    x = np.random.default_rng(1).standard_normal((4, 2))
+    check_grad("assign", {"X": Tensor(x, [[0, 1, 4]])}, wrt=["X"])
+
+
+def test_assign_gradient_is_an_assign():
+    _, op = build_op("assign", {"X": ([2, 3], "float32")})
+    (spec,) = op.opdef.grad(GradContext(op, {"x_0"}, set()))
+    assert (spec.type, spec.inputs, spec.outputs, spec.attrs) == \
+        ("assign", {"X": ["out_out_0@GRAD"]}, {"Out": ["x_0@GRAD"]}, {})
+
+
+def test_assign_gradient_to_a_parameter():
+    prog = headrace.Program()
+    block = prog.global_block()
+    w = block.create_parameter("w", [2, 3], dtype="float64")
+    block.append_op("assign", {"X": "w"}, {"Out": "copy"})
+    block.append_op("split", {"X": "copy"}, {"Out": ["a", "b"]}, {"axis": 1, "sections": [1, 2]})
+    block.append_op("reshape2", {"X": "a"}, {"Out": "loss"}, {"shape": [2]})
+    block.append_op("split", {"X": "loss"}, {"Out": ["l0", "l1"]}, {"num": 2})
+    ((param, grad),) = headrace.append_backward(block.var("l1"))
+    assert param is w and grad.name == "w@GRAD"
+    scope = Scope()
+    scope.set("w", Tensor(np.arange(6.0).reshape(2, 3)))
+    (got,) = Executor().run(prog, fetch_list=[grad], scope=scope)
+    np.testing.assert_array_equal(got, [[0, 0, 0], [1, 0, 0]])

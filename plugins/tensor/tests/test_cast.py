@@ -135,3 +135,54 @@ def test_cast_direct_bad_inputs(x, error, match):
 def test_cast_direct_unsupported_out_dtype(out):
     with pytest.raises(TypeError, match=r"cast: out_dtype .* has no CPU kernel"):
         kcast.Cast({"in_dtype": P("float32"), "out_dtype": out})
+
+
+# == gradients =================================================================================
+
+import headrace  # noqa: E402
+from headrace.ops.grad import GradContext  # noqa: E402
+from headrace.runtime import Executor, Scope  # noqa: E402
+from headrace.testing import build_op, check_grad  # noqa: E402
+
+
+@pytest.mark.parametrize("shape", [(3,), (2, 3), (2, 3, 4)])
+def test_cast_gradient_same_type(shape):
+    x = np.random.default_rng(0).standard_normal(shape)
+    check_grad("cast", {"X": x}, wrt=["X"],
+               attrs={"in_dtype": P("float64"), "out_dtype": P("float64")})
+
+
+@pytest.mark.parametrize("dst", ["float32", "float16"])
+def test_cast_gradient_through_a_narrower_float(dst):
+    # Out is rounded to dst: differences over a wider step, with tolerances of its precision
+    x = np.random.default_rng(1).standard_normal((2, 3))
+    tol = {"float32": 1e-4, "float16": 5e-2}[dst]
+    check_grad("cast", {"X": x}, wrt=["X"], eps=1e-2, rtol=tol, atol=tol,
+               attrs={"in_dtype": P("float64"), "out_dtype": P(dst)})
+
+
+@pytest.mark.parametrize("src, dst", [("float64", "float32"), ("float32", "float64"),
+                                      ("float32", "float16"), ("float64", "int64")])
+def test_cast_gradient_is_a_cast_back(src, dst):
+    _, op = build_op("cast", {"X": ([2, 3], src)},
+                     attrs={"in_dtype": P(src), "out_dtype": P(dst)})
+    (spec,) = op.opdef.grad(GradContext(op, {"x_0"}, set()))
+    assert (spec.type, spec.inputs, spec.outputs) == \
+        ("cast", {"X": ["out_out_0@GRAD"]}, {"Out": ["x_0@GRAD"]})
+    assert spec.attrs == {"in_dtype": P(dst), "out_dtype": P(src)}
+
+
+def test_cast_gradient_has_the_input_dtype():
+    prog, _ = build_op("cast", {"X": {"shape": [2, 3], "dtype": "float32",
+                                      "stop_gradient": False}},
+                       attrs={"in_dtype": P("float32"), "out_dtype": P("float64")})
+    block = prog.global_block()
+    block.create_var(name="g", shape=[2, 3], dtype="float64", need_check_feed=True)
+    (grad,) = headrace.gradients([block.var("out_out_0")], [block.var("x_0")],
+                                 target_gradients=[block.var("g")])
+    assert grad.dtype == "float32"
+    g = np.random.default_rng(2).standard_normal((2, 3))
+    (got,) = Executor().run(prog, feed={"x_0": np.ones((2, 3), "float32"), "g": g},
+                            fetch_list=[grad], scope=Scope())
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, g.astype(np.float32))

@@ -293,3 +293,275 @@ def test_split_pieces_must_match_the_outputs():
     kernel = kcs.Split({"axis": 0, "num": 3, "sections": []}, types.SimpleNamespace(op=op))
     with pytest.raises(ValueError, match=r"split: 3 pieces for 2 output variables"):
         kernel(np.ones((6, 2)))
+
+
+# == gradients =================================================================================
+
+import types  # noqa: E402
+
+import headrace  # noqa: E402
+from headrace.ops.grad import EMPTY, GradContext  # noqa: E402
+from headrace.runtime import Executor, Scope  # noqa: E402
+from headrace.testing import check_grad  # noqa: E402
+
+
+def rand(shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape)
+
+
+@pytest.mark.parametrize("shapes, axis", [
+    ([(2, 3), (4, 3)], 0),
+    ([(2, 3), (2, 1), (2, 5)], 1),
+    ([(2, 3), (2, 1), (2, 5)], -1),
+    ([(2, 3, 4), (2, 2, 4), (2, 1, 4)], -2),
+    ([(3, 2, 2)] * 4, 2),
+    ([(2, 1, 2, 3), (2, 2, 2, 3)], -3),
+    ([(4,)], 0),
+    ([(2, 3), (2, 0), (2, 2)], 1),  # an empty input gets an empty gradient
+])
+def test_concat_gradient(shapes, axis):
+    xs = [rand(s, i) for i, s in enumerate(shapes)]
+    check_grad("concat", {"X": xs}, wrt=["X"], attrs={"axis": axis})
+
+
+@pytest.mark.parametrize("index_type", ["int32", "int64"])
+def test_concat_gradient_with_axis_tensor(index_type):
+    xs = [rand((2, 3), 1), rand((2, 2), 2)]
+    check_grad("concat", {"X": xs, "AxisTensor": np.array([-1], index_type)}, wrt=["X"],
+               attrs={"axis": 0})
+
+
+def numeric_gradient_check(op_type, inputs, attrs, n_out, wrt="X", targets=None, eps=1e-6):
+    """check_grad for ops with several variables in the output slot 'Out' (split), which
+    check_grad (one variable per output slot) cannot build: the gradient of
+    sum_i sum(Out[i] * G[i]) over the ``targets`` pieces, analytic vs central differences."""
+    prog = headrace.Program()
+    block = prog.global_block()
+    feed, ins = {}, {}
+    for slot, value in inputs.items():
+        names = []
+        for i, a in enumerate(value if isinstance(value, list) else [value]):
+            name = f"{slot.lower()}_{i}"
+            block.create_var(name=name, shape=a.shape, dtype=a.dtype, need_check_feed=True,
+                             stop_gradient=slot != wrt)
+            feed[name] = a
+            names.append(name)
+        ins[slot] = names
+    outs = [f"out_{i}" for i in range(n_out)]
+    block.append_op(op_type, ins, {"Out": outs}, attrs)
+    targets = [block.var(outs[i]) for i in (range(n_out) if targets is None else targets)]
+    exe = Executor()
+    values = exe.run(prog, feed=feed, fetch_list=targets, scope=Scope())
+    rng = np.random.default_rng(7)
+    upstream = {f"g_{t.name}": rng.standard_normal(v.shape) for t, v in zip(targets, values)}
+    g_vars = [block.create_var(name=f"g_{t.name}", shape=v.shape, dtype=v.dtype,
+                               need_check_feed=True, stop_gradient=True)
+              for t, v in zip(targets, values)]
+    fwd = prog.clone()
+    grads = headrace.gradients(targets, [block.var(n) for n in ins[wrt]],
+                               target_gradients=g_vars)
+    analytic = exe.run(prog, feed={**feed, **upstream}, fetch_list=grads, scope=Scope())
+
+    def objective(fd):
+        vals = exe.run(fwd, feed=fd, fetch_list=[t.name for t in targets], scope=Scope())
+        return sum(float(np.sum(v * upstream[f"g_{t.name}"])) for v, t in zip(vals, targets))
+
+    for name, got in zip(ins[wrt], analytic):
+        x = feed[name].copy()
+        numeric = np.zeros_like(x)
+        for k in range(x.size):
+            old = x.flat[k]
+            x.flat[k] = old + eps
+            plus = objective({**feed, name: x.copy()})
+            x.flat[k] = old - eps
+            minus = objective({**feed, name: x.copy()})
+            x.flat[k] = old
+            numeric.flat[k] = (plus - minus) / (2 * eps)
+        np.testing.assert_allclose(got, numeric, rtol=1e-5, atol=1e-7,
+                                   err_msg=f"{op_type}: gradient of {name}")
+    return prog
+
+
+@pytest.mark.parametrize("shape, attrs, n_out", [
+    ((6, 4), {"axis": 0, "num": 3}, 3),
+    ((6, 4), {"axis": -1, "num": 2}, 2),
+    ((6, 4), {"axis": 1, "sections": [1, 3]}, 2),
+    ((6, 4), {"axis": 0, "sections": [1, -1, 2]}, 3),    # unequal, one inferred
+    ((2, 5, 3), {"axis": -2, "sections": [3, 2]}, 2),
+    ((2, 5, 3), {"axis": -2, "sections": [0, 2, -1]}, 3),  # an empty piece
+    ((2, 3, 2, 2), {"axis": 1, "sections": [2, 1]}, 2),
+    ((2, 5, 3), {"axis": 2, "num": 1}, 1),
+])
+def test_split_gradient(shape, attrs, n_out):
+    numeric_gradient_check("split", {"X": rand(shape)}, attrs, n_out)
+
+
+def test_split_gradient_with_check_grad():
+    # one piece: check_grad itself can build it
+    check_grad("split", {"X": rand((3, 4))}, wrt=["X"], attrs={"axis": -1, "num": 1})
+    check_grad("split", {"X": rand((3, 4))}, wrt=["X"], attrs={"axis": 0, "sections": [-1]})
+
+
+@pytest.mark.parametrize("targets", [[0], [1], [0, 2], [2]])
+def test_split_gradient_of_some_pieces(targets):
+    # pieces that do not reach the targets get zero-filled gradients
+    prog = numeric_gradient_check("split", {"X": rand((6, 4))},
+                                  {"axis": 0, "sections": [1, 3, 2]}, 3, targets=targets)
+    types_ = [op.type for op in prog.global_block().ops]
+    assert types_.count("fill_zeros_like") == 3 - len(targets)
+    assert "concat" in types_
+
+
+@pytest.mark.parametrize("index_type", ["int32", "int64"])
+def test_split_gradient_with_axis_and_sections_tensors(index_type):
+    x = rand((4, 6))
+    prog = numeric_gradient_check(
+        "split", {"X": x, "AxisTensor": np.array([-1], index_type),
+                  "SectionsTensorList": [np.array([2], index_type), np.array([4], index_type)]},
+        {"axis": 0, "sections": [2, -1]}, 2)
+    (concat,) = [op for op in prog.global_block().ops if op.type == "concat"]
+    assert concat.input("AxisTensor") == ["axistensor_0"]
+
+
+def test_split_gradient_is_a_concat_of_the_piece_gradients():
+    _, op = build_op("split", {"X": ([6, 2], "float64")}, outputs={"Out": 3},
+                     attrs={"axis": -2, "sections": [1, 2, -1]})
+    (spec,) = op.opdef.grad(GradContext(op, {"x_0"}, set()))
+    assert spec.type == "concat"
+    assert spec.inputs == {"X": [f"out_out_{i}@GRAD" for i in range(3)]}
+    assert spec.outputs == {"Out": ["x_0@GRAD"]} and spec.attrs == {"axis": -2}
+
+
+def test_concat_gradient_reads_x_for_shapes():
+    _, op = build_op("concat", {"X": [([2, 3], "float64"), ([2, 4], "float64")]},
+                     attrs={"axis": 1})
+    (spec,) = op.opdef.grad(GradContext(op, {"x_0", "x_1"}, set()))
+    assert spec.type == "concat_grad"
+    assert spec.inputs["X"] == ["x_0", "x_1"] and spec.inputs["Out@GRAD"] == ["out_out_0@GRAD"]
+    assert spec.outputs == {"X@GRAD": ["x_0@GRAD", "x_1@GRAD"]} and spec.attrs["axis"] == 1
+
+
+def _concat_program(stop):
+    prog = headrace.Program()
+    block = prog.global_block()
+    for name, shape in (("a", [2, 3]), ("b", [2, 1]), ("c", [2, 2])):
+        block.create_var(name=name, shape=shape, dtype="float64", need_check_feed=True,
+                         stop_gradient=name in stop)
+    # a appears twice: its two gradient contributions are summed
+    block.append_op("concat", {"X": ["a", "b", "a", "c"]}, {"Out": "out"}, {"axis": -1})
+    block.create_var(name="g", shape=[2, 9], dtype="float64", need_check_feed=True,
+                     stop_gradient=True)
+    return prog, block
+
+
+@pytest.mark.parametrize("stop", [(), ("b",), ("a", "c"), ("b", "c")])
+def test_concat_gradient_of_some_inputs(stop):
+    prog, block = _concat_program(stop)
+    wanted = [n for n in "abc" if n not in stop]
+    grads = headrace.gradients([block.var("out")], [block.var(n) for n in wanted],
+                               target_gradients=[block.var("g")])
+    rng = np.random.default_rng(0)
+    feed = {"a": rng.standard_normal((2, 3)), "b": rng.standard_normal((2, 1)),
+            "c": rng.standard_normal((2, 2)), "g": rng.standard_normal((2, 9))}
+    got = dict(zip(wanted, Executor().run(prog, feed=feed, fetch_list=grads, scope=Scope())))
+    g = feed["g"]
+    expected = {"a": g[:, 0:3] + g[:, 4:7], "b": g[:, 3:4], "c": g[:, 7:9]}
+    for n in wanted:
+        np.testing.assert_array_equal(got[n], expected[n])
+    # no gradient variable appears for an input that wants none
+    names = set(block.vars)
+    for n in stop:
+        assert f"{n}@GRAD" not in names
+
+
+@pytest.mark.parametrize("shapes, dout, axis, expected", [
+    ([[2, 3], [2, 4]], [2, 7], 1, [(2, 3), (2, 4)]),
+    ([[-1, 3], [-1, 4]], [-1, 7], -1, [(-1, 3), (-1, 4)]),
+    ([[5]], [5], 0, [(5,)]),
+])
+def test_concat_grad_shape_rule(shapes, dout, axis, expected):
+    out = infer_shapes("concat_grad", {"X": [(s, "float32") for s in shapes],
+                                       "Out@GRAD": (dout, "float32")},
+                       outputs={"X@GRAD": len(shapes)}, attrs={"axis": axis})
+    assert out["X@GRAD"] == [(e, "float32") for e in expected]
+
+
+@pytest.mark.parametrize("dout, n_out, match", [
+    (([2, 7, 1], "float32"), 2, r"must have the rank of the inputs 'X'"),
+    (([2, 7], "float64"), 2, r"must have the dtype of the inputs 'X'"),
+    (([2, 7], "float32"), 3, r"one variable per input 'X'(.|\n)*expected: 2 variables"),
+])
+def test_concat_grad_shape_rule_errors(dout, n_out, match):
+    with pytest.raises(ShapeError, match=match):
+        infer_shapes("concat_grad", {"X": [([2, 3], "float32"), ([2, 4], "float32")],
+                                     "Out@GRAD": dout},
+                     outputs={"X@GRAD": n_out}, attrs={"axis": 1})
+
+
+@pytest.mark.parametrize("shapes, axis", [
+    ([(2, 3), (2, 1), (2, 5)], 1),
+    ([(2, 3, 4), (2, 2, 4), (2, 0, 4)], -2),
+    ([(3, 2), (1, 2)], 0),
+    ([(0, 3), (0, 3)], 1),
+])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_concat_grad_kernel(shapes, axis, dtype):
+    xs = [arange(s, dtype) for s in shapes]
+    g = arange(np.concatenate(xs, axis).shape, dtype, 1000)
+    sizes = [x.shape[axis] for x in xs]
+    check_op("concat_grad", {"X": xs, "Out@GRAD": g},
+             {"X@GRAD": split_expected(g, sizes, axis)}, attrs={"axis": axis})
+
+
+def test_concat_grad_kernel_reads_only_shapes_of_x():
+    # X may be strided or read-only (and is not copied); Out@GRAD likewise
+    xs = [arange((3, 8))[:, ::2], arange((3, 2))]
+    xs[1].flags.writeable = False
+    g = arange((3, 12))[:, ::2]
+    (dxs,) = kcs.ConcatGrad({"axis": 1})(xs, None, g)
+    for got, exp in zip(dxs, split_expected(g, [4, 2], 1)):
+        np.testing.assert_array_equal(got, exp)
+        assert got.flags.c_contiguous and not np.shares_memory(got, g)
+
+
+def test_concat_grad_kernel_skips_empty_gradients():
+    op = types.SimpleNamespace(outputs={"X@GRAD": ["a@GRAD", EMPTY, "c@GRAD"]})
+    kernel = kcs.ConcatGrad({"axis": 0}, types.SimpleNamespace(op=op))
+    xs = [np.ones((1, 2)), np.ones((2, 2)), np.ones((3, 2))]
+    g = arange((6, 2))
+    (dxs,) = kernel(xs, None, g)
+    assert dxs[1] is None
+    np.testing.assert_array_equal(dxs[0], g[:1])
+    np.testing.assert_array_equal(dxs[2], g[3:])
+    # X@GRAD unbound: nothing computed, inputs still checked
+    unbound = kcs.ConcatGrad({"axis": 0}, types.SimpleNamespace(
+        op=types.SimpleNamespace(outputs={})))
+    assert unbound(xs, None, g) == ([],)
+    with pytest.raises(ValueError, match=r"hold 6 entries along axis 0, but Out@GRAD has 5"):
+        unbound(xs, None, g[:5])
+
+
+@pytest.mark.parametrize("xs, axis_tensor, dout, kw, error, match", [
+    ([np.ones((2, 3)), np.ones((2, 4))], None, np.ones((2, 6)), {"axis": 1}, ValueError,
+     r"the inputs X hold 7 entries along axis 1, but Out@GRAD has 6"),
+    ([np.ones((2, 3)), np.ones((3, 4))], None, np.ones((2, 7)), {"axis": 1}, ValueError,
+     r"X\[1\] has shape \[3, 4\], which does not fit Out@GRAD's \[2, 7\] outside axis 1"),
+    ([np.ones((2, 3))], None, np.ones((2, 3, 1)), {"axis": 0}, ValueError, r"X\[0\] has shape"),
+    ([np.ones((2, 3), "float32")], None, np.ones((2, 3)), {"axis": 0}, TypeError,
+     r"X\[0\] is float32 but Out@GRAD is float64"),
+    ([np.ones((2, 3), "int32")], None, np.ones((2, 3), "int32"), {"axis": 0}, TypeError,
+     r"Out@GRAD has dtype int32; supported: float32, float64"),
+    ([np.ones((2, 3))], None, np.ones(()), {"axis": 0}, ValueError, r"Out@GRAD is 0-D"),
+    ([np.ones((2, 3))], None, np.ones((2, 3)), {"axis": 2}, IndexError,
+     r"axis 2 is out of range for rank 2"),
+    ([np.ones((2, 3))], np.array([0, 1]), np.ones((2, 3)), {"axis": 0}, ValueError,
+     r"'AxisTensor' must hold exactly one element"),
+    ([], None, np.ones((2, 3)), {"axis": 0}, ValueError, r"non-empty list"),
+    ([np.ones(2), "x"], None, np.ones(4), {"axis": 0}, TypeError,
+     r"input 'X\[1\]' must be a dense tensor"),
+    ([np.ones(2)], None, [1.0, 2.0], {"axis": 0}, TypeError,
+     r"input 'Out@GRAD' must be a dense tensor"),
+])
+def test_concat_grad_direct_bad_inputs(xs, axis_tensor, dout, kw, error, match):
+    with pytest.raises(error, match=match):
+        kcs.ConcatGrad(kw)(xs, axis_tensor, dout)

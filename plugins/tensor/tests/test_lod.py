@@ -145,3 +145,31 @@ def test_lod_reset_persistable_copies():
 def test_lod_reset_direct_bad_inputs(x, y, attrs, error, match):
     with pytest.raises(error, match=match):
         klod.LodReset({"append": False, **attrs})(x, y)
+
+
+# == gradients =================================================================================
+
+from headrace.ops.grad import GradContext  # noqa: E402
+from headrace.testing import check_grad  # noqa: E402
+
+
+@pytest.mark.parametrize("x, y, attrs", [
+    (X, None, {"target_lod": [0, 2, 6]}),
+    (Tensor(X, [[0, 1, 2], [0, 4, 6]]), None, {"target_lod": [0, 0, 6]}),
+    (Tensor(X, [[0, 2, 6]]), None, {"target_lod": [0, 1, 1, 3, 4, 5, 6], "append": True}),
+    (X, Tensor(np.zeros((6, 1)), [[0, 3, 6]]), {}),            # Y's LoD
+    (X, np.array([0, 1, 6], "int32"), {}),                     # Y's data as offsets
+])
+def test_lod_reset_gradient(x, y, attrs):
+    x = Tensor(np.random.default_rng(0).standard_normal((6, 3)),
+               x.lod if isinstance(x, Tensor) else [])
+    inputs = {"X": x} if y is None else {"X": x, "Y": y}
+    check_grad("lod_reset", inputs, wrt=["X"], attrs=attrs)
+
+
+def test_lod_reset_gradient_passes_through_to_x_only():
+    _, op = build_op("lod_reset", {"X": ([6, 3], "float32"), "Y": ([-1, 1], "float32", 1)})
+    (spec,) = op.opdef.grad(GradContext(op, {"x_0", "y_0"}, set()))
+    assert (spec.type, spec.inputs, spec.outputs) == \
+        ("assign", {"X": ["out_out_0@GRAD"]}, {"Out": ["x_0@GRAD"]})
+    assert op.opdef.grad(GradContext(op, {"y_0"}, set())) == []

@@ -308,3 +308,149 @@ def test_flatten_direct_bad_axes(start, stop, error, match):
     with pytest.raises(error, match=match):
         kreshape.FlattenContiguousRange({"start_axis": start, "stop_axis": stop})(
             np.ones((2, 3, 4)))
+
+
+# == gradients =================================================================================
+
+from headrace.ops.grad import GradContext  # noqa: E402
+from headrace.testing import check_grad  # noqa: E402
+
+
+@pytest.mark.parametrize("x_shape, shape", [
+    ((6,), [2, 3]),
+    ((2, 3, 4), [6, 4]),
+    ((2, 3, 4), [-1]),
+    ((2, 3, 4), [0, -1]),
+    ((2, 3, 4), [4, -1, 2]),
+    ((2, 3, 4), [0, 0, -1]),
+    ((3, 1, 4), [1, -1, 1, 3]),
+    ((1,), []),
+])
+def test_reshape2_gradient(x_shape, shape):
+    x = np.random.default_rng(0).standard_normal(x_shape)
+    check_grad("reshape2", {"X": x}, wrt=["X"], attrs={"shape": shape})
+
+
+@pytest.mark.parametrize("index_type", ["int32", "int64"])
+def test_reshape2_gradient_with_shape_tensors(index_type):
+    x = np.random.default_rng(1).standard_normal((2, 3, 4))
+    check_grad("reshape2", {"X": x, "Shape": np.array([0, -1, 2], index_type)}, wrt=["X"],
+               attrs={"shape": []})
+    check_grad("reshape2", {"X": x, "ShapeTensor": [np.array([4], index_type),
+                                                    np.array([-1], index_type)]},
+               wrt=["X"], attrs={"shape": [4, -1]})
+
+
+@pytest.mark.parametrize("x_shape, start, stop", [
+    ((2, 3, 4, 5), 1, 2),
+    ((2, 3, 4, 5), 0, -1),
+    ((2, 3, 4, 5), -3, -2),
+    ((2, 3, 4), -2, -1),
+    ((2, 3, 4), 1, 1),
+    ((5,), 0, 0),
+])
+def test_flatten_gradient(x_shape, start, stop):
+    x = np.random.default_rng(2).standard_normal(x_shape)
+    check_grad("flatten_contiguous_range", {"X": x}, wrt=["X"],
+               attrs={"start_axis": start, "stop_axis": stop})
+
+
+@pytest.mark.parametrize("op_type, attrs", [
+    ("reshape2", {"shape": [-1, 2]}),
+    ("flatten_contiguous_range", {"start_axis": 0, "stop_axis": -1}),
+])
+def test_gradient_reads_xshape_not_x(op_type, attrs):
+    prog, op = build_op(op_type, {"X": ([3, 4], "float32")}, attrs=attrs)
+    ctx = GradContext(op, {"x_0"}, {"out_out_0@GRAD"})
+    (spec,) = op.opdef.grad(ctx)
+    assert spec.type == op_type + "_grad"
+    assert spec.inputs == {"XShape": op.output("XShape"), "Out@GRAD": ["out_out_0@GRAD"]}
+    assert spec.outputs == {"X@GRAD": ["x_0@GRAD"]}
+
+
+def test_reshape2_gradient_of_an_unknown_batch_dim():
+    # X@GRAD's shape comes from XShape: [-1, 3, 4] carries through to the gradient
+    prog, _ = build_op("reshape2", {"X": {"shape": [-1, 3, 4], "dtype": "float64",
+                                          "stop_gradient": False}}, attrs={"shape": [0, -1]})
+    block = prog.global_block()
+    (g,) = headrace.gradients([block.var("out_out_0")], [block.var("x_0")])
+    assert g.shape == (-1, 3, 4) and g.dtype == "float64"
+    x = np.random.default_rng(3).standard_normal((5, 3, 4))
+    (got,) = Executor().run(prog, feed={"x_0": x}, fetch_list=[g], scope=Scope())
+    np.testing.assert_array_equal(got, np.ones((5, 3, 4)))
+
+
+@pytest.mark.parametrize("op_type", ["reshape2_grad", "flatten_contiguous_range_grad"])
+@pytest.mark.parametrize("xshape, dout, expected", [
+    ([0, 2, 3], ([6], "float32"), (2, 3)),
+    ([0, -1, 3], ([-1], "float64"), (-1, 3)),
+    ([0], ([1], "float32"), ()),
+])
+def test_reshape_grad_shape_rule(op_type, xshape, dout, expected):
+    out = infer_shapes(op_type, {"XShape": (xshape, dout[1]), "Out@GRAD": dout},
+                       outputs={"X@GRAD": 1})
+    assert out["X@GRAD"] == [(expected, dout[1])]
+
+
+@pytest.mark.parametrize("xshape, dout, match", [
+    (([0, 2, 3], "float32"), ([5], "float32"), r"as many elements as X(.|\n)*expected: 6"),
+    (([0, 2, 3], "float32"), ([6], "float64"), r"must have the dtype of X"),
+    (([], "float32"), ([1], "float32"), r"XShape.*must be \[0\] \+ X.dims"),
+])
+def test_reshape_grad_shape_rule_errors(xshape, dout, match):
+    with pytest.raises(ShapeError, match=match):
+        infer_shapes("reshape2_grad", {"XShape": xshape, "Out@GRAD": dout},
+                     outputs={"X@GRAD": 1})
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_reshape_grad_kernel(dtype):
+    g = np.arange(24, dtype=dtype).reshape(4, 6)
+    xshape = np.empty((0, 2, 3, 4), dtype)
+    check_op("reshape2_grad", {"XShape": xshape, "Out@GRAD": g},
+             {"X@GRAD": g.reshape(2, 3, 4)}, attrs={"shape": [4, 6]})
+    g = np.arange(24, dtype=dtype).reshape(6, 4)  # X [2, 3, 4] with dims 0..1 merged
+    check_op("flatten_contiguous_range_grad", {"XShape": xshape, "Out@GRAD": g},
+             {"X@GRAD": g.reshape(2, 3, 4)}, attrs={"start_axis": 0, "stop_axis": 1})
+
+
+def test_reshape_grad_kernel_views_and_copies():
+    g = np.arange(6.0)
+    (dx,) = kreshape.ReshapeGrad({})(np.empty((0, 2, 3)), g)
+    assert np.shares_memory(dx, g) and dx.shape == (2, 3)
+    strided = np.arange(12.0)[::2]
+    (dx,) = kreshape.ReshapeGrad({})(np.empty((0, 3, 2)), strided)
+    assert not np.shares_memory(dx, strided)
+    np.testing.assert_array_equal(dx, strided.reshape(3, 2))
+    readonly = np.arange(6.0)
+    readonly.flags.writeable = False
+    (dx,) = kreshape.ReshapeGrad({})(np.empty((0, 6)), readonly)
+    np.testing.assert_array_equal(dx, readonly)
+
+
+@pytest.mark.parametrize("args, error, match", [
+    ((np.empty((0, 2, 3)), np.ones(5)), ValueError,
+     r"reshape2_grad: Out@GRAD of shape \[5\] \(5 elements\) does not fit X's shape \[2, 3\]"),
+    ((np.empty((0, 6), "float32"), np.ones(6)), TypeError,
+     r"Out@GRAD is float64 but X \(XShape\) is float32"),
+    ((np.empty((0, 6), "int32"), np.ones(6, "int32")), TypeError,
+     r"Out@GRAD has dtype int32; supported: float32, float64"),
+    ((np.empty(()), np.ones(1)), ValueError, r"XShape must be \[0\] \+ X.dims"),
+    (([0, 6], np.ones(6)), TypeError, r"input 'XShape' must be a dense tensor"),
+    ((np.empty((0, 6)), [1.0] * 6), TypeError, r"input 'Out@GRAD' must be a dense tensor"),
+])
+def test_reshape_grad_kernel_bad_inputs(args, error, match):
+    with pytest.raises(error, match=match):
+        kreshape.ReshapeGrad({})(*args)
+
+
+def test_reshape_grad_kernel_copies_for_a_persistable_gradient():
+    prog, op = build_op("reshape2_grad", {"XShape": ([0, 2, 3], "float32"),
+                                          "Out@GRAD": ([6], "float32")},
+                        outputs={"X@GRAD": 1}, attrs={"shape": [6]})
+    prog.global_block().var("x@grad_out_0").persistable = True
+    kernel = kreshape.ReshapeGrad({}, types.SimpleNamespace(op=op))
+    g = np.arange(6, dtype="float32")
+    (dx,) = kernel(np.empty((0, 2, 3), "float32"), g)
+    assert not np.shares_memory(dx, g)
+    np.testing.assert_array_equal(dx, g.reshape(2, 3))

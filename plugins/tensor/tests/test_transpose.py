@@ -128,3 +128,100 @@ def test_transpose2_output_is_new_and_contiguous():
 def test_transpose2_direct_bad_inputs(axis, x, error, match):
     with pytest.raises(error, match=match):
         ktranspose.Transpose2({"axis": axis})(x)
+
+
+# == gradients =================================================================================
+
+from headrace.ops.grad import GradContext  # noqa: E402
+from headrace.testing import check_grad  # noqa: E402
+
+
+@pytest.mark.parametrize("shape, axis", [
+    ((3, 4), [1, 0]),
+    ((3, 4), [0, 1]),
+    ((3, 4), [-1, -2]),
+    ((2, 3, 4), [2, 0, 1]),
+    ((2, 3, 4), [0, 2, 1]),
+    ((2, 3, 4), [-1, 0, -2]),
+    ((2, 3, 2, 3), [0, 2, 3, 1]),
+    ((2, 3, 2, 3), [3, 1, 0, 2]),
+    ((2, 1, 3, 2), [-1, -2, -3, -4]),
+])
+def test_transpose2_gradient(shape, axis):
+    x = np.random.default_rng(0).standard_normal(shape)
+    check_grad("transpose2", {"X": x}, wrt=["X"], attrs={"axis": axis})
+
+
+def test_gradient_reads_xshape_not_x():
+    prog, op = build_op("transpose2", {"X": ([3, 4, 5], "float32")}, attrs={"axis": [2, 0, 1]})
+    (spec,) = op.opdef.grad(GradContext(op, {"x_0"}, {"out_out_0@GRAD"}))
+    assert spec.type == "transpose2_grad"
+    assert spec.inputs == {"XShape": op.output("XShape"), "Out@GRAD": ["out_out_0@GRAD"]}
+    assert spec.outputs == {"X@GRAD": ["x_0@GRAD"]}
+    assert spec.attrs["axis"] == [2, 0, 1]
+
+
+@pytest.mark.parametrize("xshape, dout, axis, expected", [
+    ([0, 2, 3, 4], [4, 2, 3], [2, 0, 1], (2, 3, 4)),
+    ([0, 2, 3, 4], [4, 2, 3], [-1, 0, -2], (2, 3, 4)),
+    ([0, -1, 3], [3, -1], [1, 0], (-1, 3)),
+    ([0, 5], [5], [0], (5,)),
+])
+def test_transpose2_grad_shape_rule(xshape, dout, axis, expected):
+    out = infer_shapes("transpose2_grad", {"XShape": (xshape, "float64"),
+                                           "Out@GRAD": (dout, "float64")},
+                       outputs={"X@GRAD": 1}, attrs={"axis": axis})
+    assert out["X@GRAD"] == [(expected, "float64")]
+
+
+@pytest.mark.parametrize("xshape, dout, axis, match", [
+    ([0, 2, 3], [2, 3], [1, 0], r"must have the shape of Out(.|\n)*shape \[3, 2\]"),
+    ([0, 2, 3], [3, 2], [1, 0, 2], r"one entry per dim of X \(XShape\[1:\]\)"),
+    ([0, 2, 3], [3, 2], [1, 1], r"not a permutation"),
+    ([0, 2, 3], [3, 2, 1], [1, 0], r"must have the shape of Out"),
+])
+def test_transpose2_grad_shape_rule_errors(xshape, dout, axis, match):
+    with pytest.raises(ShapeError, match=match):
+        infer_shapes("transpose2_grad", {"XShape": (xshape, "float32"),
+                                         "Out@GRAD": (dout, "float32")},
+                     outputs={"X@GRAD": 1}, attrs={"axis": axis})
+
+
+@pytest.mark.parametrize("shape, axis", [
+    ((5, 7), [1, 0]), ((67, 45), [1, 0]), ((3, 40, 33), [0, 2, 1]), ((2, 3, 4, 5), [0, 2, 3, 1]),
+    ((2, 3, 4, 5), [3, 1, 0, 2]), ((2, 1, 4, 1), [3, 2, 1, 0]), ((2, 3, 4), [-1, 0, -2]),
+    ((3, 0, 2), [2, 1, 0]), ((7,), [0]),
+])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_transpose2_grad_kernel(shape, axis, dtype):
+    out_shape = np.empty(shape).transpose(axis).shape
+    g = np.arange(int(np.prod(shape)), dtype=dtype).reshape(out_shape)
+    check_op("transpose2_grad", {"XShape": np.empty((0,) + shape, dtype), "Out@GRAD": g},
+             {"X@GRAD": np.transpose(g, np.argsort([a % len(shape) for a in axis]))},
+             attrs={"axis": axis})
+
+
+def test_transpose2_grad_kernel_strided_and_read_only():
+    g = np.arange(120.0).reshape(4, 5, 6)[:, :, ::2]  # Out@GRAD of X [3, 4, 5], axis [1, 2, 0]
+    g.flags.writeable = False
+    (dx,) = ktranspose.Transpose2Grad({"axis": [1, 2, 0]})(np.empty((0, 3, 4, 5)), g)
+    np.testing.assert_array_equal(dx, g.transpose(2, 0, 1))
+    assert dx.flags.c_contiguous
+
+
+@pytest.mark.parametrize("axis, xshape, dout, error, match", [
+    ([1, 0], np.empty((0, 2, 3)), np.ones((2, 3)), ValueError,
+     r"Out@GRAD has shape \[2, 3\], expected Out's shape \[3, 2\]"),
+    ([1, 0, 2], np.empty((0, 2, 3)), np.ones((3, 2)), ValueError, r"needs one entry per dim"),
+    ([0, 0], np.empty((0, 2, 3)), np.ones((2, 3)), ValueError, r"is not a permutation"),
+    ([1, 0], np.empty((0, 2, 3), "float32"), np.ones((3, 2)), TypeError,
+     r"Out@GRAD is float64 but X \(XShape\) is float32"),
+    ([1, 0], np.empty((0, 2, 3), "int64"), np.ones((3, 2), "int64"), TypeError,
+     r"Out@GRAD has dtype int64; supported: float32, float64"),
+    ([], np.empty(()), np.ones(()), ValueError, r"XShape must be \[0\] \+ X.dims"),
+    ([0], "x", np.ones(2), TypeError, r"input 'XShape' must be a dense tensor"),
+    ([0], np.empty((0, 2)), None, TypeError, r"input 'Out@GRAD' must be a dense tensor"),
+])
+def test_transpose2_grad_direct_bad_inputs(axis, xshape, dout, error, match):
+    with pytest.raises(error, match=match):
+        ktranspose.Transpose2Grad({"axis": axis})(xshape, dout)

@@ -111,6 +111,8 @@ def grad_of(fwd, uses=("X",), grads=None, infer=None, doc=None, attrs=None):
             if ctx.output(o):
                 ins[grad_name(o)] = ctx.output_grad(o)
         outs = {grad_name(g): ctx.input_grad(g) for g in grads if ctx.wants(g)}
+        if not outs:
+            return []  # no input of this op needs its gradient
         return [GradOp(grad_def.type, ins, outs, dict(ctx.attrs))]
 
     fwd.grad = maker

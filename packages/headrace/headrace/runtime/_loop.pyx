@@ -67,6 +67,9 @@ def run(list instrs, list values, dict lods):
                 else:
                     res = ins.fn(*[values[<Py_ssize_t>x] for x in ids])
                 outs = ins.out_ids
+                if len(res) != len(outs):
+                    raise ValueError(f"the kernel returned {len(res)} outputs, the op "
+                                     f"definition has {len(outs)} output slots")
                 for j in range(len(outs)):
                     i = <Py_ssize_t>outs[j]
                     if i > 0:
@@ -74,12 +77,18 @@ def run(list instrs, list values, dict lods):
             else:
                 res = ins.fn(*[_gather(values, x) for x in ids])
                 outs = ins.out_ids
+                if len(res) != len(outs):
+                    raise ValueError(f"the kernel returned {len(res)} outputs, the op "
+                                     f"definition has {len(outs)} output slots")
                 for j in range(len(outs)):
                     o = outs[j]
                     if type(o) is int:
                         if <Py_ssize_t>o > 0:
                             values[<Py_ssize_t>o] = res[j]
                     else:
+                        if len(res[j]) != len(<tuple>o):
+                            raise ValueError(f"the kernel returned {len(res[j])} values for "
+                                             f"a slot bound to {len(<tuple>o)} variables")
                         for n, x in enumerate(res[j]):
                             i = <Py_ssize_t>(<tuple>o)[n]
                             if i > 0:  # @EMPTY@ entries of a duplicable output are -1

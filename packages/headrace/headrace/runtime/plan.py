@@ -60,12 +60,13 @@ class KernelInfo:
         self.place = place
         self.device = place.module()
         block = op.block
-        self.in_dtypes = {s: [block.var_recursive(n).dtype for n in ns]
-                          for s, ns in op.inputs.items()}
-        self.out_dtypes = {s: [block.var_recursive(n).dtype for n in ns]
-                           for s, ns in op.outputs.items()}
-        self.out_shapes = {s: [block.var_recursive(n).shape for n in ns]
-                           for s, ns in op.outputs.items()}
+
+        def meta(names, field):  # None for @EMPTY@ (an unwanted gradient has no variable)
+            return [None if n == EMPTY else getattr(block.var_recursive(n), field)
+                    for n in names]
+        self.in_dtypes = {s: meta(ns, "dtype") for s, ns in op.inputs.items()}
+        self.out_dtypes = {s: meta(ns, "dtype") for s, ns in op.outputs.items()}
+        self.out_shapes = {s: meta(ns, "shape") for s, ns in op.outputs.items()}
         self.seed = self._seed(op, attrs)
 
     @staticmethod

@@ -1,4 +1,5 @@
-"""Helpers the tensor op modules share: dtype enum attributes and shapes given by tensors.
+"""Helpers the tensor op modules share: dtype enum attributes, shapes given by tensors, and the
+shape rule of the grad ops that read XShape.
 
 A private module (leading underscore): the plugin's auto-registration skips it.
 """
@@ -8,7 +9,7 @@ from headrace.ops.shape import numel
 
 __all__ = ["ELEMENT_DTYPES", "FLOAT_DTYPES", "INT_INDEX_DTYPES", "NUMERIC_DTYPES",
            "dtype_attr", "enum_name", "shape_tensor_inputs", "shape_from_inputs",
-           "expect_one_element", "TENSOR_KINDS", "expect_kind"]
+           "expect_one_element", "TENSOR_KINDS", "expect_kind", "infer_from_xshape"]
 
 # size_t is a wire enum value but no element type a tensor op produces.
 ELEMENT_DTYPES = tuple(n for n in dt.DTYPES if n != "size_t")
@@ -110,3 +111,18 @@ def shape_from_inputs(ctx, attr_name="shape"):
         ctx.fail(f"attribute '{attr_name}' has negative dims and no shape tensor gives them",
                  expected="dims >= 0", found=f"{attr_name}={attr}")
     return attr
+
+
+def infer_from_xshape(ctx):
+    """Shape rule of reshape2_grad / flatten_contiguous_range_grad (also transpose2_grad's
+    base): X@GRAD has the shape XShape[1:] and the dtype and LoD level of Out@GRAD."""
+    xshape, dout = ctx.input("XShape"), ctx.input("Out@GRAD")
+    if xshape.rank == 0:
+        ctx.fail(f"input 'XShape' ({xshape.name}) must be [0] + X.dims (rank >= 1)",
+                 expected="rank >= 1", found="shape []")
+    if xshape.dtype is not None and dout.dtype is not None and xshape.dtype != dout.dtype:
+        ctx.fail(f"input 'Out@GRAD' ({dout.name}) must have the dtype of X (XShape "
+                 f"{xshape.name})", expected=xshape.dtype, found=dout.dtype)
+    x_dims = list(xshape.shape[1:])
+    ctx.set_output("X@GRAD", x_dims, dout.dtype, dout.lod_level)
+    return x_dims

@@ -1,5 +1,6 @@
 """assign: Out = a copy of X (a tensor, a tensor array or selected rows)."""
 from headrace.ops import In, OpDef, Out
+from headrace.ops.grad import GradOp
 
 from ._common import TENSOR_KINDS, expect_kind
 
@@ -20,3 +21,13 @@ assign = OpDef(
 )
 
 OPS = [assign]
+
+
+def _assign_grad(ctx):
+    # Out = X, so X@GRAD = Out@GRAD: another assign (a copy, as the forward op makes one).
+    if not ctx.wants("X"):
+        return []
+    return [GradOp("assign", {"X": ctx.output_grad("Out")}, {"Out": ctx.input_grad("X")}, {})]
+
+
+assign.grad = _assign_grad

@@ -1,5 +1,6 @@
 """cast: Out = X converted to out_dtype."""
 from headrace.ops import In, OpDef, Out
+from headrace.ops.grad import GradOp
 
 from ._common import dtype_attr, enum_name, expect_kind
 
@@ -29,3 +30,16 @@ cast = OpDef(
 )
 
 OPS = [cast]
+
+
+def _cast_grad(ctx):
+    # Out = X converted element-wise, so X@GRAD = Out@GRAD converted back: a cast from
+    # out_dtype to in_dtype (Paddle's cast_grad). A conversion to or from a non-float type has
+    # a zero derivative wherever it has one; the cast back still gives X@GRAD X's dtype.
+    if not ctx.wants("X"):
+        return []
+    return [GradOp("cast", {"X": ctx.output_grad("Out")}, {"Out": ctx.input_grad("X")},
+                   {"in_dtype": ctx.attrs["out_dtype"], "out_dtype": ctx.attrs["in_dtype"]})]
+
+
+cast.grad = _cast_grad

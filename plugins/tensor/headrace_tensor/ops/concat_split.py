@@ -1,5 +1,6 @@
 """concat and split along one axis; each is the other's gradient."""
 from headrace.ops import Attr, In, OpDef, Out
+from headrace.ops.grad import EMPTY, GradOp, grad_of
 from headrace.ops.shape import dim_eq, merge_dim, normalize_axis
 
 from ._common import INT_INDEX_DTYPES, expect_one_element
@@ -150,4 +151,49 @@ split = OpDef(
         "sections. The gradient is concat of the pieces' gradients.",
 )
 
-OPS = [concat, split]
+
+def _infer_concat_grad(ctx):
+    # X@GRAD[i] takes the shape of X[i] (X is read for its shapes only), the dtype and LoD
+    # level of X[i]; Out@GRAD must look like Out: X's rank and dtype.
+    xs, dout = ctx.inputs("X"), ctx.input("Out@GRAD")
+    if ctx.has_input("AxisTensor"):
+        expect_one_element(ctx, ctx.input("AxisTensor"), "AxisTensor")
+    n = ctx.num_outputs("X@GRAD")
+    if n and n != len(xs):
+        ctx.fail("output slot 'X@GRAD' must hold one variable per input 'X' (@EMPTY@ where a "
+                 "gradient is not wanted)", expected=f"{len(xs)} variables", found=f"{n}")
+    for i, x in enumerate(xs):
+        if dout.rank != x.rank:
+            ctx.fail(f"input 'Out@GRAD' ({dout.name}) must have the rank of the inputs 'X'",
+                     expected=f"rank {x.rank} ({x.name} {list(x.shape)})",
+                     found=f"rank {dout.rank} (shape {list(dout.shape)})")
+        if x.dtype is not None and dout.dtype is not None and x.dtype != dout.dtype:
+            ctx.fail(f"input 'Out@GRAD' ({dout.name}) must have the dtype of the inputs 'X'",
+                     expected=f"{x.dtype} ({x.name})", found=dout.dtype)
+        if i < n:
+            ctx.set_output_like("X@GRAD", x, index=i)
+
+
+# concat_grad(X, AxisTensor, Out@GRAD) -> X@GRAD (Paddle's): each X@GRAD[i] is the slice of
+# Out@GRAD that X[i] filled. X is read for its shapes at run time, which a split with sections
+# fixed when the program is built could not do when a dim is unknown (-1) then.
+concat_grad = grad_of(
+    concat, uses=["X", "AxisTensor"], grads=["X"], infer=_infer_concat_grad,
+    doc="Gradient of concat: X@GRAD[i] = the slice of Out@GRAD along axis that X[i] filled "
+        "(X is read for its shapes only); @EMPTY@ entries are skipped.")
+
+
+def _split_grad(ctx):
+    # The pieces tile X along axis, so X@GRAD is the pieces' gradients joined again: a concat
+    # (gradients of pieces that do not reach the loss are zero-filled by the backward pass).
+    if not ctx.wants("X"):
+        return []
+    ins = {"X": ctx.output_grad("Out")}
+    if ctx.input("AxisTensor"):
+        ins["AxisTensor"] = ctx.input("AxisTensor")
+    return [GradOp("concat", ins, {"Out": ctx.input_grad("X")}, {"axis": ctx.attrs["axis"]})]
+
+
+split.grad = _split_grad
+
+OPS = [concat, split, concat_grad]

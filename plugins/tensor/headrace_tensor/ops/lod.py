@@ -1,5 +1,6 @@
 """lod_reset: the same data with a new LoD (level-of-detail sequence offsets)."""
 from headrace.ops import Attr, In, OpDef, Out
+from headrace.ops.grad import GradOp
 
 from ._common import INT_INDEX_DTYPES
 
@@ -56,3 +57,14 @@ lod_reset = OpDef(
 )
 
 OPS = [lod_reset]
+
+
+def _lod_reset_grad(ctx):
+    # The data passes through unchanged (only the LoD differs), so X@GRAD = Out@GRAD; Y gives
+    # offsets only and gets no gradient.
+    if not ctx.wants("X"):
+        return []
+    return [GradOp("assign", {"X": ctx.output_grad("Out")}, {"Out": ctx.input_grad("X")}, {})]
+
+
+lod_reset.grad = _lod_reset_grad

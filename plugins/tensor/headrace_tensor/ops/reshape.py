@@ -4,9 +4,10 @@ Both write XShape = [0] + X.dims, an intermediate whose only use is to carry X's
 backward pass without keeping X alive (its data is never allocated).
 """
 from headrace.ops import Attr, In, OpDef, Out
+from headrace.ops.grad import grad_of
 from headrace.ops.shape import normalize_axis, numel
 
-from ._common import INT_INDEX_DTYPES, expect_one_element
+from ._common import INT_INDEX_DTYPES, expect_one_element, infer_from_xshape
 
 
 def _set_xshape(ctx, x):
@@ -156,4 +157,26 @@ flatten_contiguous_range = OpDef(
         "(Paddle 2's paddle.flatten). The gradient reads XShape.",
 )
 
-OPS = [reshape2, flatten_contiguous_range]
+
+def _infer_reshape_grad(ctx):
+    x_dims = infer_from_xshape(ctx)
+    dout = ctx.input("Out@GRAD")
+    n_x, n_out = numel(x_dims), numel(dout.shape)
+    if n_x >= 0 and n_out >= 0 and n_x != n_out:
+        ctx.fail(f"input 'Out@GRAD' ({dout.name}) must hold as many elements as X (XShape "
+                 f"{ctx.input('XShape').name} gives X.dims = {x_dims})",
+                 expected=f"{n_x} elements", found=f"{n_out} (shape {list(dout.shape)})")
+
+
+_GRAD_DOC = ("Gradient of {op}: X@GRAD = Out@GRAD with the shape of X, read from XShape "
+             "([0] + X.dims), so X itself need not be kept for the backward pass.")
+
+# reshape2_grad(XShape, Out@GRAD) -> X@GRAD; the shape inputs (Shape, ShapeTensor) are
+# integers and get no gradient.
+reshape2_grad = grad_of(reshape2, uses=["XShape"], grads=["X"], infer=_infer_reshape_grad,
+                        doc=_GRAD_DOC.format(op="reshape2"))
+flatten_contiguous_range_grad = grad_of(
+    flatten_contiguous_range, uses=["XShape"], grads=["X"], infer=_infer_reshape_grad,
+    doc=_GRAD_DOC.format(op="flatten_contiguous_range"))
+
+OPS = [reshape2, flatten_contiguous_range, reshape2_grad, flatten_contiguous_range_grad]

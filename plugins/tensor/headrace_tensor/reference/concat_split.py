@@ -1,4 +1,4 @@
-"""References and samples: concat, split."""
+"""References and samples: concat, split, concat_grad."""
 import numpy as np
 
 from ._util import data, int_tensor
@@ -57,5 +57,29 @@ def sample_split(rng, dtype):
     return {"X": x}, {"axis": axis, "sections": sections}
 
 
-REFERENCES = {"concat": concat, "split": split}
-SAMPLES = {"concat": sample_concat, "split": sample_split}
+def concat_grad(inputs, attrs):
+    """Out@GRAD cut along axis into the sizes of the inputs X."""
+    xs = [data(x) for x in inputs["X"]]
+    g = data(inputs["Out@GRAD"])
+    axis = attrs.get("axis", 0)
+    if inputs.get("AxisTensor") is not None:
+        axis = int(data(inputs["AxisTensor"]).reshape(-1)[0])
+    axis = axis + g.ndim if axis < 0 else axis
+    assert 0 <= axis < g.ndim
+    for x in xs:
+        assert x.ndim == g.ndim and x.dtype == g.dtype, (x.shape, x.dtype, g.shape, g.dtype)
+        assert x.shape[:axis] + x.shape[axis + 1:] == g.shape[:axis] + g.shape[axis + 1:]
+    sizes = [x.shape[axis] for x in xs]
+    assert sum(sizes) == g.shape[axis], (sizes, g.shape)
+    return {"X@GRAD": np.split(g, np.cumsum(sizes)[:-1], axis=axis)}
+
+
+def sample_concat_grad(rng, dtype):
+    inputs, attrs = sample_concat(rng, dtype)
+    out = concat(inputs, attrs)["Out"]
+    inputs["Out@GRAD"] = rng.standard_normal(out.shape).astype(dtype)
+    return inputs, attrs
+
+
+REFERENCES = {"concat": concat, "split": split, "concat_grad": concat_grad}
+SAMPLES = {"concat": sample_concat, "split": sample_split, "concat_grad": sample_concat_grad}

@@ -1,4 +1,4 @@
-"""References and samples: reshape2, flatten_contiguous_range."""
+"""References and samples: reshape2, flatten_contiguous_range and their grad ops."""
 import math
 
 import numpy as np
@@ -58,6 +58,32 @@ def sample_flatten_contiguous_range(rng, dtype):
     return {"X": x}, {"start_axis": start, "stop_axis": stop}
 
 
-REFERENCES = {"reshape2": reshape2, "flatten_contiguous_range": flatten_contiguous_range}
+def reshape_grad(inputs, attrs):
+    """reshape2_grad / flatten_contiguous_range_grad: Out@GRAD with X's shape (XShape[1:])."""
+    x_shape = data(inputs["XShape"]).shape[1:]
+    return {"X@GRAD": data(inputs["Out@GRAD"]).reshape(x_shape)}
+
+
+def sample_reshape2_grad(rng, dtype):
+    inputs, attrs = sample_reshape2(rng, dtype)
+    x = inputs["X"]
+    out_shape = reshape2(inputs, attrs)["Out"].shape
+    shape = list(out_shape) if rng.random() < 0.5 else list(attrs["shape"])
+    return ({"XShape": np.empty((0,) + x.shape, dtype),
+             "Out@GRAD": rng.standard_normal(out_shape).astype(dtype)}, {"shape": shape})
+
+
+def sample_flatten_contiguous_range_grad(rng, dtype):
+    inputs, attrs = sample_flatten_contiguous_range(rng, dtype)
+    x = inputs["X"]
+    out_shape = flatten_contiguous_range(inputs, attrs)["Out"].shape
+    return ({"XShape": np.empty((0,) + x.shape, dtype),
+             "Out@GRAD": rng.standard_normal(out_shape).astype(dtype)}, attrs)
+
+
+REFERENCES = {"reshape2": reshape2, "flatten_contiguous_range": flatten_contiguous_range,
+              "reshape2_grad": reshape_grad, "flatten_contiguous_range_grad": reshape_grad}
 SAMPLES = {"reshape2": sample_reshape2,
-           "flatten_contiguous_range": sample_flatten_contiguous_range}
+           "flatten_contiguous_range": sample_flatten_contiguous_range,
+           "reshape2_grad": sample_reshape2_grad,
+           "flatten_contiguous_range_grad": sample_flatten_contiguous_range_grad}

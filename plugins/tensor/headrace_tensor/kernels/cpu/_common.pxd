@@ -159,7 +159,7 @@ cdef inline bint any_persistable(object info, tuple slots):
     for slot in slots:
         for names in (op.inputs.get(slot, ()), op.outputs.get(slot, ())):
             for n in names:
-                if block.var_recursive(n).persistable:
+                if n != "@EMPTY@" and block.var_recursive(n).persistable:
                     return True
     return False
 

@@ -6,8 +6,12 @@ axis) of contiguous bytes; each input of concat contributes one run of bytes to 
 row, and each piece of split takes one run from each input row. So both are a loop of memcpy
 over rows, whatever the rank or dtype. split returns new arrays rather than views: its pieces
 are separate variables that may be updated in place on their own.
+
+concat_grad is a split of Out@GRAD into the pieces the inputs X filled (their sizes read from
+X at run time); split's gradient is a concat op.
 """
 cimport numpy as cnp
+import numpy as np
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.string cimport memcpy
 from ._common cimport as_array, dtype_name, empty, norm_axis, one_int, ints_of_list, \
@@ -38,12 +42,42 @@ cdef void _gather(char* out, const char** srcs, const Py_ssize_t* runs, Py_ssize
 
 cdef void _scatter(const char* x, char** dsts, const Py_ssize_t* runs, Py_ssize_t n,
                    Py_ssize_t outer) noexcept nogil:
-    """Row by row, hand each destination its run: split."""
+    """Row by row, hand each destination its run: split (and concat_grad). A NULL destination
+    is skipped (a gradient nobody wants)."""
     cdef Py_ssize_t o, i
     for o in range(outer):
         for i in range(n):
-            memcpy(dsts[i] + o * runs[i], x, runs[i])
+            if dsts[i] != NULL:
+                memcpy(dsts[i] + o * runs[i], x, runs[i])
             x += runs[i]
+
+
+cdef list scatter(cnp.ndarray a, tuple shape, int ax, list sizes, list wanted, str op):
+    """The pieces of ``a`` (contiguous, dims ``shape``) along ``ax`` with the given sizes, as
+    new arrays; None for a piece whose ``wanted`` entry is false."""
+    cdef Py_ssize_t n = len(sizes), i
+    outs = [empty(shape[:ax] + (s,) + shape[ax + 1:], cnp.PyArray_TYPE(a)) if w else None
+            for s, w in zip(sizes, wanted)]
+    cdef Py_ssize_t outer = _prod(shape[:ax])
+    cdef Py_ssize_t row = _prod(shape[ax + 1:]) * cnp.PyArray_ITEMSIZE(a)
+    if cnp.PyArray_SIZE(a) == 0 or n == 0:
+        return outs
+    cdef char** dsts = <char**>PyMem_Malloc(n * sizeof(char*))
+    cdef Py_ssize_t* runs = <Py_ssize_t*>PyMem_Malloc(n * sizeof(Py_ssize_t))
+    if dsts == NULL or runs == NULL:
+        PyMem_Free(dsts)
+        PyMem_Free(runs)
+        raise MemoryError(f"{op}: no memory for the output table")
+    try:
+        for i in range(n):
+            dsts[i] = NULL if outs[i] is None else <char*>cnp.PyArray_DATA(<cnp.ndarray>outs[i])
+            runs[i] = <Py_ssize_t>sizes[i] * row
+        with nogil:
+            _scatter(<const char*>cnp.PyArray_DATA(a), dsts, runs, n, outer)
+    finally:
+        PyMem_Free(dsts)
+        PyMem_Free(runs)
+    return outs
 
 
 cdef class Concat:
@@ -147,30 +181,72 @@ cdef class Split:
         if sections_list:
             sections = ints_of_list(sections_list, "split", "SectionsTensorList")
         cdef list sizes = self.sizes(shape[ax], sections)
-        cdef Py_ssize_t n = len(sizes), i
+        cdef Py_ssize_t n = len(sizes)
         if self.n_out is not None and n != self.n_out:
             raise ValueError(f"split: {n} pieces for {self.n_out} output variables")
-        outs = [empty(shape[:ax] + (s,) + shape[ax + 1:], cnp.PyArray_TYPE(a)) for s in sizes]
-        cdef Py_ssize_t outer = _prod(shape[:ax])
-        cdef Py_ssize_t row = _prod(shape[ax + 1:]) * cnp.PyArray_ITEMSIZE(a)
-        if cnp.PyArray_SIZE(a) == 0:
-            return (outs,)
-        cdef char** dsts = <char**>PyMem_Malloc(n * sizeof(char*))
-        cdef Py_ssize_t* runs = <Py_ssize_t*>PyMem_Malloc(n * sizeof(Py_ssize_t))
-        if dsts == NULL or runs == NULL:
-            PyMem_Free(dsts)
-            PyMem_Free(runs)
-            raise MemoryError("split: no memory for the output table")
-        try:
-            for i in range(n):
-                dsts[i] = <char*>cnp.PyArray_DATA(<cnp.ndarray>outs[i])
-                runs[i] = <Py_ssize_t>sizes[i] * row
-            with nogil:
-                _scatter(<const char*>cnp.PyArray_DATA(a), dsts, runs, n, outer)
-        finally:
-            PyMem_Free(dsts)
-            PyMem_Free(runs)
-        return (outs,)
+        return (scatter(a, shape, ax, sizes, [True] * n, "split"),)
 
 
-KERNELS = [("concat", Concat, ALL_DTYPES), ("split", Split, ALL_DTYPES)]
+GRAD_DTYPES = ("float32", "float64")
+
+
+cdef class ConcatGrad:
+    """concat_grad: (X, AxisTensor, Out@GRAD) -> (X@GRAD,). X@GRAD[i] = the slice of Out@GRAD
+    along axis that X[i] filled; X is read for its shapes only. Entries of X@GRAD bound to
+    @EMPTY@ (gradients nobody wants) are not computed (None)."""
+    cdef int axis
+    cdef object wanted  # per X: whether its gradient is bound (None without an op)
+
+    def __init__(self, dict attrs, info=None):
+        self.axis = attrs["axis"]
+        if info is None:
+            self.wanted = None
+        else:
+            self.wanted = [n != "@EMPTY@" for n in info.op.outputs.get("X@GRAD", ())]
+
+    def __call__(self, xs, axis_tensor, dout):
+        if not isinstance(xs, list) or not xs:
+            raise ValueError("concat_grad: X must be a non-empty list of tensors")
+        cdef cnp.ndarray g = as_array(dout, "concat_grad", "Out@GRAD")
+        if dtype_name(g) not in GRAD_DTYPES:
+            raise TypeError(f"concat_grad: Out@GRAD has dtype {dtype_name(g)}; supported: "
+                            f"{', '.join(GRAD_DTYPES)}")
+        cdef tuple gshape = shape_of(g)
+        cdef int rank = len(gshape)
+        if rank == 0:
+            raise ValueError("concat_grad: Out@GRAD is 0-D; concat needs at least one dim")
+        axis = one_int(axis_tensor, "concat_grad", "AxisTensor") if axis_tensor is not None \
+            else self.axis
+        cdef int ax = norm_axis(axis, rank, "concat_grad")
+        cdef Py_ssize_t n = len(xs), i, total = 0
+        wanted = [True] * n if self.wanted is None else self.wanted
+        if self.wanted is not None and len(wanted) not in (0, n):
+            raise ValueError(f"concat_grad: {len(wanted)} X@GRAD variables for {n} inputs X")
+        cdef cnp.ndarray a
+        sizes = []
+        for i in range(n):
+            # Only the shape and dtype of X[i] are used: no copy of a non-contiguous X.
+            x = xs[i]
+            if not isinstance(x, np.ndarray):
+                raise TypeError(f"concat_grad: input 'X[{i}]' must be a dense tensor (a NumPy "
+                                f"array on the CPU), got {type(x).__name__}")
+            a = <cnp.ndarray>x
+            s = tuple(x.shape)
+            if typenum(a) != typenum(g):
+                raise TypeError(f"concat_grad: X[{i}] is {dtype_name(a)} but Out@GRAD is "
+                                f"{dtype_name(g)}")
+            if len(s) != rank or s[:ax] != gshape[:ax] or s[ax + 1:] != gshape[ax + 1:]:
+                raise ValueError(f"concat_grad: X[{i}] has shape {list(s)}, which does not fit "
+                                 f"Out@GRAD's {list(gshape)} outside axis {ax}")
+            sizes.append(s[ax])
+            total += s[ax]
+        if total != gshape[ax]:
+            raise ValueError(f"concat_grad: the inputs X hold {total} entries along axis {ax}, "
+                             f"but Out@GRAD has {gshape[ax]} (shape {list(gshape)})")
+        if not wanted:  # X@GRAD unbound: nothing to compute
+            return ([],)
+        return (scatter(g, gshape, ax, sizes, list(wanted), "concat_grad"),)
+
+
+KERNELS = [("concat", Concat, ALL_DTYPES), ("split", Split, ALL_DTYPES),
+           ("concat_grad", ConcatGrad, GRAD_DTYPES)]

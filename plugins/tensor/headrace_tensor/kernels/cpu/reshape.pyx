@@ -11,10 +11,13 @@ non-contiguous X is made contiguous first (that copy is then the result's own da
 
 XShape is a placeholder with shape [0] + X.dims and X's dtype and no data: only its shape is
 read (by the backward pass).
+
+reshape2_grad and flatten_contiguous_range_grad are one kernel: X@GRAD = Out@GRAD with the
+shape XShape[1:], a view by the same rules.
 """
 cimport numpy as cnp
-from ._common cimport (any_persistable, as_array, int_values, ints_of_list, norm_axis,
-                       shape_of, xshape_of)
+from ._common cimport (any_persistable, as_array, dtype_name, int_values, ints_of_list,
+                       norm_axis, shape_of, typenum, xshape_of)
 
 cnp.import_array()
 
@@ -119,7 +122,47 @@ cdef class FlattenContiguousRange:
         return (reshaped(a, x, out, self.own), xshape_of(a))
 
 
+GRAD_DTYPES = ("float32", "float64")
+
+
+cdef tuple x_dims_of(object xshape, cnp.ndarray dout, str op):
+    """X.dims from XShape ([0] + X.dims), after checking XShape against Out@GRAD: a float32 or
+    float64 dtype shared by both, rank >= 1."""
+    cdef cnp.ndarray xs = as_array(xshape, op, "XShape")
+    if cnp.PyArray_NDIM(xs) == 0:
+        raise ValueError(f"{op}: XShape must be [0] + X.dims (rank >= 1), got a 0-D tensor")
+    if dtype_name(dout) not in GRAD_DTYPES:
+        raise TypeError(f"{op}: Out@GRAD has dtype {dtype_name(dout)}; supported: "
+                        f"{', '.join(GRAD_DTYPES)}")
+    if typenum(xs) != typenum(dout):
+        raise TypeError(f"{op}: Out@GRAD is {dtype_name(dout)} but X (XShape) is "
+                        f"{dtype_name(xs)}")
+    return shape_of(xs)[1:]
+
+
+cdef class ReshapeGrad:
+    """reshape2_grad / flatten_contiguous_range_grad: (XShape, Out@GRAD) -> (X@GRAD,), where
+    X@GRAD = Out@GRAD (same elements, row-major) with the shape XShape[1:]."""
+    cdef str op
+    cdef bint own
+
+    def __init__(self, dict attrs, info=None, op="reshape2_grad"):
+        self.op = info.op.type if info is not None else op
+        self.own = any_persistable(info, ("Out@GRAD", "X@GRAD"))
+
+    def __call__(self, xshape, dout):
+        cdef cnp.ndarray g = as_array(dout, self.op, "Out@GRAD")
+        cdef tuple xdims = x_dims_of(xshape, g, self.op)
+        if _prod(xdims) != cnp.PyArray_SIZE(g):
+            raise ValueError(f"{self.op}: Out@GRAD of shape {list(shape_of(g))} "
+                             f"({cnp.PyArray_SIZE(g)} elements) does not fit X's shape "
+                             f"{list(xdims)} ({_prod(xdims)} elements, from XShape)")
+        return (reshaped(g, dout, xdims, self.own),)
+
+
 KERNELS = [
     ("reshape2", Reshape2, ALL_DTYPES),
     ("flatten_contiguous_range", FlattenContiguousRange, ALL_DTYPES),
+    ("reshape2_grad", ReshapeGrad, GRAD_DTYPES),
+    ("flatten_contiguous_range_grad", ReshapeGrad, GRAD_DTYPES),
 ]

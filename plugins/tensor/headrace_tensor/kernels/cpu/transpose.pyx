@@ -9,11 +9,13 @@ Then:
 - a swap of the last two dims behind untouched leading ones (2-D transpose, batched or not):
   cache-blocked tiles, so both the reads and the writes stay within a few cache lines;
 - anything else: an odometer over the output's outer dims with a strided inner row.
+
+transpose2_grad is the same copy by the inverse permutation.
 """
 cimport numpy as cnp
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
-from ._common cimport as_array, empty, shape_of, xshape_of
+from ._common cimport as_array, dtype_name, empty, shape_of, typenum, xshape_of
 
 cnp.import_array()
 
@@ -159,6 +161,32 @@ cdef int _run(int size, const void* x, void* y, list dims, list perm) except -1:
     return 0
 
 
+cdef cnp.ndarray transposed(cnp.ndarray a, tuple shape, list perm, str op):
+    """A new contiguous array: ``a`` (contiguous, dims ``shape``) with dims permuted by
+    ``perm`` (a checked permutation of 0..rank-1)."""
+    cdef int size = cnp.PyArray_ITEMSIZE(a)
+    cdef cnp.ndarray out = empty(tuple([shape[ax] for ax in perm]), cnp.PyArray_TYPE(a))
+    if cnp.PyArray_SIZE(a) == 0:
+        return out
+    if size not in (1, 2, 4, 8, 16):
+        raise TypeError(f"{op}: elements of {size} bytes ({a.dtype}) are not supported")
+    dims, p = simplify(shape, perm)
+    if not dims:  # a single element
+        dims, p = [1], [0]
+    _run(size, cnp.PyArray_DATA(a), cnp.PyArray_DATA(out), dims, p)
+    return out
+
+
+cdef list permutation(list axis, int nd, str op, str what):
+    """``axis`` with negative entries resolved, if it is a permutation of the ``nd`` dims."""
+    if len(axis) != nd:
+        raise ValueError(f"{op}: axis {axis} needs one entry per dim of {what}")
+    perm = [ax + nd if ax < 0 else ax for ax in axis]
+    if sorted(perm) != list(range(nd)):
+        raise ValueError(f"{op}: axis {axis} is not a permutation of the {nd} dims of X")
+    return perm
+
+
 cdef class Transpose2:
     cdef list axis
 
@@ -168,26 +196,49 @@ cdef class Transpose2:
     def __call__(self, x):
         cdef cnp.ndarray a = as_array(x, "transpose2", "X")
         cdef tuple shape = shape_of(a)
-        cdef int nd = len(shape)
-        if len(self.axis) != nd:
-            raise ValueError(f"transpose2: axis {self.axis} needs one entry per dim of X "
-                             f"(shape {list(shape)})")
-        perm = [ax + nd if ax < 0 else ax for ax in self.axis]
-        if sorted(perm) != list(range(nd)):
-            raise ValueError(f"transpose2: axis {self.axis} is not a permutation of the "
-                             f"{nd} dims of X")
-        cdef int size = cnp.PyArray_ITEMSIZE(a)
-        cdef cnp.ndarray out = empty(tuple([shape[ax] for ax in perm]), cnp.PyArray_TYPE(a))
-        if cnp.PyArray_SIZE(a) == 0:
-            return (out, xshape_of(a))
-        if size not in (1, 2, 4, 8, 16):
-            raise TypeError(f"transpose2: elements of {size} bytes ({a.dtype}) are not "
-                            f"supported")
-        dims, p = simplify(shape, perm)
-        if not dims:  # a single element
-            dims, p = [1], [0]
-        _run(size, cnp.PyArray_DATA(a), cnp.PyArray_DATA(out), dims, p)
-        return (out, xshape_of(a))
+        perm = permutation(self.axis, len(shape), "transpose2", f"X (shape {list(shape)})")
+        return (transposed(a, shape, perm, "transpose2"), xshape_of(a))
 
 
-KERNELS = [("transpose2", Transpose2, ALL_DTYPES)]
+GRAD_DTYPES = ("float32", "float64")
+
+
+cdef class Transpose2Grad:
+    """transpose2_grad: (XShape, Out@GRAD) -> (X@GRAD,). Out = X permuted by axis, so
+    X@GRAD = Out@GRAD permuted by the inverse permutation (inv[axis[i]] = i); X's dims come
+    from XShape ([0] + X.dims) and Out@GRAD must have Out's shape."""
+    cdef list axis
+
+    def __init__(self, dict attrs, info=None):
+        self.axis = [int(a) for a in attrs["axis"]]
+
+    def __call__(self, xshape, dout):
+        cdef cnp.ndarray xs = as_array(xshape, "transpose2_grad", "XShape")
+        cdef cnp.ndarray g = as_array(dout, "transpose2_grad", "Out@GRAD")
+        if cnp.PyArray_NDIM(xs) == 0:
+            raise ValueError("transpose2_grad: XShape must be [0] + X.dims (rank >= 1), got a "
+                             "0-D tensor")
+        if dtype_name(g) not in GRAD_DTYPES:
+            raise TypeError(f"transpose2_grad: Out@GRAD has dtype {dtype_name(g)}; supported: "
+                            f"{', '.join(GRAD_DTYPES)}")
+        if typenum(xs) != typenum(g):
+            raise TypeError(f"transpose2_grad: Out@GRAD is {dtype_name(g)} but X (XShape) is "
+                            f"{dtype_name(xs)}")
+        cdef tuple xdims = shape_of(xs)[1:]
+        cdef int nd = len(xdims), i
+        perm = permutation(self.axis, nd, "transpose2_grad",
+                           f"X (shape {list(xdims)}, from XShape)")
+        cdef tuple gshape = shape_of(g)
+        out_dims = tuple([xdims[ax] for ax in perm])
+        if gshape != out_dims:
+            raise ValueError(f"transpose2_grad: Out@GRAD has shape {list(gshape)}, expected "
+                             f"Out's shape {list(out_dims)} (X's {list(xdims)} permuted by "
+                             f"axis {self.axis})")
+        inv = [0] * nd
+        for i in range(nd):
+            inv[<int>perm[i]] = i
+        return (transposed(g, gshape, inv, "transpose2_grad"),)
+
+
+KERNELS = [("transpose2", Transpose2, ALL_DTYPES),
+           ("transpose2_grad", Transpose2Grad, GRAD_DTYPES)]
