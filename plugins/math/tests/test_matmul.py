@@ -175,3 +175,179 @@ def test_run_time_inference(math_registry):
                                          r"Y \(y\)'s flattened height 6"):
         math_registry.get("mul").infer(bad)
     assert bad.results == {}
+
+
+# -- kernels --------------------------------------------------------------------------------
+
+import numpy as np  # noqa: E402
+
+from headrace_math.kernels.cpu.matmul import Matmul, Mul  # noqa: E402
+from headrace_math.reference.matmul import REFERENCES  # noqa: E402
+
+FLOATS = ["float32", "float64"]
+
+
+def _stored(shape, trans):
+    """The stored shape of an operand whose (transposed) logical shape is ``shape``."""
+    shape = list(shape)
+    if trans and len(shape) > 1:
+        shape[-1], shape[-2] = shape[-2], shape[-1]
+    return tuple(shape)
+
+
+# (X logical shape, Y logical shape): NumPy matmul shapes before the transposes.
+PRODUCTS = [
+    ((2, 3), (3, 4)), ((1, 3), (3, 1)), ((3,), (3,)), ((3,), (3, 4)), ((2, 3), (3,)),
+    ((5, 2, 3), (3,)), ((3,), (5, 3, 4)), ((2, 3, 4), (4, 5)), ((4, 5), (2, 5, 6)),
+    ((7, 1, 2, 3), (5, 3, 4)), ((6, 2, 3), (6, 3, 4)), ((1, 2, 3), (6, 3, 4)),
+    ((2, 1, 4, 3), (1, 5, 3, 2)), ((0, 2, 3), (3, 4)), ((2, 0), (0, 3)), ((2, 3), (3, 0)),
+    ((3, 0, 4), (4, 2)), ((1, 1), (1, 1)), ((16, 33), (33, 17)),
+]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("xs, ys", PRODUCTS)
+@pytest.mark.parametrize("tx, ty", [(False, False), (True, False), (False, True), (True, True)])
+@pytest.mark.parametrize("op", ["matmul", "matmul_v2"])
+def test_matmul_kernel(check, op, dtype, xs, ys, tx, ty):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(_stored(xs, tx)).astype(dtype)
+    y = rng.standard_normal(_stored(ys, ty)).astype(dtype)
+    attrs = ({"transpose_X": tx, "transpose_Y": ty, "alpha": 0.75} if op == "matmul"
+             else {"trans_x": tx, "trans_y": ty})
+    check(op, {"X": x, "Y": y}, attrs)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("xs, ys, attrs", [
+    ((2, 3), (3, 4), {}), ((2, 3, 4), (12, 5), {}), ((2, 3, 4), (4, 5), {"x_num_col_dims": 2}),
+    ((2, 3, 4), (3, 4, 5, 6), {"y_num_col_dims": 2}), ((0, 3), (3, 4), {}),
+    ((2, 0), (0, 4), {}), ((2, 3), (3, 0), {}),
+])
+def test_mul_kernel(check, dtype, xs, ys, attrs):
+    rng = np.random.default_rng(1)
+    check("mul", {"X": rng.standard_normal(xs).astype(dtype),
+                  "Y": rng.standard_normal(ys).astype(dtype)}, attrs)
+
+
+def _views(a):
+    """Same values, layouts BLAS can read in place (or not): C, Fortran, strided rows,
+    strided batch, transposed batch, negative strides, read-only, big-endian."""
+    out = [("c", a), ("fortran", np.asfortranarray(a))]
+    if a.ndim >= 1:
+        out.append(("strided", np.repeat(a, 2, axis=-1)[..., ::2]))
+        out.append(("reversed", np.flip(np.flip(a, -1).copy(), -1)))
+    if a.ndim >= 2:
+        pad = np.zeros(a.shape[:-1] + (a.shape[-1] + 3,), a.dtype)
+        pad[..., :a.shape[-1]] = a
+        out.append(("padded rows", pad[..., :a.shape[-1]]))       # ld > cols: no copy
+    if a.ndim >= 3:
+        out.append(("batch-last", np.moveaxis(np.moveaxis(a, 0, -1).copy(), -1, 0)))
+        out.append(("strided batch", np.repeat(a, 2, axis=0)[::2]))
+    ro = a.copy()
+    ro.flags.writeable = False
+    out += [("readonly", ro), ("bigendian", a.astype(a.dtype.newbyteorder(">")))]
+    return out
+
+
+@pytest.mark.parametrize("xs, ys", [((3, 4), (4, 5)), ((2, 3, 4), (2, 4, 5)),
+                                    ((2, 3, 4), (4, 5)), ((4,), (3, 4, 2)), ((2, 3, 4), (4,)),
+                                    ((1, 4), (4, 1))])
+@pytest.mark.parametrize("tx, ty", [(False, False), (True, True), (True, False)])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_matmul_odd_layouts_directly(xs, ys, tx, ty, dtype):
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal(_stored(xs, tx)).astype(dtype)
+    y = rng.standard_normal(_stored(ys, ty)).astype(dtype)
+    attrs = {"transpose_X": tx, "transpose_Y": ty, "alpha": 2.0}
+    expected = REFERENCES["matmul"]({"X": x, "Y": y}, attrs)["Out"]
+    kernel = Matmul("matmul", tx, ty, 2.0)
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    for (lx, vx) in _views(x):
+        for (ly, vy) in _views(y):
+            (out,) = kernel(vx, vy)
+            assert out.dtype == np.dtype(dtype) and out.flags.c_contiguous
+            np.testing.assert_allclose(out, expected, rtol=tol, atol=tol,
+                                       err_msg=f"X {lx}, Y {ly}")
+
+
+def test_matmul_leaves_inputs_alone():
+    x, y = np.arange(12.0).reshape(3, 4), np.arange(8.0).reshape(4, 2)
+    xc, yc = x.copy(), y.copy()
+    Matmul("matmul", False, False, 1.0)(np.asfortranarray(x), y[:, ::1])
+    np.testing.assert_array_equal(x, xc)
+    np.testing.assert_array_equal(y, yc)
+
+
+def test_mul_odd_layouts_directly():
+    x = np.random.default_rng(3).standard_normal((2, 3, 4))
+    y = np.random.default_rng(4).standard_normal((4, 5))
+    expected = REFERENCES["mul"]({"X": x, "Y": y}, {"x_num_col_dims": 2})["Out"]
+    kernel = Mul({"x_num_col_dims": 2, "y_num_col_dims": 1})
+    for (lx, vx), (ly, vy) in zip(_views(x), _views(y)):
+        np.testing.assert_allclose(kernel(vx, vy)[0], expected, rtol=1e-12,
+                                   err_msg=f"X {lx}, Y {ly}")
+
+
+@pytest.mark.parametrize("xs, ys, tx, ty, msg", [
+    ((2, 3), (4, 5), False, False, r"contraction dims 3 != 4"),
+    ((2, 3), (2, 3), False, False, r"contraction dims 3 != 2"),
+    ((3,), (4,), False, False, r"contraction dims 3 != 4"),
+    ((2, 2, 3), (3, 3, 4), False, False, r"batch dims .* cannot be broadcast"),
+    ((), (3,), False, False, r"must have rank >= 1"),
+    ((3, 2), (3, 4), False, False, r"contraction dims 2 != 3"),
+])
+def test_matmul_kernel_rejects_mismatches(xs, ys, tx, ty, msg):
+    with pytest.raises(ValueError, match=r"matmul_v2: .*" + msg):
+        Matmul("matmul_v2", tx, ty, 1.0)(np.ones(xs), np.ones(ys))
+
+
+@pytest.mark.parametrize("x, y", [
+    (np.ones((2, 2), np.float32), np.ones((2, 2))),
+    (np.ones((2, 2), np.int64), np.ones((2, 2), np.int64)),
+    (np.ones((2, 2), np.float16), np.ones((2, 2), np.float16)),
+    (np.array([["a"]]), np.array([["b"]])),
+])
+@pytest.mark.parametrize("kernel", [Matmul("matmul", False, False, 1.0),
+                                    Mul({"x_num_col_dims": 1, "y_num_col_dims": 1})])
+def test_products_reject_bad_dtypes_directly(kernel, x, y):
+    with pytest.raises(TypeError, match=r"must both be float32 or float64"):
+        kernel(x, y)
+
+
+@pytest.mark.parametrize("xs, ys, attrs, msg", [
+    ((2, 3), (4, 5), {}, r"flattens to \[2, 3\] but Y\[4, 5\] flattens to \[4, 5\]"),
+    ((6,), (6, 2), {}, r"x_num_col_dims=1 / y_num_col_dims=1 do not fit X\[6\]"),
+    ((2, 3), (3, 4), {"x_num_col_dims": 2}, r"do not fit"),
+])
+def test_mul_kernel_rejects_mismatches(xs, ys, attrs, msg):
+    full = {"x_num_col_dims": 1, "y_num_col_dims": 1, **attrs}
+    with pytest.raises(ValueError, match=r"mul: .*" + msg):
+        Mul(full)(np.ones(xs), np.ones(ys))
+
+
+@pytest.mark.parametrize("view", ["fortran", "padded rows", "strided batch", "transposed"])
+def test_matmul_reads_blas_layouts_in_place(view):
+    # NumPy reports its buffers to tracemalloc: only Out (and no copy of X) may be allocated.
+    import tracemalloc
+    x = np.random.default_rng(5).standard_normal((4, 64, 64))
+    if view == "fortran":      # a 2-D one: a 3-D Fortran array has no BLAS-readable matrices
+        x = x[0]
+        vx = np.asfortranarray(x)
+    elif view == "padded rows":
+        vx = np.zeros((4, 64, 80))[..., :64]
+        vx[...] = x
+    elif view == "strided batch":
+        vx = np.repeat(x, 2, axis=0)[::2]
+    else:
+        vx = np.swapaxes(np.swapaxes(x, -1, -2).copy(), -1, -2)
+    y = np.random.default_rng(6).standard_normal((64, 8))
+    kernel = Matmul("matmul", False, False, 1.0)
+    tracemalloc.start()
+    try:
+        (out,) = kernel(vx, y)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < out.nbytes + x.nbytes // 4
+    np.testing.assert_allclose(out, x @ y, rtol=1e-12)

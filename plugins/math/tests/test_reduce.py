@@ -139,3 +139,189 @@ def test_mean_rejects_integers(infer):
 def test_mean_has_no_attributes(infer):
     with pytest.raises(OpValidationError, match="unknown attribute 'dim'"):
         infer("mean", {"X": ([2], "float32")}, {"dim": [0]})
+
+
+# -- kernels --------------------------------------------------------------------------------
+
+import numpy as np  # noqa: E402
+
+from headrace_math.kernels.cpu.reduce import KERNELS as CPU_KERNELS  # noqa: E402
+from headrace_math.reference.reduce import REFERENCES  # noqa: E402
+
+FLOATS = ["float32", "float64"]
+INT_OK = ["reduce_sum", "reduce_max", "reduce_min", "reduce_prod"]
+
+ATTR_CASES = [
+    {}, {"dim": [1]}, {"dim": [-1]}, {"dim": [1], "keep_dim": True},
+    {"dim": [1, 2]}, {"dim": [0, 1]}, {"dim": [0, 2]}, {"dim": [-1, 0], "keep_dim": True},
+    {"dim": [0, 1, 2, 3]}, {"dim": [3, 1]}, {"dim": [0, 2, 3]}, {"dim": []},
+    {"reduce_all": True}, {"reduce_all": True, "keep_dim": True},
+    {"reduce_all": True, "dim": [1]},
+]
+
+
+def _x(op, shape, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    if op in LOGICAL:
+        return rng.random(shape) < 0.7
+    if dtype.startswith("int"):
+        return rng.integers(-3, 4, shape).astype(dtype)
+    if op == "reduce_prod":
+        return (rng.random(shape) + 0.5).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def test_every_reduction_has_a_kernel():
+    assert sorted(op for op, _, _ in CPU_KERNELS) == sorted(NUMERIC + LOGICAL + ["mean"])
+
+
+@pytest.mark.parametrize("op, dtype", [(op, dt) for op in NUMERIC for dt in FLOATS]
+                         + [(op, dt) for op in INT_OK for dt in ("int32", "int64")]
+                         + [(op, "bool") for op in LOGICAL])
+@pytest.mark.parametrize("attrs", ATTR_CASES)
+def test_kernel_matches_reference(check, op, dtype, attrs):
+    check(op, {"X": _x(op, (2, 3, 4, 5), dtype)}, attrs)
+
+
+@pytest.mark.parametrize("op, dtype", [(op, "float64") for op in NUMERIC]
+                         + [(op, "bool") for op in LOGICAL])
+@pytest.mark.parametrize("shape, attrs", [
+    ((5,), {}), ((5,), {"keep_dim": True}), ((1, 1), {"dim": [0]}), ((3, 1, 4), {"dim": [1]}),
+    ((1, 3, 1, 4, 1), {"dim": [1, 3]}), ((1, 3, 1, 4, 1), {"dim": [0, 2, 4]}),
+    ((2, 1, 3), {"dim": [0, 1]}), ((6, 7), {"dim": [0]}), ((6, 7), {"dim": [-1]}),
+    ((0, 3), {"dim": [1]}), ((3, 0), {"dim": [0]}), ((2, 0, 3), {"dim": [0, 2]}),
+    ((4, 2, 3, 2, 5), {"dim": [0, 2, 4]}), ((4, 2, 3, 2, 5), {"dim": [1, 3], "keep_dim": True}),
+])
+def test_kernel_shapes(check, op, dtype, shape, attrs):
+    check(op, {"X": _x(op, shape, dtype, seed=1)}, attrs)
+
+
+@pytest.mark.parametrize("op", ["reduce_sum", "reduce_mean", "reduce_prod"] + LOGICAL)
+def test_empty_reductions_give_the_identity(check, op):
+    dtype = "bool" if op in LOGICAL else "float64"
+    out = check(op, {"X": np.zeros((3, 0, 2), dtype)}, {"dim": [1]})["Out"]
+    assert out.shape == (3, 2)
+
+
+@pytest.mark.parametrize("op", ["reduce_max", "reduce_min"])
+def test_empty_max_min_have_no_identity(op, make_kernel):
+    with pytest.raises(ValueError, match=rf"{op}: X\[3, 0\] has no elements to reduce"):
+        make_kernel(op, {"dim": [1]})(np.zeros((3, 0)))
+    # ... unless nothing is asked of them.
+    assert make_kernel(op, {"dim": [1]})(np.zeros((0, 3)))[0].shape == (0,)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_mean_op(check, dtype):
+    for shape in [(4, 5), (7,), (1,), (2, 3, 4)]:
+        check("mean", {"X": _x("mean", shape, dtype)})
+
+
+def test_mean_of_nothing_is_nan(check):
+    assert np.isnan(check("mean", {"X": np.zeros((0, 3))})["Out"]).all()
+
+
+def test_float32_sums_accumulate_in_double(make_kernel):
+    x = np.full(10 ** 6, 0.1, np.float32)
+    x[0] = 1e4                          # float32 running sums would lose the small terms
+    exact = np.sum(x.astype(np.float64))
+    assert make_kernel("mean", {})(x)[0][0] == np.float32(exact / x.size)
+    assert make_kernel("reduce_sum", {"dim": [0]})(x)[0][0] == np.float32(exact)
+    xs = x.reshape(1000, 1000)          # the row-buffer path (inner > 1)
+    np.testing.assert_array_equal(make_kernel("reduce_sum", {"dim": [0]})(xs)[0],
+                                  xs.astype(np.float64).sum(0).astype(np.float32))
+
+
+@pytest.mark.parametrize("op", ["reduce_max", "reduce_min"])
+@pytest.mark.parametrize("dim", [[0], [1]])
+def test_max_min_propagate_nan(check, op, dim):
+    x = np.array([[1.0, np.nan, 3.0], [np.nan, 2.0, -1.0], [0.0, 5.0, 7.0]])
+    check(op, {"X": x}, {"dim": dim})
+
+
+@pytest.mark.parametrize("op", NUMERIC)
+def test_out_dtype_kernel(check, op):
+    x = _x(op, (3, 4), "float32", seed=2)
+    check(op, {"X": x}, {"dim": [1], "out_dtype": dtypes.to_proto("float64")})
+    check(op, {"X": x}, {"dim": [1], "in_dtype": dtypes.to_proto("float64"),
+                         "out_dtype": dtypes.to_proto("float64")})
+
+
+@pytest.mark.parametrize("op", INT_OK)
+def test_in_dtype_casts_first(check, op):
+    # in_dtype=bool: X is cast to bool, reduced, and stored back in X's dtype.
+    x = np.random.default_rng(5).integers(-2, 3, (3, 5)).astype(np.float32)
+    out = check(op, {"X": x}, {"dim": [1], "in_dtype": dtypes.to_proto("bool")})["Out"]
+    assert out.dtype == np.float32 and set(out.tolist()) <= {0.0, 1.0}
+    check(op, {"X": x}, {"dim": [0], "in_dtype": dtypes.to_proto("int32")})
+
+
+def test_bool_sums(check):
+    x = np.random.default_rng(3).random((4, 5)) < 0.5
+    assert check("reduce_sum", {"X": x}, {"dim": [1], "out_dtype": dtypes.to_proto("int64")}
+                 )["Out"].dtype == np.int64
+    assert check("reduce_sum", {"X": x}, {"dim": [1]})["Out"].dtype == bool
+    assert check("reduce_sum", {"X": x}, {"reduce_all": True,
+                                          "out_dtype": dtypes.to_proto("int32")}
+                 )["Out"].dtype == np.int32
+
+
+@pytest.mark.parametrize("op", ["reduce_sum", "reduce_prod"])
+def test_int64_wraps_like_numpy(check, op):
+    x = np.array([[2 ** 62, 2 ** 62, 3], [-(2 ** 63), 5, 7]], np.int64)
+    check(op, {"X": x}, {"dim": [1]})
+    check(op, {"X": x.astype(np.int32)}, {"dim": [0]})
+
+
+@pytest.mark.parametrize("op", NUMERIC + LOGICAL)
+@pytest.mark.parametrize("attrs", [{}, {"keep_dim": True}, {"dim": [-1]}])
+def test_zero_dim_directly(op, attrs, make_kernel):
+    x = np.array(True) if op in LOGICAL else np.array(2.5)
+    (out,) = make_kernel(op, attrs)(x)
+    expected = REFERENCES[op]({"X": x}, attrs)["Out"]
+    assert out.shape == expected.shape == (() if attrs.get("keep_dim") else (1,))
+    np.testing.assert_array_equal(out, expected)
+
+
+@pytest.mark.parametrize("op", NUMERIC + LOGICAL + ["mean"])
+@pytest.mark.parametrize("attrs", [{"dim": [0, 2]}, {"dim": [1]}, {"dim": [2]},
+                                   {"reduce_all": True}])
+def test_odd_layouts_directly(op, attrs, odd_layouts, make_kernel):
+    if op == "mean":
+        attrs = {}
+    x = _x(op, (3, 4, 5), "float64", seed=4)
+    expected = REFERENCES[op]({"X": x}, attrs)["Out"]
+    kernel = make_kernel(op, attrs)
+    for label, v in odd_layouts(x):
+        (out,) = kernel(v)
+        assert out.dtype == expected.dtype and out.flags.c_contiguous
+        np.testing.assert_allclose(out, expected, rtol=1e-13, err_msg=label)
+
+
+@pytest.mark.parametrize("op", NUMERIC + LOGICAL)
+@pytest.mark.parametrize("dim, msg", [([3], r"dim 3 is out of range for X of rank 3"),
+                                      ([-4], r"dim -4 is out of range"),
+                                      ([0, -3], r"names dimension 0 twice")])
+def test_kernel_rejects_bad_dims(op, dim, msg, make_kernel):
+    x = _x(op, (2, 3, 4), "float64")
+    with pytest.raises(ValueError, match=rf"{op}: .*{msg}"):
+        make_kernel(op, {"dim": dim})(x)
+
+
+@pytest.mark.parametrize("op, x", [
+    ("mean", np.arange(3)), ("reduce_mean", np.arange(3)), ("reduce_max", np.ones(3, np.int16)),
+    ("reduce_all", np.ones(3)), ("reduce_any", np.arange(3)), ("reduce_sum", np.array(["a"])),
+    ("reduce_prod", np.ones(3, np.float16)),
+])
+def test_kernel_rejects_bad_dtypes(op, x, make_kernel):
+    with pytest.raises(TypeError, match=rf"{op}: X has dtype"):
+        make_kernel(op)(x)
+
+
+def test_one_kernel_many_shapes(make_kernel):
+    # The kernel plans once per shape; a new shape must get a new plan, an old one again.
+    kernel = make_kernel("reduce_sum", {"dim": [0, -1]})
+    for shape in [(2, 3, 4), (5, 1, 2), (2, 3, 4), (3, 2), (0, 4)]:
+        x = np.arange(float(np.prod(shape))).reshape(shape)
+        np.testing.assert_array_equal(kernel(x)[0], REFERENCES["reduce_sum"](
+            {"X": x}, {"dim": [0, -1]})["Out"])

@@ -96,3 +96,95 @@ def test_differentiable_and_duplicable(math_registry):
 def test_non_tensor_input_is_rejected(infer):
     with pytest.raises(ShapeError, match=r"input X \(s\) is a step_scopes variable"):
         infer("sum", {"X": [{"name": "s", "type": "step_scopes"}, ([2], "float32")]})
+
+
+# -- kernels --------------------------------------------------------------------------------
+
+import numpy as np  # noqa: E402
+
+from headrace.runtime.tensor import Tensor, TensorArray  # noqa: E402
+from headrace_math.kernels.cpu.sum import Sum  # noqa: E402
+from headrace_math.reference.sum import REFERENCES  # noqa: E402
+
+NUMBERS = ["float32", "float64", "int32", "int64"]
+
+
+def _inputs(n, shape, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    return [(rng.standard_normal(shape) * 10).astype(dtype) for _ in range(n)]
+
+
+@pytest.mark.parametrize("dtype", NUMBERS)
+@pytest.mark.parametrize("n", [1, 2, 3, 7])
+@pytest.mark.parametrize("shape", [(3, 4), (5,), (1,), (2, 0), (2, 3, 4)])
+def test_kernel(check, dtype, n, shape):
+    out = check("sum", {"X": _inputs(n, shape, dtype)})["Out"]
+    assert out.shape == shape
+
+
+def test_float32_adds_in_input_order(make_kernel):
+    # ((x0 + x1) + x2): bit-identical to NumPy's left fold, not a reordered sum.
+    xs = [np.array([1e8], np.float32), np.array([1.0], np.float32),
+          np.array([-1e8], np.float32)]
+    assert Sum()(xs)[0][0] == (xs[0] + xs[1]) + xs[2] == 0.0
+
+
+@pytest.mark.parametrize("shapes, out", [
+    ([(0, 3), (2, 3)], (2, 3)), ([(2, 3), (0,), (2, 3)], (2, 3)), ([(0,), (0,)], (0,)),
+    ([(0, 3), (0, 3)], (0, 3)),
+])
+def test_empty_inputs_are_skipped(check, shapes, out):
+    xs = [np.ones(s, np.float32) for s in shapes]
+    assert check("sum", {"X": xs})["Out"].shape == out
+
+
+def test_odd_layouts_directly(odd_layouts):
+    x = _inputs(1, (4, 6), "float64", seed=1)[0]
+    views = [v for _, v in odd_layouts(x)]
+    np.testing.assert_array_equal(Sum()(views)[0], x * len(views))
+    np.testing.assert_array_equal(Sum()(tuple(views[:2]))[0], x + x)
+
+
+def test_zero_dim_directly():
+    assert Sum()([np.array(1.5), np.array(2.0)])[0] == np.array(3.5)
+
+
+def test_result_is_a_new_array():
+    x = np.ones(3)
+    (out,) = Sum()([x])
+    assert out is not x and not np.shares_memory(out, x)
+
+
+def test_tensor_arrays_add_by_position():
+    a = TensorArray([Tensor(np.ones(2), [[0, 1, 2]]), None, Tensor(np.ones(3))])
+    b = TensorArray([Tensor(np.full(2, 2.0)), Tensor(np.zeros(0)), Tensor(np.ones(3)),
+                     Tensor(np.full(1, 5.0))])
+    (out,) = Sum()([a, b])
+    assert isinstance(out, TensorArray) and len(out) == 4
+    np.testing.assert_array_equal(out[0].data, [3.0, 3.0])
+    assert out[0].lod == [[0, 1, 2]]
+    assert out[1].data.shape == (0,)
+    np.testing.assert_array_equal(out[2].data, [2.0, 2.0, 2.0])
+    np.testing.assert_array_equal(out[3].data, [5.0])
+    assert Sum()([TensorArray([None]), TensorArray()])[0] == [None]
+
+
+@pytest.mark.parametrize("xs, error, msg", [
+    ([np.ones((2, 3)), np.ones((3, 2))], ValueError, r"inputs differ in shape: \[2, 3\]"),
+    ([np.ones(3), np.ones(4)], ValueError, r"inputs differ in shape"),
+    ([np.ones(3), np.ones(3, np.float32)], TypeError, r"inputs differ in dtype"),
+    ([np.ones(3, bool)], TypeError, r"dtype bool not supported"),
+    ([np.ones(3, np.float16)], TypeError, r"dtype float16 not supported"),
+    ([], ValueError, r"non-empty list"),
+    ([TensorArray(), np.ones(3)], TypeError, r"mixes tensor arrays with tensors"),
+    ([None, np.ones(3)], TypeError, r"inputs differ in dtype"),
+])
+def test_kernel_rejects_bad_inputs(xs, error, msg):
+    with pytest.raises(error, match=rf"sum: .*{msg}"):
+        Sum()(xs)
+
+
+def test_kernel_rejects_a_non_list():
+    with pytest.raises(ValueError, match="sum: X must be a non-empty list"):
+        Sum()(np.ones(3))
+    assert REFERENCES["sum"]({"X": [np.ones(2)]}, {})["Out"].tolist() == [1.0, 1.0]

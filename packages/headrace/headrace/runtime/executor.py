@@ -254,7 +254,9 @@ class Executor:
         if isinstance(value, np.ndarray):
             # np.require keeps 0-d arrays 0-d (ascontiguousarray would make them 1-d). A fed
             # persistable is copied: in-place updates (optimizers) must not write the caller's.
-            value = np.require(value, requirements="C")
+            value = np.require(value, requirements=("C", "A"))
+            if not value.dtype.isnative:  # kernels read native byte order only
+                value = value.astype(value.dtype.newbyteorder("="))
             if var.persistable:
                 value = value.copy()
             value = self._device.to_device(value, self.place)

@@ -6,13 +6,54 @@ ctypedef fused real:
     float
     double
 
+ctypedef fused number:
+    float
+    double
+    int
+    long long
+
+
+cdef inline bint is_nan(number v) noexcept nogil:
+    """v != v for floats; integers are never NaN (decided at compile time, so the integer
+    specializations carry no self-comparison)."""
+    if number is float or number is double:
+        return v != v
+    else:
+        return False
+
+
+cdef inline bint behaved(cnp.ndarray a):
+    """Aligned and in native byte order: raw pointers of the dtype's C type may read it."""
+    return cnp.PyArray_ISALIGNED(a) and cnp.PyArray_ISNOTSWAPPED(a)
+
+
+cdef inline cnp.ndarray _normalized(object x):
+    """A C-contiguous, aligned, native-endian copy of ``x`` (``x`` itself if it is one).
+    Not np.ascontiguousarray: it turns a 0-D array into shape [1]."""
+    import numpy as np
+    cdef cnp.ndarray a = np.asarray(x)
+    if not a.dtype.isnative:
+        return a.astype(a.dtype.newbyteorder("="), order="C")
+    if cnp.PyArray_IS_C_CONTIGUOUS(a) and cnp.PyArray_ISALIGNED(a):
+        return a
+    return np.array(a, order="C", copy=True)
+
 
 cdef inline cnp.ndarray contiguous(object x):
-    """``x`` as a C-contiguous ndarray (no copy when it already is one)."""
-    if type(x) is cnp.ndarray and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>x):
+    """``x`` as a C-contiguous, aligned, native-endian ndarray (no copy when it already is one).
+
+    Alignment and byte order matter as much as contiguity: kernels read through typed C
+    pointers, and PyArray_TYPE reports float32 for a big-endian '>f4' array too.
+    """
+    if type(x) is cnp.ndarray and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>x) and \
+            behaved(<cnp.ndarray>x):
         return <cnp.ndarray>x
-    import numpy as np
-    return np.ascontiguousarray(x)
+    return _normalized(x)
+
+
+cdef inline str dtype_name(object a):
+    """The dtype's name for messages (``str(a.dtype)`` would show the byte order)."""
+    return (<object>a).dtype.name
 
 
 cdef inline cnp.ndarray empty_like(cnp.ndarray x):
@@ -20,8 +61,11 @@ cdef inline cnp.ndarray empty_like(cnp.ndarray x):
 
 
 cdef inline cnp.ndarray empty(tuple shape, int typenum):
-    cdef cnp.npy_intp dims[32]
+    # 64 = NPY_MAXDIMS of NumPy 2; NumPy itself refuses more, so this only guards the stack.
+    cdef cnp.npy_intp dims[64]
     cdef int i, nd = len(shape)
+    if nd > 64:
+        raise ValueError(f"a result of rank {nd} exceeds NumPy's 64 dims")
     for i in range(nd):
         dims[i] = shape[i]
     return cnp.PyArray_EMPTY(nd, dims, typenum, 0)
@@ -42,3 +86,12 @@ cdef inline bint same_shape(cnp.ndarray a, cnp.ndarray b):
         if cnp.PyArray_DIMS(a)[i] != cnp.PyArray_DIMS(b)[i]:
             return False
     return True
+
+
+cdef inline int typenum(cnp.ndarray a) noexcept:
+    """PyArray_TYPE with NumPy's second 64-bit integer code (``np.longlong``, also named
+    int64 on LP64 systems) folded into NPY_INT64, so kernels dispatch on one code per dtype."""
+    cdef int t = cnp.PyArray_TYPE(a)
+    if t == cnp.NPY_LONGLONG and sizeof(long long) == sizeof(cnp.npy_int64):
+        return cnp.NPY_INT64
+    return t

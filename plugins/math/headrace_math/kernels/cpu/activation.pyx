@@ -1,0 +1,296 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Unary activations and elementwise math functions (every op of ops/activation.py).
+
+One kernel class serves them all: the op's code and its attributes (at most two parameters,
+p and q) are fixed when the kernel is made, and ``_run`` switches on the code once, outside
+the element loop, so each loop is a straight call of one inline function. Functions are
+evaluated in double (float32 inputs included) and rounded once on store, except the hot
+exp-based ones on float32 (exp, sigmoid, tanh, silu, swish, gelu): those use the vectorizable
+float32 versions of ``_fastmath.pxd`` (a few float32 ulp; see there).
+
+Numerical care where the textbook formula fails: sigmoid, swish and silu never evaluate
+exp(+large); softplus is max(z, 0) + log1p(exp(-|z|)); gelu uses erfc (exact) or the identity
+1 + tanh(u) = 2 sigmoid(2u) (approximate) so large negative inputs give tiny values, not 0 or
+NaN; elu uses expm1; relu, relu6 and hard_sigmoid keep NaN as NumPy's maximum/minimum do.
+"""
+cimport numpy as cnp
+from libc.math cimport (ceil, cos, erfc, exp, expm1, fabs, floor, isinf, log, log1p, pow,
+                        round, sin, sqrt, tanh)
+from ._common cimport contiguous, dtype_name, empty_like, real, typenum
+from ._fastmath cimport fexp, fgelu, fsigmoid, ftanh
+
+cnp.import_array()
+
+DTYPES = ("float32", "float64")
+
+cdef enum:
+    RELU, SIGMOID, TANH, EXP, LOG, SQRT, RSQRT, SQUARE, ABS, RECIPROCAL, LEAKY_RELU, SOFTPLUS,
+    GELU, GELU_TANH, RELU6, ELU, HARD_SIGMOID, SWISH, SOFTSIGN, SIN, COS, FLOOR, CEIL, ROUND,
+    SILU
+
+# 2**52: doubles this large have no fractional part, so rounding leaves them as they are.
+cdef double EXACT_INT = 4503599627370496.0
+cdef double SQRT_2_OVER_PI = 0.7978845608028654
+cdef double SQRT1_2 = 0.7071067811865476
+
+
+cdef inline double _sigmoid(double x) noexcept nogil:
+    cdef double e
+    if x >= 0:
+        return 1.0 / (1.0 + exp(-x))
+    e = exp(x)      # x < 0: exp(-x) could overflow; e / (1 + e) cannot
+    return e / (1.0 + e)
+
+
+cdef inline double _softplus(double x, double beta, double threshold) noexcept nogil:
+    cdef double z = beta * x
+    if z > threshold:       # Paddle's linear regime; also what keeps exp from overflowing
+        return x
+    return ((z if z > 0 else 0.0) + log1p(exp(-fabs(z)))) / beta
+
+
+cdef inline double _gelu_tanh(double x) noexcept nogil:
+    # 0.5 x (1 + tanh(u)) == x sigmoid(2u): no cancellation in 1 + tanh(u) for u << 0.
+    return x * _sigmoid(2.0 * SQRT_2_OVER_PI * (x + 0.044715 * x * x * x))
+
+
+cdef inline double _round(double x, double scale) noexcept nogil:
+    """Half away from zero (C's round), at 10**decimals; |x * scale| >= 2**52 (or inf, NaN)
+    is already integral at that scale, and dividing an overflowed product back would lose x."""
+    cdef double y
+    if scale == 1.0:
+        return round(x)
+    y = x * scale
+    if not fabs(y) < EXACT_INT:
+        return x
+    return round(y) / scale
+
+
+cdef inline double _clip(double x, double lo, double hi) noexcept nogil:
+    """min(max(x, lo), hi), in that order (a threshold below 0 wins, as in Paddle's relu6).
+    Comparisons are false for NaN, so NaN passes through."""
+    if x < lo:
+        x = lo
+    if x > hi:
+        x = hi
+    return x
+
+
+cdef void _run(int code, const real* x, real* out, Py_ssize_t n, double p,
+               double q) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef double v
+    if code == RELU:
+        for i in range(n):
+            out[i] = 0 if x[i] < 0 else x[i]
+    elif code == SIGMOID:
+        for i in range(n):
+            out[i] = <real>_sigmoid(x[i])
+    elif code == TANH:
+        for i in range(n):
+            out[i] = <real>tanh(x[i])
+    elif code == EXP:
+        for i in range(n):
+            out[i] = <real>exp(x[i])
+    elif code == LOG:
+        for i in range(n):
+            out[i] = <real>log(x[i])
+    elif code == SQRT:
+        for i in range(n):
+            out[i] = <real>sqrt(x[i])
+    elif code == RSQRT:
+        for i in range(n):
+            out[i] = <real>(1.0 / sqrt(x[i]))
+    elif code == SQUARE:
+        for i in range(n):
+            out[i] = <real>(<double>x[i] * x[i])
+    elif code == ABS:
+        for i in range(n):
+            out[i] = <real>fabs(x[i])
+    elif code == RECIPROCAL:
+        for i in range(n):
+            out[i] = <real>(1.0 / x[i])
+    elif code == LEAKY_RELU:        # p = alpha
+        for i in range(n):
+            out[i] = x[i] if x[i] > 0 else <real>(p * x[i])
+    elif code == SOFTPLUS:          # p = beta, q = threshold
+        for i in range(n):
+            out[i] = <real>_softplus(x[i], p, q)
+    elif code == GELU:
+        for i in range(n):
+            out[i] = <real>(0.5 * x[i] * erfc(-SQRT1_2 * x[i]))
+    elif code == GELU_TANH:
+        for i in range(n):
+            out[i] = <real>_gelu_tanh(x[i])
+    elif code == RELU6:             # p = threshold
+        for i in range(n):
+            out[i] = <real>_clip(x[i], 0.0, p)
+    elif code == ELU:               # p = alpha
+        for i in range(n):
+            out[i] = x[i] if x[i] > 0 else <real>(p * expm1(x[i]))
+    elif code == HARD_SIGMOID:      # p = slope, q = offset
+        for i in range(n):
+            out[i] = <real>_clip(p * x[i] + q, 0.0, 1.0)
+    elif code == SWISH:             # p = beta
+        for i in range(n):
+            out[i] = <real>(x[i] * _sigmoid(p * x[i]))
+    elif code == SOFTSIGN:
+        for i in range(n):
+            v = x[i]
+            # inf / inf would be NaN; the limit is +-1.
+            out[i] = <real>(v / (1.0 + fabs(v)) if not isinf(v) else (1.0 if v > 0 else -1.0))
+    elif code == SIN:
+        for i in range(n):
+            out[i] = <real>sin(x[i])
+    elif code == COS:
+        for i in range(n):
+            out[i] = <real>cos(x[i])
+    elif code == FLOOR:
+        for i in range(n):
+            out[i] = <real>floor(x[i])
+    elif code == CEIL:
+        for i in range(n):
+            out[i] = <real>ceil(x[i])
+    elif code == ROUND:             # p = 10**decimals
+        for i in range(n):
+            out[i] = <real>_round(x[i], p)
+    elif code == SILU:
+        for i in range(n):
+            out[i] = <real>(x[i] * _sigmoid(x[i]))
+
+
+# float32 fast paths (see _fastmath.pxd): one small function per op, so that the compiler
+# inlines the math into each loop and vectorizes it (inside _run's one big body it would not).
+
+cdef void _f32_exp(const float* x, float* out, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    for i in range(n):
+        out[i] = fexp(x[i])
+
+
+cdef void _f32_sigmoid(const float* x, float* out, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    for i in range(n):
+        out[i] = fsigmoid(x[i])
+
+
+cdef void _f32_tanh(const float* x, float* out, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    for i in range(n):
+        out[i] = ftanh(x[i])
+
+
+cdef void _f32_swish(const float* x, float* out, Py_ssize_t n, float beta) noexcept nogil:
+    cdef Py_ssize_t i
+    for i in range(n):
+        out[i] = x[i] * fsigmoid(beta * x[i])
+
+
+cdef void _f32_gelu(const float* x, float* out, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    for i in range(n):
+        out[i] = fgelu(x[i])
+
+
+cdef void _f32_gelu_tanh(const float* x, float* out, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef float c = <float>(2 * SQRT_2_OVER_PI), v
+    for i in range(n):
+        v = x[i]
+        out[i] = v * fsigmoid(c * (v + <float>0.044715 * v * v * v))
+
+
+cdef bint _run_f32(int code, const float* x, float* out, Py_ssize_t n,
+                   double p) noexcept nogil:
+    """Run a float32 fast path; False if the op has none (then _run serves it)."""
+    if code == EXP:
+        _f32_exp(x, out, n)
+    elif code == SIGMOID:
+        _f32_sigmoid(x, out, n)
+    elif code == TANH:
+        _f32_tanh(x, out, n)
+    elif code == SILU:
+        _f32_swish(x, out, n, 1)
+    elif code == SWISH:
+        _f32_swish(x, out, n, <float>p)
+    elif code == GELU:
+        _f32_gelu(x, out, n)
+    elif code == GELU_TANH:
+        _f32_gelu_tanh(x, out, n)
+    else:
+        return False
+    return True
+
+
+cdef class Activation:
+    """Kernel of one activation op: its code and parameters are bound at prepare time."""
+    cdef int code
+    cdef double p, q
+    cdef str name
+
+    def __init__(self, int code, str name, double p=0.0, double q=0.0):
+        self.code, self.name, self.p, self.q = code, name, p, q
+
+    def __call__(self, x):
+        cdef cnp.ndarray a = contiguous(x)
+        cdef int t = typenum(a)
+        cdef cnp.ndarray out
+        cdef Py_ssize_t n = cnp.PyArray_SIZE(a)
+        if t == cnp.NPY_FLOAT32:
+            out = empty_like(a)
+            with nogil:
+                if not _run_f32(self.code, <const float*>cnp.PyArray_DATA(a),
+                                <float*>cnp.PyArray_DATA(out), n, self.p):
+                    _run(self.code, <const float*>cnp.PyArray_DATA(a),
+                         <float*>cnp.PyArray_DATA(out), n, self.p, self.q)
+        elif t == cnp.NPY_FLOAT64:
+            out = empty_like(a)
+            with nogil:
+                _run(self.code, <const double*>cnp.PyArray_DATA(a),
+                     <double*>cnp.PyArray_DATA(out), n, self.p, self.q)
+        else:
+            raise TypeError(f"{self.name}: X has dtype {dtype_name(a)}, expected float32 or "
+                            f"float64")
+        return (out,)
+
+
+def _params(str op, dict attrs):
+    """(code, p, q) of an op from its attributes (defaults filled in by the executor)."""
+    if op == "leaky_relu":
+        return LEAKY_RELU, attrs["alpha"], 0.0
+    if op == "softplus":
+        if attrs["beta"] == 0:
+            raise ValueError("softplus: attribute beta must be nonzero (Out divides by it)")
+        return SOFTPLUS, attrs["beta"], attrs["threshold"]
+    if op == "gelu":
+        return (GELU_TANH if attrs["approximate"] else GELU), 0.0, 0.0
+    if op == "relu6":
+        return RELU6, attrs["threshold"], 0.0
+    if op == "elu":
+        return ELU, attrs["alpha"], 0.0
+    if op == "hard_sigmoid":
+        return HARD_SIGMOID, attrs["slope"], attrs["offset"]
+    if op == "swish":
+        return SWISH, attrs["beta"], 0.0
+    if op == "round":
+        return ROUND, pow(10.0, attrs["decimals"]), 0.0
+    return _SIMPLE[op], 0.0, 0.0
+
+
+_SIMPLE = {"relu": RELU, "sigmoid": SIGMOID, "tanh": TANH, "exp": EXP, "log": LOG,
+           "sqrt": SQRT, "rsqrt": RSQRT, "square": SQUARE, "abs": ABS,
+           "reciprocal": RECIPROCAL, "softsign": SOFTSIGN, "sin": SIN, "cos": COS,
+           "floor": FLOOR, "ceil": CEIL, "silu": SILU}
+
+
+def _maker(str op):
+    def make(dict attrs, info=None):
+        code, p, q = _params(op, attrs)
+        return Activation(code, op, p, q)
+    make.__name__ = op
+    return make
+
+
+OPS = tuple(_SIMPLE) + ("leaky_relu", "softplus", "gelu", "relu6", "elu", "hard_sigmoid",
+                        "swish", "round")
+KERNELS = [(op, _maker(op), DTYPES) for op in OPS]

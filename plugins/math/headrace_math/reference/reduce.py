@@ -1,0 +1,91 @@
+"""References of mean, reduce_sum/_mean/_max/_min/_prod and reduce_all/_any."""
+import warnings
+
+import numpy as np
+
+from ._util import VARTYPE_DTYPES, f64
+
+
+def mean(inputs, attrs):
+    x = np.asarray(inputs["X"])
+    with np.errstate(all="ignore"):
+        return {"Out": np.asarray([f64(x).mean() if x.size else np.nan], dtype=x.dtype)}
+
+
+def _axes(x, attrs):
+    dims = attrs.get("dim", [0])
+    if attrs.get("reduce_all", False) or not dims or x.ndim == 0:
+        return tuple(range(x.ndim))
+    axes = sorted({d % x.ndim for d in dims})
+    if len(axes) != len(dims) or any(not -x.ndim <= d < x.ndim for d in dims):
+        raise ValueError(f"bad dim={dims} for rank {x.ndim}")
+    return tuple(axes)
+
+
+def _shape(x, axes, keep_dim):
+    if keep_dim:
+        return tuple(1 if i in axes else d for i, d in enumerate(x.shape))
+    return tuple(d for i, d in enumerate(x.shape) if i not in axes) or (1,)
+
+
+def _numeric(fn):
+    """A reduction that computes in float64 for floats and int64 for integers (bool sums
+    count), in Paddle's in_dtype/out_dtype when set, and stores Out in out_dtype or X's."""
+    def reference(inputs, attrs):
+        x = np.asarray(inputs["X"])
+        out_dtype = VARTYPE_DTYPES.get(attrs.get("out_dtype", -1))
+        in_dtype = VARTYPE_DTYPES.get(attrs.get("in_dtype", -1))
+        work = np.dtype(out_dtype or in_dtype or x.dtype)
+        xw = x.astype(work)
+        wide = f64(xw) if work.kind == "f" else xw.astype(np.int64)
+        axes = _axes(x, attrs)
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)     # the mean of nothing: NaN
+            r = fn(wide, axis=axes, keepdims=True)
+        return {"Out": np.asarray(r).reshape(_shape(x, axes, attrs.get("keep_dim", False)))
+                .astype(work).astype(out_dtype or x.dtype)}
+    return reference
+
+
+def _logical(fn):
+    def reference(inputs, attrs):
+        x = np.asarray(inputs["X"])
+        axes = _axes(x, attrs)
+        r = fn(x, axis=axes, keepdims=True)
+        return {"Out": np.asarray(r).reshape(_shape(x, axes, attrs.get("keep_dim", False)))}
+    return reference
+
+
+REFERENCES = {
+    "mean": mean,
+    "reduce_sum": _numeric(np.sum),
+    "reduce_mean": _numeric(np.mean),
+    "reduce_max": _numeric(np.max),
+    "reduce_min": _numeric(np.min),
+    "reduce_prod": _numeric(np.prod),
+    "reduce_all": _logical(np.all),
+    "reduce_any": _logical(np.any),
+}
+
+
+def sample_mean(rng, dtype):
+    return {"X": rng.standard_normal((4, 5)).astype(dtype)}, {}
+
+
+def _sampler(op):
+    def sample(rng, dtype):
+        shape = (2, 3, 4, 5)
+        if op in ("reduce_all", "reduce_any"):
+            # Mostly true (or mostly false), so both outcomes show up.
+            x = rng.random(shape) < (0.9 if op == "reduce_all" else 0.1)
+        elif op == "reduce_prod":
+            x = (rng.random(shape) + 0.5).astype(dtype)
+        else:
+            x = rng.standard_normal(shape).astype(dtype)
+        # Non-adjacent dims, one of them negative: the transposing path.
+        return {"X": x}, {"dim": [0, -2], "keep_dim": False}
+    return sample
+
+
+SAMPLES = {"mean": sample_mean}
+SAMPLES.update({op: _sampler(op) for op in REFERENCES if op != "mean"})

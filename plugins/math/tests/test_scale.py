@@ -1,0 +1,47 @@
+"""The scale kernel against its NumPy reference."""
+import numpy as np
+import pytest
+
+from headrace_math.kernels.cpu.scale import Scale
+from headrace_math.reference.scale import scale as scale_ref
+
+DTYPES = ["float32", "float64"]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(3, 4), (7,), (1,), (0, 3), (2, 1, 3)])
+@pytest.mark.parametrize("attrs", [{}, {"scale": 2.5, "bias": -1.0},
+                                   {"scale": -0.1, "bias": 0.3, "bias_after_scale": False}])
+def test_scale(check, dtype, shape, attrs):
+    x = np.random.default_rng(0).standard_normal(shape).astype(dtype)
+    check("scale", {"X": x}, attrs)
+
+
+def test_large_magnitudes(check):
+    x = np.array([-3e38, -1e30, 1e30, 3e38, np.inf, -np.inf, np.nan], np.float32)
+    check("scale", {"X": x}, {"scale": 0.5, "bias": 1.0})
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_odd_layouts_directly(odd_layouts, dtype):
+    x = np.random.default_rng(1).standard_normal((4, 6)).astype(dtype)
+    attrs = {"scale": 3.0, "bias": 0.5, "bias_after_scale": True}
+    expected = scale_ref({"X": x}, attrs)["Out"]
+    k = Scale(attrs)
+    for label, v in odd_layouts(x):
+        (out,) = k(v)
+        assert out.dtype == np.dtype(dtype) and out.flags.c_contiguous, label
+        np.testing.assert_array_equal(out, expected, err_msg=label)
+    assert x.flags.writeable
+
+
+def test_zero_dim_directly():
+    # The executor feeds 0-D arrays as [1] (np.ascontiguousarray), so 0-D is checked here.
+    (out,) = Scale({"scale": 2.0, "bias": 1.0, "bias_after_scale": True})(np.float64(3.0))
+    assert out.shape == () and out == 7.0
+
+
+@pytest.mark.parametrize("x", [np.arange(3), np.array([True]), np.zeros(2, np.float16)])
+def test_unsupported_dtype_directly(x):
+    with pytest.raises(TypeError, match="scale: X has dtype"):
+        Scale({"scale": 1.0, "bias": 0.0, "bias_after_scale": True})(x)
