@@ -361,3 +361,35 @@ def test_kernel_packages_load_lazily_and_are_withdrawn(tmp_path, monkeypatch, fa
     finally:
         for m in [m for m in sys.modules if m.startswith(package)]:
             sys.modules.pop(m)
+
+
+def test_a_device_whose_kernels_cannot_import_is_reported_not_raised(tmp_path, monkeypatch):
+    # A CUDA kernel package on a machine without numba: listing still works, and a lookup on
+    # that device says why there is no kernel.
+    pkg = tmp_path / "gpu_less_kernels"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "mod.py").write_text("import numba_that_is_not_installed\nKERNELS = []\n")
+    (tmp_path / "cpu_kernels.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from headrace.ops import OpDef, In, Out, build_registry, hookimpl
+
+    class Plugin:
+        @staticmethod
+        @hookimpl
+        def headrace_register_ops(registry):
+            registry.add_op(OpDef("gpu_less", inputs=[In("X")], outputs=[Out("Out")],
+                                  infer=lambda ctx: None))
+
+        @staticmethod
+        @hookimpl
+        def headrace_register_kernels(registry):
+            registry.add_kernel("gpu_less", "cpu", lambda attrs, info: None, ["float32"])
+            registry.add_kernel_package("gpu_less_kernels", "cuda")
+
+    reg = build_registry([("gpu_less_plugin", Plugin)], autoload=False)
+    assert reg.kernels_for("gpu_less") == {"cpu": ("float32",)}
+    assert "cuda" in reg.unavailable
+    from headrace.errors import KernelNotFoundError
+    with pytest.raises(KernelNotFoundError, match="numba_that_is_not_installed"):
+        reg.kernel("gpu_less", "cuda")

@@ -54,6 +54,7 @@ class Registry:
         self._ops = {}
         self._kernels = {}  # (op_type, device) -> [Kernel]
         self._pending = {}  # device -> [(plugin, package)] kernel packages not imported yet
+        self.unavailable = {}  # device -> [PluginError] kernel packages that failed to import
         self.plugins = []   # names of plugins that loaded
         self.failed = {}    # plugin name -> the exception it raised
         self._plugin = None  # the plugin whose hooks are running
@@ -124,25 +125,29 @@ class Registry:
             self._added.append(("package", device, (self._plugin, package)))
 
     def _load_device(self, device):
-        pending = self._pending.pop(device, ())
-        for plugin, package in pending:
-            from .package import iter_op_modules
+        """Import the pending kernel packages of ``device``. A package that fails (say the CUDA
+        kernels without numba installed) is recorded in ``unavailable`` and skipped; the
+        others still load, and a lookup that needed it reports why."""
+        from .package import iter_op_modules
+        for plugin, package in self._pending.pop(device, ()):
+            try:
+                found = [entry for module in iter_op_modules(package)
+                         for entry in getattr(module, "KERNELS", ())]
+            except Exception as e:
+                self.unavailable.setdefault(device, []).append(PluginError(
+                    f"plugin {plugin!r}: loading {device} kernels from {package} failed: "
+                    f"{type(e).__name__}: {e}"))
+                continue
             self._plugin = plugin
             try:
-                for module in iter_op_modules(package):
-                    for op_type, maker, dtypes in getattr(module, "KERNELS", ()):
-                        self.add_kernel(op_type, device, maker, dtypes)
-            except PluginError:
-                raise
-            except Exception as e:
-                raise PluginError(f"plugin {plugin!r}: loading {device} kernels from "
-                                  f"{package} failed: {type(e).__name__}: {e}") from e
+                for op_type, maker, dtypes in found:
+                    self.add_kernel(op_type, device, maker, dtypes)
             finally:
                 self._plugin = None
 
     def kernel(self, op_type, device, dtype=None):
         """The kernel for ``op_type`` on ``device`` supporting ``dtype``; KernelNotFoundError
-        lists what is registered otherwise."""
+        lists what is registered otherwise (and why a device's kernels could not load)."""
         if device in self._pending:
             self._load_device(device)
         for k in self._kernels.get((op_type, device), ()):
@@ -150,14 +155,17 @@ class Registry:
                 return k
         have = self.kernels_for(op_type)
         listing = ", ".join(f"{d}: {'/'.join(ts) if ts else 'any'}" for d, ts in have.items())
+        why = "; ".join(str(e) for e in self.unavailable.get(device, ()))
         raise KernelNotFoundError(
-            f"no kernel for device '{device}'" + (f" and dtype {dtype}" if dtype else ""),
+            f"no kernel for device '{device}'" + (f" and dtype {dtype}" if dtype else "")
+            + (f" ({why})" if why else ""),
             op_type=op_type, expected=f"a kernel for {device}/{dtype or 'any dtype'}",
             found=f"registered kernels: {listing or 'none'}")
 
     def kernels_for(self, op_type):
         """``{device: dtypes}`` of the kernels registered for ``op_type`` (dtypes () = any).
-        Imports the kernel packages of every device not loaded yet."""
+        Imports the kernel packages of every device not loaded yet (failures are recorded in
+        ``unavailable``, not raised: listing must work on a machine without a GPU stack)."""
         for device in list(self._pending):
             self._load_device(device)
         out = {}
