@@ -9,11 +9,15 @@ from setuptools import Extension, setup
 PKG = "headrace_tensor"
 here = os.path.dirname(os.path.abspath(__file__))
 os.chdir(here)
+# The shared kernel helpers (headrace/kernels/common.pxd): from the core's sources when built
+# inside the repository, else from the installed core on sys.path.
+CORE = os.path.join(here, "..", "..", "packages", "headrace")
+INCLUDE = [CORE] if os.path.isdir(os.path.join(CORE, "headrace", "kernels")) else []
 extensions = [
     Extension(path[:-4].replace(os.sep, "."), [path], include_dirs=[np.get_include()],
               define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
               extra_compile_args=["-O3"])
     for path in sorted(glob.glob(os.path.join(PKG, "kernels", "cpu", "*.pyx")))
 ]
-setup(ext_modules=cythonize(extensions, compiler_directives={"language_level": 3},
+setup(ext_modules=cythonize(extensions, include_path=INCLUDE, compiler_directives={"language_level": 3},
                             nthreads=os.cpu_count() or 1))

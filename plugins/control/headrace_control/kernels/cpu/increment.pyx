@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """increment: Out = X + step for a one-element counter, in X's dtype."""
 cimport numpy as cnp
-from ._common cimport contiguous, empty_like, shape_of
+from headrace.kernels.common cimport contiguous, empty_like, shape_of
 
 cnp.import_array()
 

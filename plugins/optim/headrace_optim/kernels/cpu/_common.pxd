@@ -1,61 +1,7 @@
-# Small inline helpers every CPU kernel module of this plugin shares (cimported, no runtime cost).
-# Each plugin keeps its own copy: plugins build in isolation, without the core or each other.
+# Helpers of this plugin's CPU kernels; the ones every plugin shares are in
+# headrace/kernels/common.pxd (cimported from the core).
 cimport numpy as cnp
-
-ctypedef fused real:
-    float
-    double
-
-
-cdef inline bint behaved(cnp.ndarray a):
-    """Aligned and in native byte order: raw pointers of the dtype's C type may read it."""
-    return cnp.PyArray_ISALIGNED(a) and cnp.PyArray_ISNOTSWAPPED(a)
-
-
-cdef inline cnp.ndarray _normalized(object x):
-    import numpy as np
-    a = np.asarray(x)
-    if not a.dtype.isnative:
-        a = a.astype(a.dtype.newbyteorder("="))
-    return np.ascontiguousarray(a)
-
-
-cdef inline cnp.ndarray contiguous(object x):
-    """``x`` as a C-contiguous, aligned, native-endian ndarray (no copy when it already is one).
-
-    Alignment and byte order matter as much as contiguity: kernels read through typed C
-    pointers, and PyArray_TYPE reports float32 for a big-endian '>f4' array too.
-    """
-    if type(x) is cnp.ndarray and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>x) and \
-            behaved(<cnp.ndarray>x):
-        return <cnp.ndarray>x
-    return _normalized(x)
-
-
-cdef inline str dtype_name(object a):
-    """The dtype's name for messages (``str(a.dtype)`` would show the byte order)."""
-    return (<object>a).dtype.name
-
-
-cdef inline cnp.ndarray empty_like(cnp.ndarray x):
-    return cnp.PyArray_EMPTY(cnp.PyArray_NDIM(x), cnp.PyArray_DIMS(x), cnp.PyArray_TYPE(x), 0)
-
-
-cdef inline tuple shape_of(cnp.ndarray a):
-    """The shape as a Python tuple (``a.shape`` on a typed ndarray is the C pointer)."""
-    cdef int i, nd = cnp.PyArray_NDIM(a)
-    cdef cnp.npy_intp* d = cnp.PyArray_DIMS(a)
-    return tuple([d[i] for i in range(nd)])
-
-
-cdef inline bint same_shape(cnp.ndarray a, cnp.ndarray b):
-    cdef int i, nd = cnp.PyArray_NDIM(a)
-    if nd != cnp.PyArray_NDIM(b):
-        return False
-    for i in range(nd):
-        if cnp.PyArray_DIMS(a)[i] != cnp.PyArray_DIMS(b)[i]:
-            return False
-    return True
+from headrace.kernels.common cimport contiguous, dtype_name, empty_like, shape_of, same_shape
 
 
 # -- what every update op checks and decides ---------------------------------------------------

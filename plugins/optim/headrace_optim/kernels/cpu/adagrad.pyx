@@ -6,7 +6,8 @@ Param and Moment are updated in place when their outputs are bound to them (pers
 """
 cimport numpy as cnp
 from libc.math cimport sqrt
-from ._common cimport dense, in_place, like_param, real, scalar, target
+from headrace.kernels.common cimport real
+from ._common cimport dense, in_place, like_param, scalar, target
 
 cnp.import_array()
 

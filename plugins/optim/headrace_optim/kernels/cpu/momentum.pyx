@@ -7,7 +7,8 @@ Param and Velocity are updated in place when their outputs are bound to them (pe
 see ``target`` in _common.pxd.
 """
 cimport numpy as cnp
-from ._common cimport dense, in_place, like_param, real, scalar, target
+from headrace.kernels.common cimport real
+from ._common cimport dense, in_place, like_param, scalar, target
 
 cnp.import_array()
 

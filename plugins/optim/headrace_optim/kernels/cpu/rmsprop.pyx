@@ -10,7 +10,8 @@ _common.pxd.
 """
 cimport numpy as cnp
 from libc.math cimport sqrt
-from ._common cimport bound, dense, in_place, like_param, real, scalar, target
+from headrace.kernels.common cimport real
+from ._common cimport bound, dense, in_place, like_param, scalar, target
 
 cnp.import_array()
 

@@ -6,7 +6,8 @@ and that array is returned, so the scope keeps one buffer from step to step; a r
 shared array gets a fresh one instead (see ``target`` in _common.pxd).
 """
 cimport numpy as cnp
-from ._common cimport dense, in_place, like_param, real, scalar, target
+from headrace.kernels.common cimport real
+from ._common cimport dense, in_place, like_param, scalar, target
 
 cnp.import_array()
 

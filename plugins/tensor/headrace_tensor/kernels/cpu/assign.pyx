@@ -6,7 +6,7 @@ initializes one from another) that optimizer ops later update in place, which mu
 through into X's array.
 """
 cimport numpy as cnp
-from ._common cimport check_plain, contiguous
+from headrace.kernels.common cimport check_plain, contiguous
 
 import numpy as np
 

@@ -10,7 +10,8 @@ The source type is X's actual dtype (in_dtype only describes it at build time), 
 result is always a new array, even when the types are equal.
 """
 cimport numpy as cnp
-from ._common cimport as_array, dtype_name, typenum
+from headrace.kernels.common cimport dtype_name, typenum
+from ._common cimport as_array
 
 from headrace import dtypes as _dt
 

@@ -14,8 +14,8 @@ cimport numpy as cnp
 import numpy as np
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.string cimport memcpy
-from ._common cimport as_array, dtype_name, empty, norm_axis, one_int, ints_of_list, \
-    shape_of, typenum
+from headrace.kernels.common cimport dtype_name, empty, shape_of, typenum
+from ._common cimport as_array, norm_axis, one_int, ints_of_list
 
 cnp.import_array()
 

@@ -11,7 +11,8 @@ zero, nonzero (NaN included) to bool is true, and a value an integer dtype canno
 range, inf, NaN) is a ValueError instead of undefined behaviour.
 """
 cimport numpy as cnp
-from ._common cimport empty, int_values, ints_of_list
+from headrace.kernels.common cimport empty
+from ._common cimport int_values, ints_of_list
 
 import math
 

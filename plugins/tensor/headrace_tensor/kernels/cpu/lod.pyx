@@ -6,7 +6,8 @@ returns Tensors, since the LoD is what it computes. The data is X's array itself
 copy), unless X or Out is persistable: see reshape.pyx for why sharing is safe otherwise.
 """
 cimport numpy as cnp
-from ._common cimport any_persistable, check_plain, int_values
+from headrace.kernels.common cimport check_plain
+from ._common cimport any_persistable, int_values
 
 import numpy as np
 

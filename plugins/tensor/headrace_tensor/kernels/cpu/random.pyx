@@ -11,7 +11,8 @@ The Generator draws in the output's float type (float16 via float32, which NumPy
 lacks); a typed loop then maps the draws to [min, max) or N(mean, std^2) without the GIL.
 """
 cimport numpy as cnp
-from ._common cimport int_values, ints_of_list, real
+from headrace.kernels.common cimport real
+from ._common cimport int_values, ints_of_list
 
 import numpy as np
 

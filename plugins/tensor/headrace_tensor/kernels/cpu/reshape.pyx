@@ -16,8 +16,8 @@ reshape2_grad and flatten_contiguous_range_grad are one kernel: X@GRAD = Out@GRA
 shape XShape[1:], a view by the same rules.
 """
 cimport numpy as cnp
-from ._common cimport (any_persistable, as_array, dtype_name, int_values, ints_of_list,
-                       norm_axis, shape_of, typenum, xshape_of)
+from headrace.kernels.common cimport dtype_name, shape_of, typenum
+from ._common cimport any_persistable, as_array, int_values, ints_of_list, norm_axis, xshape_of
 
 cnp.import_array()
 

@@ -15,7 +15,8 @@ transpose2_grad is the same copy by the inverse permutation.
 cimport numpy as cnp
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
-from ._common cimport as_array, dtype_name, empty, shape_of, typenum, xshape_of
+from headrace.kernels.common cimport dtype_name, empty, shape_of, typenum
+from ._common cimport as_array, xshape_of
 
 cnp.import_array()
 
