@@ -105,7 +105,7 @@ def _input(op, shape, dtype, seed=0):
 
 
 def test_every_activation_has_a_kernel():
-    assert sorted(op for op, _, _ in CPU_KERNELS) == sorted(OPS)
+    assert sorted(op for op, _, _ in CPU_KERNELS) == sorted(OPS + [op + "_grad" for op in OPS])
     assert all(dtypes == ("float32", "float64") for _, _, dtypes in CPU_KERNELS)
 
 
@@ -240,7 +240,8 @@ def test_softplus_zero_beta_kernel_refuses():
 
 
 def test_samples_cover_every_op():
-    assert sorted(SAMPLES) == sorted(REFERENCES) == sorted(OPS)
+    ops = OPS + [op + "_grad" for op in OPS]
+    assert sorted(SAMPLES) == sorted(REFERENCES) == sorted(ops)
 
 
 @pytest.mark.parametrize("op, attrs, rtol", [
@@ -265,3 +266,143 @@ def test_float32_fast_paths_are_accurate(op, attrs, rtol, make_kernel):
     np.testing.assert_allclose(got[full], exact[full], rtol=rtol, atol=0)
     tiny = np.abs(exact) < 1e-30
     np.testing.assert_allclose(got[tiny], exact[tiny], rtol=max(rtol, 1e-5), atol=1e-37)
+
+
+# == gradients =================================================================================
+
+from headrace import ShapeError  # noqa: E402
+from headrace.testing import check_grad  # noqa: E402
+from headrace_math.ops.activation import GRAD_USES  # noqa: E402
+from headrace_math.reference.activation import DEFAULTS  # noqa: E402
+
+
+def _kinks(op, attrs):
+    """Points where the op's derivative jumps (finite differences across them are wrong)."""
+    a = {**DEFAULTS.get(op, {}), **(attrs or {})}
+    if op in ("relu", "leaky_relu", "abs", "elu"):
+        return [0.0]
+    if op == "relu6":
+        return [0.0, a["threshold"]]
+    if op == "hard_sigmoid":
+        return [-a["offset"] / a["slope"], (1 - a["offset"]) / a["slope"]]
+    if op == "softplus":
+        return [a["threshold"] / a["beta"]]
+    return []
+
+
+def _grad_input(op, attrs=None, shape=(3, 4), seed=0):
+    """float64 X in the op's domain, at least 0.05 away from its kinks; floor, ceil and
+    round get values 0.02 past a grid point, away from every step."""
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-2.5, 2.5, shape)
+    if op in POSITIVE:
+        x = np.abs(x) + 0.3
+    elif op == "reciprocal":
+        x = np.where(np.abs(x) < 0.3, 0.8, x)
+    elif op in ("floor", "ceil", "round"):
+        step = 10.0 ** -(attrs or {}).get("decimals", 0)
+        x = np.round(x / step) * step + 0.2 * step
+    for k in _kinks(op, attrs):
+        x = np.where(np.abs(x - k) < 0.05, k + 0.1, x)
+    return x
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_gradient_finite_differences(op):
+    attrs = SAMPLE_ATTRS.get(op, {})
+    check_grad(op, {"X": _grad_input(op, attrs)}, wrt=["X"], attrs=attrs)
+
+
+@pytest.mark.parametrize("op, attrs", [
+    ("leaky_relu", {"alpha": 0.0}), ("leaky_relu", {"alpha": 1.5}),
+    ("softplus", {"beta": -1.5, "threshold": 3.0}), ("softplus", {"beta": 0.5}),
+    ("softplus", {"beta": 2.0, "threshold": 0.5}),          # both regimes in one tensor
+    ("gelu", {"approximate": True}), ("gelu", {"approximate": False}),
+    ("relu6", {"threshold": 1.0}), ("elu", {"alpha": 2.0}),
+    ("hard_sigmoid", {"slope": -0.3, "offset": 0.1}), ("swish", {"beta": -2.0}),
+    ("round", {"decimals": 0}), ("round", {"decimals": 2}),
+])
+def test_gradient_with_attributes(op, attrs):
+    check_grad(op, {"X": _grad_input(op, attrs, seed=1)}, wrt=["X"], attrs=attrs)
+
+
+@pytest.mark.parametrize("op", ["relu", "tanh", "softsign", "floor"])
+@pytest.mark.parametrize("shape", [(5,), (2, 3, 4), (1,)])
+def test_gradient_shapes(op, shape):
+    check_grad(op, {"X": _grad_input(op, shape=shape, seed=2)}, wrt=["X"])
+
+
+def _grad_op_inputs(op, x, attrs, g):
+    reads = GRAD_USES[op]
+    inputs = {"Out@GRAD": g}
+    if reads == "X":
+        inputs["X"] = x
+    elif reads == "Out":
+        inputs["Out"] = REFERENCES[op]({"X": x}, attrs or {})["Out"]
+    return inputs
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("shape", [(3, 5), (17,), (0, 4), (2, 3, 4), (1000,)])
+def test_grad_kernel_matches_reference(check, op, dtype, shape):
+    attrs = SAMPLE_ATTRS.get(op)
+    x = _grad_input(op, attrs, shape, seed=3).astype(dtype)
+    g = np.random.default_rng(4).standard_normal(shape).astype(dtype)
+    check(op + "_grad", _grad_op_inputs(op, x, attrs, g), attrs)
+
+
+def test_relu_grad_reads_out(make_kernel):
+    # relu_grad's input is Out: the gradient passes where Out > 0, NaN Out blocks it.
+    out = np.array([0.0, 2.0, np.nan, 0.5], np.float32)
+    g = np.array([1.0, 2.0, 3.0, np.inf], np.float32)
+    (dx,) = make_kernel("relu_grad")(out, g)
+    assert dx.tolist() == [0.0, 2.0, 0.0, np.inf]
+
+
+@pytest.mark.parametrize("op", ["floor", "ceil", "round"])
+def test_step_functions_have_zero_gradient(op, make_kernel):
+    (dx,) = make_kernel(op + "_grad")(np.full((2, 3), 7.0))
+    assert dx.shape == (2, 3) and not dx.any()
+
+
+@pytest.mark.parametrize("op", ["relu", "log", "floor"])
+def test_grad_kernel_rejects_bad_inputs(op, make_kernel):
+    kernel = make_kernel(op + "_grad")
+    with pytest.raises(TypeError, match=rf"{op}_grad: Out@GRAD has dtype int64"):
+        kernel(*([np.ones(3, np.int64)] * (1 if op == "floor" else 2)))
+    if op == "floor":
+        with pytest.raises(ValueError, match="floor_grad: takes Out@GRAD only"):
+            kernel(np.ones(3), np.ones(3))
+        return
+    with pytest.raises(ValueError, match=rf"{op}_grad: Out@GRAD has shape \[4\] but the "
+                                         r"forward value has \[3\]"):
+        kernel(np.ones(3), np.ones(4))
+    with pytest.raises(TypeError, match=rf"{op}_grad: Out@GRAD is float32 but the forward"):
+        kernel(np.ones(3), np.ones(3, np.float32))
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_grad_op_reads_what_the_conventions_say(op, math_registry):
+    grad = math_registry.get(op + "_grad")
+    reads = [s.name for s in grad.inputs if s.name != "Out@GRAD"]
+    assert reads == ([GRAD_USES[op]] if GRAD_USES[op] else [])
+    assert [s.name for s in grad.outputs] == ["X@GRAD"]
+    conventions = {"relu": "Out", "sigmoid": "Out", "tanh": "Out", "exp": "Out", "sqrt": "Out",
+                   "log": "X", "square": "X", "softplus": "X", "gelu": "X"}
+    if op in conventions:
+        assert GRAD_USES[op] == conventions[op]
+
+
+@pytest.mark.parametrize("op", ["relu", "log", "floor"])
+def test_grad_shape_rule(op, infer):
+    reads = GRAD_USES[op]
+    inputs = {"Out@GRAD": ([-1, 4], "float32", 1)}
+    if reads:
+        inputs[reads] = ([-1, 4], "float32", 1)
+    assert infer(op + "_grad", inputs, out="X@GRAD") == ((-1, 4), "float32")
+    if reads:
+        inputs[reads] = ([-1, 5], "float32", 1)
+        with pytest.raises(ShapeError, match=rf"Out@GRAD \(out@grad_0\) must have the shape "
+                                             rf"of {reads}"):
+            infer(op + "_grad", inputs, out="X@GRAD")

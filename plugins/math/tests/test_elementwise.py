@@ -156,7 +156,7 @@ def _operands(op, xs, ys, dtype, seed=0):
 
 
 def test_every_op_has_a_kernel():
-    assert sorted(op for op, _, _ in CPU_KERNELS) == OPS
+    assert sorted(op for op, _, _ in CPU_KERNELS) == sorted(OPS + [op + "_grad" for op in OPS])
 
 
 @pytest.mark.parametrize("op, dtype", [(op, dt) for op in OPS for dt in
@@ -236,3 +236,172 @@ def test_kernel_rejects_bad_dtypes(op, make_kernel):
     if op in FLOAT_ONLY:
         with pytest.raises(TypeError, match=rf"{op}: dtype int64 not supported"):
             kernel(np.ones(3, np.int64), np.zeros(3, np.int64))    # never an integer x / 0
+
+
+# == gradients =================================================================================
+
+from headrace.testing import check_grad  # noqa: E402
+from headrace_math.kernels.cpu.elementwise import ElementwiseGrad  # noqa: E402
+from headrace_math.ops.elementwise import GRAD_USES  # noqa: E402
+
+# (X shape, Y shape, axis): equal shapes, Y broadcast (trailing, with axis, a size-1 dim, a
+# scalar), X broadcast (lower rank, with axis), both broadcast, 0-D.
+GRAD_SHAPES = [
+    ((2, 3), (2, 3), -1),
+    ((2, 3, 4), (4,), -1),
+    ((2, 3, 4), (3,), 1),
+    ((2, 3, 4), (3, 1), 1),
+    ((2, 3, 4), (2, 1, 4), -1),
+    ((2, 3), (1,), -1),
+    ((3,), (2, 3), -1),
+    ((3,), (3, 4), 0),
+    ((2, 1), (1, 3), -1),
+    ((2, 3, 4, 5), (3, 4), 1),
+]
+
+
+def _grad_operands(op, xs, ys, axis, dtype="float64", seed=0):
+    """Operands away from the ops' kinks and singularities: Y far from 0 for div, X > 0 for
+    pow, and for max and min X on the grid 0.2 k + 0.1, Y on 0.2 k, so never closer than 0.1
+    whatever broadcasts against what."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(xs)
+    y = rng.standard_normal(ys)
+    if op == "elementwise_pow":
+        x = np.abs(x) + 0.5
+    if op == "elementwise_div":
+        y = np.where(np.abs(y) < 0.3, 0.7, y)
+    if op in ("elementwise_max", "elementwise_min"):
+        x = rng.integers(-8, 8, xs) * 0.2 + 0.1
+        y = rng.integers(-8, 8, ys) * 0.2
+    return np.asarray(x).astype(dtype), np.asarray(y).astype(dtype)
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("xs, ys, axis", GRAD_SHAPES)
+def test_gradient_finite_differences(op, xs, ys, axis):
+    x, y = _grad_operands(op, xs, ys, axis)
+    check_grad(op, {"X": x, "Y": y}, wrt=["X", "Y"], attrs={"axis": axis})
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("wrt", [["X"], ["Y"]])
+def test_gradient_of_one_operand(op, wrt):
+    # The other gradient is not wanted: its output is unbound and not computed.
+    x, y = _grad_operands(op, (2, 3, 4), (3,), 1, seed=1)
+    check_grad(op, {"X": x, "Y": y}, wrt=wrt, attrs={"axis": 1})
+
+
+def _grad_inputs(op, x, y, axis, g):
+    inputs = {"X": x, "Y": y, "Out@GRAD": g}
+    if "Out" in GRAD_USES[op]:
+        inputs["Out"] = REFERENCES[op]({"X": x, "Y": y}, {"axis": axis})["Out"]
+    return inputs
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("xs, ys, axis", GRAD_SHAPES + [((0, 3), (3,), -1), ((2, 0), (1,), -1),
+                                                        ((300, 2), (300, 1), -1),
+                                                        ((2, 700), (1,), -1)])
+def test_grad_kernel_matches_reference(check, op, dtype, xs, ys, axis):
+    # Long rows (700 > one chunk of the kernel) and long reductions (300 rows) included.
+    x, y = _grad_operands(op, xs, ys, axis, dtype, seed=2)
+    out = REFERENCES[op]({"X": x, "Y": y}, {"axis": axis})["Out"]
+    g = np.random.default_rng(3).standard_normal(out.shape).astype(dtype)
+    check(op + "_grad", _grad_inputs(op, x, y, axis, g), {"axis": axis})
+
+
+def test_max_min_send_ties_to_y(make_kernel):
+    # Paddle's rule: X@GRAD where X > Y (max) / X < Y (min), Y@GRAD everywhere else.
+    x, y, g = np.array([1.0, 2.0, 3.0]), np.array([2.0, 2.0, 2.0]), np.array([10.0, 20.0, 30.0])
+    dx, dy = make_kernel("elementwise_max_grad")(x, y, g)
+    assert dx.tolist() == [0, 0, 30] and dy.tolist() == [10, 20, 0]
+    dx, dy = make_kernel("elementwise_min_grad")(x, y, g)
+    assert dx.tolist() == [10, 0, 0] and dy.tolist() == [0, 20, 30]
+
+
+def test_pow_gradient_at_zero_base(make_kernel):
+    x, y, g = np.array([0.0, 0.0, 2.0]), np.array([2.0, 3.0, 3.0]), np.ones(3)
+    dx, dy = make_kernel("elementwise_pow_grad")(x, y, g)
+    np.testing.assert_allclose(dx, [0.0, 0.0, 12.0])
+    np.testing.assert_allclose(dy, [0.0, 0.0, 8.0 * np.log(2.0)])
+
+
+def test_bias_gradient_is_a_column_sum(make_kernel):
+    # The fc layer's bias: [N, C] + [C] at axis=1; Y@GRAD sums Out@GRAD over the rows
+    # (accumulated in double, also for float32), X@GRAD is Out@GRAD.
+    rng = np.random.default_rng(4)
+    g = rng.standard_normal((128, 256)).astype(np.float32)
+    x, y = np.zeros((128, 256), np.float32), np.zeros(256, np.float32)
+    dx, dy = make_kernel("elementwise_add_grad", {"axis": 1})(x, y, g)
+    np.testing.assert_array_equal(dx, g)
+    assert dx is not g and dy.dtype == np.float32
+    np.testing.assert_allclose(dy, g.astype(np.float64).sum(0), rtol=1e-6)
+
+
+def test_add_grad_returns_out_grad_only_when_allowed(math_registry):
+    # With an op whose variables are not persistable, X@GRAD may be Out@GRAD itself.
+    from headrace.testing import build_op
+    prog, op = build_op("elementwise_add_grad",
+                        {"X": ([2, 3], "float32", 0), "Y": ([3], "float32", 0),
+                         "Out@GRAD": ([2, 3], "float32", 0)},
+                        {"X@GRAD": 1, "Y@GRAD": 1}, {"axis": 1}, registry=math_registry)
+
+    class Info:
+        pass
+    info = Info()
+    info.op = op
+    g = np.ones((2, 3), np.float32)
+    dx, dy = ElementwiseGrad(0, "elementwise_add_grad", {"axis": 1}, info)(g, g[0], g)
+    assert dx is g and dy.tolist() == [2.0, 2.0, 2.0]
+    prog.global_block().var(op.input("Out@GRAD")[0]).persistable = True
+    dx, _ = ElementwiseGrad(0, "elementwise_add_grad", {"axis": 1}, info)(g, g[0], g)
+    assert dx is not g and np.array_equal(dx, g)
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_grad_kernel_skips_unwanted_outputs(op, math_registry):
+    from headrace.testing import build_op
+    x, y = _grad_operands(op, (2, 3), (3,), -1)
+    inputs = _grad_inputs(op, x, y, -1, np.ones((2, 3)))
+    specs = {s: (list(v.shape), "float64", 0) for s, v in inputs.items()}
+    prog, gop = build_op(op + "_grad", specs, {"X@GRAD": 1}, {}, registry=math_registry)
+
+    class Info:
+        pass
+    info = Info()
+    info.op = gop
+    args = [inputs[s.name] for s in math_registry.get(op + "_grad").inputs]
+    dx, dy = math_registry.kernel(op + "_grad", "cpu", "float64").fn({"axis": -1}, info)(*args)
+    assert dy is None and dx.shape == (2, 3)
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_grad_kernel_rejects_bad_inputs(op, make_kernel):
+    x, y = _grad_operands(op, (2, 3), (3,), -1)
+    kernel = make_kernel(op + "_grad")
+    extra = [np.ones((2, 3))] if "Out" in GRAD_USES[op] else []
+    with pytest.raises(ValueError, match=rf"{op}_grad: Out@GRAD has shape \[3, 2\], expected "
+                                         r"the broadcast shape \[2, 3\]"):
+        kernel(x, y, *extra, np.ones((3, 2)))
+    with pytest.raises(ValueError, match=rf"{op}_grad: .*cannot be broadcast"):
+        kernel(x, np.ones(4), *extra, np.ones((2, 3)))
+    with pytest.raises(TypeError, match=rf"{op}_grad: X, Y.* must share one dtype"):
+        kernel(x, y, *extra, np.ones((2, 3), np.float32))
+    with pytest.raises(TypeError, match=rf"{op}_grad: X has dtype int64"):
+        kernel(np.ones((2, 3), np.int64), np.ones(3, np.int64), *extra,
+               np.ones((2, 3), np.int64))
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_grad_shape_rule(op, infer, build):
+    inputs = {"X": t([-1, 3, 4]), "Y": t([3]), "Out@GRAD": t([-1, 3, 4])}
+    if "Out" in GRAD_USES[op]:
+        inputs["Out"] = t([-1, 3, 4])
+    assert infer(op + "_grad", inputs, {"axis": 1}, out="X@GRAD") == ((-1, 3, 4), "float32")
+    assert infer(op + "_grad", inputs, {"axis": 1}, out="Y@GRAD") == ((3,), "float32")
+    bad = dict(inputs, **{"Out@GRAD": t([-1, 3, 5])})
+    with pytest.raises(ShapeError, match=r"Out@GRAD \(out@grad_0\) must have the shape of "
+                                         r"the forward Out"):
+        infer(op + "_grad", bad, {"axis": 1}, out="X@GRAD")

@@ -351,3 +351,164 @@ def test_matmul_reads_blas_layouts_in_place(view):
         tracemalloc.stop()
     assert peak < out.nbytes + x.nbytes // 4
     np.testing.assert_allclose(out, x @ y, rtol=1e-12)
+
+
+# == gradients =================================================================================
+
+from headrace.testing import check_grad  # noqa: E402
+from headrace_math.kernels.cpu.matmul import MatmulGrad, MulGrad  # noqa: E402
+
+
+def _rand(shape, seed=0, dtype="float64"):
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+@pytest.mark.parametrize("xs, ys, attrs", [
+    ((3, 4), (4, 5), {}),
+    ((2, 3, 4), (12, 5), {}),
+    ((2, 3, 4), (4, 5), {"x_num_col_dims": 2}),
+    ((2, 3, 4), (3, 4, 2, 3), {"x_num_col_dims": 1, "y_num_col_dims": 2}),
+])
+def test_mul_gradient_finite_differences(xs, ys, attrs):
+    check_grad("mul", {"X": _rand(xs), "Y": _rand(ys, 1)}, wrt=["X", "Y"], attrs=attrs)
+
+
+@pytest.mark.parametrize("wrt", [["X"], ["Y"]])
+def test_mul_gradient_of_one_operand(wrt):
+    check_grad("mul", {"X": _rand((3, 4)), "Y": _rand((4, 2), 1)}, wrt=wrt)
+
+
+# (X shape, Y shape as op() sees them, i.e. before any transpose)
+MATMUL_GRAD_SHAPES = [
+    ((3, 4), (4, 5)),
+    ((4,), (4, 5)),             # 1-D X: a row vector
+    ((3, 4), (4,)),             # 1-D Y: a column vector
+    ((4,), (4,)),               # vector . vector -> [1]
+    ((2, 3, 4), (4, 5)),        # Y broadcast over X's batch (one GEMM per gradient)
+    ((3, 4), (2, 4, 5)),        # X broadcast over Y's batch (summed)
+    ((2, 1, 3, 4), (3, 4, 2)),  # batch dims broadcast on both sides
+    ((2, 3, 4), (2, 4, 5)),
+    ((2, 3, 4), (4,)),
+    ((4,), (2, 4, 5)),
+]
+
+
+def _matmul_operands(xs, ys, tx, ty, seed=0):
+    """X, Y stored so that op(X), op(Y) have the shapes xs, ys (1-D operands never flip)."""
+    def stored(shape, trans):
+        shape = list(shape)
+        if trans and len(shape) > 1:
+            shape[-1], shape[-2] = shape[-2], shape[-1]
+        return shape
+    return _rand(stored(xs, tx), seed), _rand(stored(ys, ty), seed + 1)
+
+
+@pytest.mark.parametrize("op, tx_attr, ty_attr", MATMULS)
+@pytest.mark.parametrize("xs, ys", MATMUL_GRAD_SHAPES)
+@pytest.mark.parametrize("tx, ty", [(False, False), (True, False), (False, True), (True, True)])
+def test_matmul_gradient_finite_differences(op, tx_attr, ty_attr, xs, ys, tx, ty):
+    x, y = _matmul_operands(xs, ys, tx, ty)
+    attrs = {tx_attr: tx, ty_attr: ty}
+    if op == "matmul":
+        attrs["alpha"] = 0.75
+    check_grad(op, {"X": x, "Y": y}, wrt=["X", "Y"], attrs=attrs)
+
+
+@pytest.mark.parametrize("op, tx_attr, ty_attr", MATMULS)
+@pytest.mark.parametrize("wrt", [["X"], ["Y"]])
+def test_matmul_gradient_of_one_operand(op, tx_attr, ty_attr, wrt):
+    x, y = _matmul_operands((2, 3, 4), (1, 4, 2), False, True)
+    check_grad(op, {"X": x, "Y": y}, wrt=wrt, attrs={ty_attr: True})
+
+
+@pytest.mark.parametrize("op, tx_attr, ty_attr", MATMULS)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("xs, ys", MATMUL_GRAD_SHAPES + [((0, 4), (4, 5)), ((3, 0), (0, 5)),
+                                                          ((0, 3, 4), (4, 5)),
+                                                          ((2, 3, 4), (2, 4, 0)),
+                                                          ((64, 70), (70, 33))])
+@pytest.mark.parametrize("tx, ty", [(False, False), (True, True)])
+def test_matmul_grad_kernel_matches_reference(check, op, tx_attr, ty_attr, dtype, xs, ys, tx,
+                                              ty):
+    x, y = (a.astype(dtype) for a in _matmul_operands(xs, ys, tx, ty, seed=3))
+    attrs = {tx_attr: tx, ty_attr: ty}
+    out = REFERENCES[op]({"X": x, "Y": y}, attrs)["Out"]
+    g = _rand(out.shape, 5, dtype)
+    tol = {"rtol": 1e-4, "atol": 1e-5} if dtype == "float32" else {}
+    check(op + "_grad", {"X": x, "Y": y, "Out@GRAD": g}, attrs, **tol)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("xs, ys, attrs", [((128, 784), (784, 256), {}), ((0, 3), (3, 2), {}),
+                                          ((2, 3, 4), (4, 2, 5), {"x_num_col_dims": 2})])
+def test_mul_grad_kernel_matches_reference(check, dtype, xs, ys, attrs):
+    x, y = _rand(xs, 0, dtype), _rand(ys, 1, dtype)
+    out = REFERENCES["mul"]({"X": x, "Y": y}, attrs)["Out"]
+    # float32 sums of 128..784 products: a few ulp of the largest terms, absolute.
+    tol = {"rtol": 1e-4, "atol": 1e-4} if dtype == "float32" else {}
+    check("mul_grad", {"X": x, "Y": y, "Out@GRAD": _rand(out.shape, 2, dtype)}, attrs, **tol)
+
+
+def test_mul_grad_matches_torch():
+    torch = pytest.importorskip("torch")
+    x, y, g = _rand((128, 784), 0, "float32"), _rand((784, 256), 1, "float32"), \
+        _rand((128, 256), 2, "float32")
+    xt, yt = torch.tensor(x, requires_grad=True), torch.tensor(y, requires_grad=True)
+    (xt @ yt).backward(torch.tensor(g))
+    dx, dy = MulGrad({"x_num_col_dims": 1, "y_num_col_dims": 1})(x, y, g)
+    np.testing.assert_allclose(dx, xt.grad.numpy(), rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(dy, yt.grad.numpy(), rtol=1e-4, atol=1e-3)
+
+
+def test_grad_kernels_read_odd_layouts(odd_layouts):
+    x, y, g = _rand((3, 4)), _rand((4, 5), 1), _rand((3, 5), 2)
+    expected = REFERENCES["mul_grad"]({"X": x, "Y": y, "Out@GRAD": g}, {})
+    for label, v in odd_layouts(g):
+        dx, dy = MulGrad({"x_num_col_dims": 1, "y_num_col_dims": 1})(x, y, v)
+        np.testing.assert_allclose(dx, expected["X@GRAD"], rtol=1e-12, err_msg=label)
+        dx, dy = MatmulGrad("matmul_v2_grad", False, False, 1.0)(x, y, v)
+        np.testing.assert_allclose(dy, expected["Y@GRAD"], rtol=1e-12, err_msg=label)
+
+
+def test_grad_kernels_reject_bad_inputs():
+    mg = MulGrad({"x_num_col_dims": 1, "y_num_col_dims": 1})
+    with pytest.raises(ValueError, match=r"mul_grad: Out@GRAD has shape \[3, 4\], expected "
+                                         r"Out's \[3, 5\]"):
+        mg(np.ones((3, 4)), np.ones((4, 5)), np.ones((3, 4)))
+    with pytest.raises(ValueError, match=r"mul_grad: X\[3, 4\] flattens to \[3, 4\] but"):
+        mg(np.ones((3, 4)), np.ones((5, 5)), np.ones((3, 5)))
+    with pytest.raises(TypeError, match=r"mul_grad: X, Y and Out@GRAD must share one dtype"):
+        mg(np.ones((3, 4)), np.ones((4, 5)), np.ones((3, 5), np.float32))
+    with pytest.raises(TypeError, match=r"mul_grad: X has dtype int64"):
+        mg(np.ones((3, 4), np.int64), np.ones((4, 5), np.int64), np.ones((3, 5), np.int64))
+    k = MatmulGrad("matmul_grad", False, False, 1.0)
+    with pytest.raises(ValueError, match=r"matmul_grad: Out@GRAD has shape \[3\], expected "
+                                         r"Out's \[2, 3, 5\]"):
+        k(np.ones((2, 3, 4)), np.ones((4, 5)), np.ones(3))
+    with pytest.raises(ValueError, match=r"matmul_grad: batch dims .* cannot be broadcast"):
+        k(np.ones((2, 3, 4)), np.ones((3, 4, 5)), np.ones((2, 3, 5)))
+    with pytest.raises(ValueError, match=r"matmul_grad: .* contraction dims 4 != 3"):
+        k(np.ones((3, 4)), np.ones((3, 5)), np.ones((3, 5)))
+    with pytest.raises(ValueError, match=r"matmul_grad: .* must have rank >= 1"):
+        k(np.float64(1.0), np.ones(3), np.ones(1))
+
+
+@pytest.mark.parametrize("op, tx_attr, ty_attr", MATMULS)
+def test_matmul_grad_shape_rule(op, tx_attr, ty_attr, infer):
+    ins = {"X": t([-1, 3, 4]), "Y": t([5, 4]), "Out@GRAD": t([-1, 3, 5])}
+    assert infer(op + "_grad", ins, {ty_attr: True}, out="X@GRAD") == ((-1, 3, 4), F32)
+    assert infer(op + "_grad", ins, {ty_attr: True}, out="Y@GRAD") == ((5, 4), F32)
+    with pytest.raises(ShapeError, match=r"Out@GRAD \(out@grad_0\) must have the shape of the "
+                                         r"forward Out"):
+        infer(op + "_grad", dict(ins, **{"Out@GRAD": t([-1, 3, 4])}), {ty_attr: True},
+              out="X@GRAD")
+    with pytest.raises(ShapeError, match=r"contraction dim"):
+        infer(op + "_grad", ins, {}, out="X@GRAD")
+
+
+def test_mul_grad_shape_rule(infer):
+    ins = {"X": t([-1, 3, 4]), "Y": t([12, 5]), "Out@GRAD": t([-1, 5])}
+    assert infer("mul_grad", ins, out="X@GRAD") == ((-1, 3, 4), F32)
+    assert infer("mul_grad", ins, out="Y@GRAD") == ((12, 5), F32)
+    with pytest.raises(ShapeError, match=r"Out@GRAD \(out@grad_0\) must have the shape"):
+        infer("mul_grad", dict(ins, **{"Out@GRAD": t([-1, 3, 5])}), out="X@GRAD")

@@ -12,7 +12,9 @@ ALL_OPS = [op for m in MODULES for op in m.OPS]
 def test_modules_and_op_count():
     assert [m.__name__.rsplit(".", 1)[1] for m in MODULES] == [
         "activation", "compare", "elementwise", "logical", "matmul", "reduce", "scale", "sum"]
-    assert len(ALL_OPS) == len({op.type for op in ALL_OPS}) == 54
+    # 54 forward ops and 40 grad ops (24 activations, 7 elementwise, 3 products, 6 reductions)
+    assert len(ALL_OPS) == len({op.type for op in ALL_OPS}) == 94
+    assert len([op for op in ALL_OPS if op.type.endswith("_grad")]) == 40
 
 
 @pytest.mark.parametrize("op", ALL_OPS, ids=lambda op: op.type)

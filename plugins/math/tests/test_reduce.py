@@ -172,7 +172,8 @@ def _x(op, shape, dtype, seed=0):
 
 
 def test_every_reduction_has_a_kernel():
-    assert sorted(op for op, _, _ in CPU_KERNELS) == sorted(NUMERIC + LOGICAL + ["mean"])
+    grads = [op + "_grad" for op in NUMERIC + ["mean"]]
+    assert sorted(op for op, _, _ in CPU_KERNELS) == sorted(NUMERIC + LOGICAL + ["mean"] + grads)
 
 
 @pytest.mark.parametrize("op, dtype", [(op, dt) for op in NUMERIC for dt in FLOATS]
@@ -325,3 +326,160 @@ def test_one_kernel_many_shapes(make_kernel):
         x = np.arange(float(np.prod(shape))).reshape(shape)
         np.testing.assert_array_equal(kernel(x)[0], REFERENCES["reduce_sum"](
             {"X": x}, {"dim": [0, -1]})["Out"])
+
+
+# == gradients =================================================================================
+
+from headrace.testing import check_grad  # noqa: E402
+
+
+def t(shape, dtype="float32"):
+    return (shape, dtype, 0)
+
+
+GRAD_OPS = ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod"]
+GRAD_ATTRS = [
+    {"dim": [0]},
+    {"dim": [-1]},
+    {"dim": [1], "keep_dim": True},
+    {"dim": [0, 2]},                        # two reduced runs: the transposing path
+    {"dim": [2, 0], "keep_dim": True},
+    {"reduce_all": True},
+    {"reduce_all": True, "keep_dim": True},
+    {"dim": []},                            # Paddle 2: everything
+]
+
+
+def _reduce_input(op, shape=(2, 3, 4), seed=0):
+    """Distinct values (max/min have one winner per slice); prod's factors near 1."""
+    rng = np.random.default_rng(seed)
+    x = rng.permutation(np.arange(int(np.prod(shape)))).reshape(shape) * 0.1 - 1.0
+    if op == "reduce_prod":
+        x = rng.uniform(0.5, 1.5, shape) * rng.choice([-1, 1], shape)
+    return x
+
+
+def test_mean_gradient_finite_differences():
+    check_grad("mean", {"X": _reduce_input("mean", (3, 4))}, wrt=["X"])
+    check_grad("mean", {"X": _reduce_input("mean", (5,))}, wrt=["X"])
+
+
+@pytest.mark.parametrize("op", GRAD_OPS)
+@pytest.mark.parametrize("attrs", GRAD_ATTRS)
+def test_gradient_finite_differences(op, attrs):
+    check_grad(op, {"X": _reduce_input(op)}, wrt=["X"], attrs=attrs)
+
+
+@pytest.mark.parametrize("op", GRAD_OPS)
+@pytest.mark.parametrize("shape, attrs", [((5,), {}), ((2, 1, 3), {"dim": [1]}),
+                                          ((1, 4), {"dim": [0]})])
+def test_gradient_odd_shapes(op, shape, attrs):
+    check_grad(op, {"X": _reduce_input(op, shape, seed=1)}, wrt=["X"], attrs=attrs)
+
+
+@pytest.mark.parametrize("zeros", [[(0, 1, 1)], [(0, 1, 1), (1, 1, 2)], [(0, 1, 1), (0, 2, 1)]])
+@pytest.mark.parametrize("attrs", [{"dim": [1]}, {"dim": [0, 1]}, {"reduce_all": True}])
+def test_prod_gradient_with_zeros(zeros, attrs):
+    # The product is linear in each factor, so central differences are exact even at 0; one
+    # zero in a slice leaves the product of the others at its place, two leave all zero.
+    x = _reduce_input("reduce_prod", (2, 3, 4), seed=2)
+    for z in zeros:
+        x[z] = 0.0
+    check_grad("reduce_prod", {"X": x}, wrt=["X"], attrs=attrs)
+
+
+def test_prod_gradient_values_with_zeros(make_kernel):
+    x = np.array([[0.0, 2.0, 3.0], [0.0, 0.0, 5.0], [1.0, 2.0, 3.0]])
+    (dx,) = make_kernel("reduce_prod_grad", {"dim": [1]})(x, np.array([1.0, 1.0, 2.0]))
+    assert dx.tolist() == [[6.0, 0.0, 0.0], [0.0, 0.0, 0.0], [12.0, 6.0, 4.0]]
+
+
+def test_max_gradient_goes_to_every_tie(make_kernel):
+    x = np.array([[1.0, 3.0, 3.0], [2.0, 0.0, -1.0]])
+    out = x.max(axis=1)
+    (dx,) = make_kernel("reduce_max_grad", {"dim": [1]})(x, out, np.array([5.0, 7.0]))
+    assert dx.tolist() == [[0.0, 5.0, 5.0], [7.0, 0.0, 0.0]]
+
+
+def _grad_inputs(op, x, attrs, seed=4):
+    inputs = {"X": x}
+    # max and min of nothing have no value: any Out of the right shape will do.
+    ref = "reduce_sum" if x.size == 0 and op in ("reduce_max", "reduce_min") else op
+    out = REFERENCES[ref]({"X": x}, attrs)["Out"]
+    inputs["Out@GRAD"] = np.random.default_rng(seed).standard_normal(out.shape).astype(x.dtype)
+    if op in ("reduce_max", "reduce_min"):
+        inputs["Out"] = out
+    return inputs
+
+
+@pytest.mark.parametrize("op", GRAD_OPS)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape, attrs", [((2, 3, 4), a) for a in GRAD_ATTRS] + [
+    ((0, 3), {"dim": [1]}), ((3, 0), {"dim": [1]}), ((4, 300), {"dim": [0]}),
+    ((2, 3, 4, 5), {"dim": [1, 3]}), ((7,), {"dim": [0], "keep_dim": True})])
+def test_grad_kernel_matches_reference(check, op, dtype, shape, attrs):
+    x = _reduce_input(op, shape, seed=3).astype(dtype)
+    check(op + "_grad", _grad_inputs(op, x, attrs), attrs)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [(3, 4), (1,), (0, 2), (5, 1, 2)])
+def test_mean_grad_kernel_matches_reference(check, dtype, shape):
+    x = _reduce_input("mean", shape, seed=5).astype(dtype)
+    check("mean_grad", _grad_inputs("mean", x, {}), {})
+
+
+def test_grad_kernels_take_a_zero_dim_x_and_loss(make_kernel):
+    (dx,) = make_kernel("mean_grad")(np.float64(2.0), np.array(3.0))
+    assert dx.shape == () and dx == 3.0
+    (dx,) = make_kernel("reduce_sum_grad", {"keep_dim": True})(np.float64(2.0), np.array(3.0))
+    assert dx.shape == () and dx == 3.0
+
+
+def test_grad_casts_another_float_out_dtype(make_kernel):
+    # reduce_sum with out_dtype float64 over float32 X: Out@GRAD is float64, X@GRAD float32.
+    x = np.ones((2, 3), np.float32)
+    (dx,) = make_kernel("reduce_sum_grad", {"dim": [1], "out_dtype": 6})(x, np.array([1.0, 2.0]))
+    assert dx.dtype == np.float32 and dx.tolist() == [[1, 1, 1], [2, 2, 2]]
+
+
+@pytest.mark.parametrize("op", GRAD_OPS)
+def test_grad_kernel_rejects_bad_inputs(op, make_kernel):
+    kernel = make_kernel(op + "_grad", {"dim": [1]})
+    x = np.ones((2, 3))
+    extra = [np.ones(2)] if op in ("reduce_max", "reduce_min") else []
+    with pytest.raises(ValueError, match=rf"{op}_grad: Out@GRAD has shape \[3\], expected "
+                                         r"Out's \[2\] for X\[2, 3\]"):
+        kernel(x, *extra, np.ones(3))
+    with pytest.raises(TypeError, match=rf"{op}_grad: X has dtype int64"):
+        kernel(np.ones((2, 3), np.int64), *extra, np.ones(2))
+    with pytest.raises(TypeError, match=rf"{op}_grad: Out@GRAD has dtype int64"):
+        kernel(x, *extra, np.ones(2, np.int64))
+    with pytest.raises(ValueError, match=rf"{op}_grad: dim 5 is out of range"):
+        make_kernel(op + "_grad", {"dim": [5]})(x, *extra, np.ones(2))
+
+
+def test_mean_grad_rejects_a_non_scalar_gradient(make_kernel):
+    with pytest.raises(ValueError, match=r"mean_grad: Out@GRAD has shape \[2\], expected "
+                                         r"Out's \[1\]"):
+        make_kernel("mean_grad")(np.ones((2, 3)), np.ones(2))
+
+
+@pytest.mark.parametrize("op", GRAD_OPS)
+def test_grad_shape_rule(op, infer):
+    ins = {"X": t([-1, 3, 4]), "Out@GRAD": t([-1, 4])}
+    if op in ("reduce_max", "reduce_min"):
+        ins["Out"] = t([-1, 4])
+    assert infer(op + "_grad", ins, {"dim": [1]}, out="X@GRAD") == ((-1, 3, 4), "float32")
+    with pytest.raises(ShapeError, match=r"input 'Out@GRAD' \(out@grad_0\) must have the shape "
+                                         r"of the forward Out"):
+        infer(op + "_grad", ins, {"dim": [1], "keep_dim": True}, out="X@GRAD")
+
+
+def test_mean_grad_shape_rule(infer):
+    assert infer("mean_grad", {"X": t([-1, 3]), "Out@GRAD": t([1])},
+                 out="X@GRAD") == ((-1, 3), "float32")
+    assert infer("mean_grad", {"X": t([-1, 3]), "Out@GRAD": t([])},
+                 out="X@GRAD") == ((-1, 3), "float32")
+    with pytest.raises(ShapeError, match="must have the shape of the forward Out"):
+        infer("mean_grad", {"X": t([-1, 3]), "Out@GRAD": t([-1, 3])}, out="X@GRAD")

@@ -45,3 +45,15 @@ def test_zero_dim_directly():
 def test_unsupported_dtype_directly(x):
     with pytest.raises(TypeError, match="scale: X has dtype"):
         Scale({"scale": 1.0, "bias": 0.0, "bias_after_scale": True})(x)
+
+
+# == gradients =================================================================================
+
+from headrace.testing import check_grad  # noqa: E402
+
+
+@pytest.mark.parametrize("attrs", [{}, {"scale": 2.5, "bias": -1.0},
+                                   {"scale": -0.1, "bias": 0.3, "bias_after_scale": False}])
+def test_gradient_finite_differences(attrs):
+    x = np.random.default_rng(0).standard_normal((3, 4))
+    check_grad("scale", {"X": x}, wrt=["X"], attrs=attrs)

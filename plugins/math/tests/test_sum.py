@@ -188,3 +188,34 @@ def test_kernel_rejects_a_non_list():
     with pytest.raises(ValueError, match="sum: X must be a non-empty list"):
         Sum()(np.ones(3))
     assert REFERENCES["sum"]({"X": [np.ones(2)]}, {})["Out"].tolist() == [1.0, 1.0]
+
+
+# == gradients =================================================================================
+
+import headrace  # noqa: E402
+from headrace.runtime import Executor, Scope  # noqa: E402
+from headrace.testing import check_grad  # noqa: E402
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_gradient_finite_differences(n):
+    rng = np.random.default_rng(0)
+    check_grad("sum", {"X": [rng.standard_normal((2, 3)) for _ in range(n)]}, wrt=["X"])
+
+
+def test_gradient_is_a_scale_op_per_wanted_input():
+    prog = headrace.Program()
+    block = prog.global_block()
+    for name in ("a", "b", "g"):
+        block.create_var(name=name, shape=[2, 3], dtype="float64", need_check_feed=True,
+                         stop_gradient=name != "a")
+    block.append_op("sum", {"X": ["a", "b", "a"]}, {"Out": "s"})
+    (da,) = headrace.gradients([block.var("s")], [block.var("a")],
+                               target_gradients=[block.var("g")])
+    types = [op.type for op in block.ops]
+    # b wants no gradient: two scale ops (a is listed twice) and the sum of their results.
+    assert types.count("scale") == 2 and types[-1] == "sum", types
+    g = np.arange(6.0).reshape(2, 3)
+    (got,) = Executor().run(prog, feed={"a": np.ones((2, 3)), "b": np.ones((2, 3)), "g": g},
+                            fetch_list=[da], scope=Scope())
+    np.testing.assert_array_equal(got, 2 * g)

@@ -9,7 +9,8 @@ the gradient path, so the parameters upstream would get no gradient at all rathe
 one, and optimizers with state (momentum, Adam) would then update differently from Paddle.
 """
 from headrace.ops import Attr, In, OpDef, Out
-from headrace.ops.shape import same_as
+from headrace.ops.grad import grad_of
+from headrace.ops.shape import dim_eq, same_as
 
 from ._common import FLOATS
 
@@ -76,4 +77,68 @@ def make_activation(op_type, formula, attr_specs=()):
     )
 
 
-OPS = [make_activation(*row) for row in ACTIVATIONS]
+# What each grad op reads besides Out@GRAD (Paddle's choices): Out where the derivative is a
+# function of the result, X otherwise; nothing for floor/ceil/round, whose X@GRAD is zeros
+# shaped like Out@GRAD.
+GRAD_USES = {
+    "relu": "Out", "sigmoid": "Out", "tanh": "Out", "exp": "Out", "sqrt": "Out",
+    "rsqrt": "Out", "reciprocal": "Out", "relu6": "Out", "hard_sigmoid": "Out",
+    "log": "X", "square": "X", "abs": "X", "leaky_relu": "X", "softplus": "X", "gelu": "X",
+    "elu": "X", "swish": "X", "softsign": "X", "sin": "X", "cos": "X", "silu": "X",
+    "floor": None, "ceil": None, "round": None,
+}
+
+# op type -> X@GRAD, in terms of what the grad op reads (dOut = Out@GRAD).
+GRAD_FORMULAS = {
+    "relu": "dOut where Out > 0, else 0",
+    "sigmoid": "dOut * Out * (1 - Out)",
+    "tanh": "dOut * (1 - Out**2)",
+    "exp": "dOut * Out",
+    "sqrt": "dOut * 0.5 / Out",
+    "rsqrt": "-0.5 * dOut * Out**3",
+    "reciprocal": "-dOut * Out**2",
+    "relu6": "dOut where 0 < Out < threshold, else 0",
+    "hard_sigmoid": "dOut * slope where 0 < Out < 1, else 0",
+    "log": "dOut / X",
+    "square": "2 * X * dOut",
+    "abs": "dOut * sign(X) (0 at X = 0)",
+    "leaky_relu": "dOut where X > 0, else alpha * dOut",
+    "softplus": "dOut * sigmoid(beta * X), or dOut where beta * X > threshold",
+    "gelu": "dOut * (Phi(X) + X * phi(X)) (the tanh approximation's derivative if approximate)",
+    "elu": "dOut where X > 0, else dOut * alpha * exp(X)",
+    "swish": "dOut * (s + beta * X * s * (1 - s)), s = sigmoid(beta * X)",
+    "softsign": "dOut / (1 + |X|)**2",
+    "sin": "dOut * cos(X)",
+    "cos": "-dOut * sin(X)",
+    "silu": "dOut * (s + X * s * (1 - s)), s = sigmoid(X)",
+    "floor": "zeros", "ceil": "zeros", "round": "zeros",
+}
+
+
+def _infer_grad(ctx):
+    d = ctx.input("Out@GRAD")
+    for slot in ("Out", "X"):
+        if ctx.has_input(slot):
+            v = ctx.input(slot)
+            if len(v.shape) != len(d.shape) or not all(dim_eq(a, b)
+                                                       for a, b in zip(v.shape, d.shape)):
+                ctx.fail(f"Out@GRAD ({d.name}) must have the shape of {slot} ({v.name})",
+                         expected=f"shape {list(v.shape)}", found=f"shape {list(d.shape)}")
+            if v.dtype is not None and d.dtype is not None and v.dtype != d.dtype:
+                ctx.fail(f"Out@GRAD ({d.name}) is {d.dtype} but {slot} ({v.name}) is "
+                         f"{v.dtype}", expected=v.dtype, found=d.dtype)
+            ctx.set_output_like("X@GRAD", v)
+            return
+    ctx.set_output_like("X@GRAD", d)
+
+
+def make_activation_grad(fwd):
+    """``<op>_grad``: (X or Out or nothing, Out@GRAD) -> X@GRAD."""
+    reads = GRAD_USES[fwd.type]
+    return grad_of(fwd, uses=[reads] if reads else [], infer=_infer_grad,
+                   doc=f"Gradient of {fwd.type}: X@GRAD = {GRAD_FORMULAS[fwd.type]}; reads "
+                       f"{reads + ' and ' if reads else ''}Out@GRAD.")
+
+
+FORWARD = [make_activation(*row) for row in ACTIVATIONS]
+OPS = FORWARD + [make_activation_grad(d) for d in FORWARD]

@@ -1,6 +1,13 @@
 """Matrix products: mul (flatten both operands to 2-D, then a GEMM), matmul and matmul_v2
-(NumPy matmul: 1-D operands, broadcast batch dims, optional transposes)."""
+(NumPy matmul: 1-D operands, broadcast batch dims, optional transposes).
+
+Their grad ops read X, Y and Out@GRAD and write X@GRAD, Y@GRAD (each only when wanted):
+mul: X@GRAD = Out@GRAD @ Y^T and Y@GRAD = X^T @ Out@GRAD on the flattened 2-D views;
+matmul: the same products with the transposes and alpha folded in, and the gradient of an
+operand whose batch dims were broadcast summed over those dims.
+"""
 from headrace.ops import Attr, In, OpDef, Out
+from headrace.ops.grad import grad_of
 from headrace.ops.shape import broadcast_shapes, dim_eq, numel
 
 from ._common import FLOATS, at_least, label, same_dtype
@@ -120,4 +127,69 @@ matmul_v2 = OpDef(
     doc="Out = op(X) @ op(Y) (Paddle 2.x's matmul, no alpha). " + _MATMUL_DOC,
 )
 
-OPS = [mul, matmul, matmul_v2]
+# -- gradients --------------------------------------------------------------------------------
+
+
+def _expect_out_grad(ctx, shape, dtype):
+    d = ctx.input("Out@GRAD")
+    if len(d.shape) != len(shape) or not all(dim_eq(a, b) for a, b in zip(d.shape, shape)):
+        ctx.fail(f"{label(d, 'Out@GRAD')} must have the shape of the forward Out",
+                 expected=f"shape {list(shape)}", found=f"shape {list(d.shape)}")
+    if d.dtype is not None and dtype is not None and d.dtype != dtype:
+        ctx.fail(f"{label(d, 'Out@GRAD')} is {d.dtype} but X is {dtype}", expected=dtype,
+                 found=d.dtype)
+
+
+def _infer_mul_grad(ctx):
+    # The forward rule checks X and Y and gives Out's shape; Out@GRAD must have it.
+    fwd = _Probe(ctx)
+    _infer_mul(fwd)
+    _expect_out_grad(ctx, fwd.out.shape, fwd.out.dtype)
+    ctx.set_output_like("X@GRAD", ctx.input("X"))
+    ctx.set_output_like("Y@GRAD", ctx.input("Y"))
+
+
+def _matmul_grad_infer(tx_attr, ty_attr):
+    forward = _matmul_infer(tx_attr, ty_attr)
+
+    def infer(ctx):
+        fwd = _Probe(ctx)
+        forward(fwd)
+        _expect_out_grad(ctx, fwd.out.shape, fwd.out.dtype)
+        ctx.set_output_like("X@GRAD", ctx.input("X"))
+        ctx.set_output_like("Y@GRAD", ctx.input("Y"))
+    return infer
+
+
+class _Probe:
+    """The grad op's context seen as the forward op's: inputs, attributes and failures go to
+    ``ctx``; the forward rule's Out is caught here instead of being set."""
+
+    def __init__(self, ctx):
+        self._ctx = ctx
+        self.out = None
+
+    def __getattr__(self, name):
+        return getattr(self._ctx, name)
+
+    def set_output_like(self, slot, meta, shape=None, dtype=None, index=0):
+        self.out = meta._replace(shape=tuple(meta.shape if shape is None else shape),
+                                 dtype=meta.dtype if dtype is None else dtype)
+
+
+mul_grad = grad_of(
+    mul, uses=["X", "Y"], infer=_infer_mul_grad,
+    doc="Gradient of mul on the flattened views X [M, K], Y [K, N], Out@GRAD [M, N]: "
+        "X@GRAD = Out@GRAD @ Y^T, Y@GRAD = X^T @ Out@GRAD, in the shapes of X and Y.")
+matmul_grad = grad_of(
+    matmul, uses=["X", "Y"], infer=_matmul_grad_infer("transpose_X", "transpose_Y"),
+    doc="Gradient of matmul: X@GRAD and Y@GRAD from Out@GRAD with the transposes and alpha "
+        "applied, summed over the batch dims an operand was broadcast along; a 1-D operand's "
+        "gradient is 1-D.")
+matmul_v2_grad = grad_of(
+    matmul_v2, uses=["X", "Y"], infer=_matmul_grad_infer("trans_x", "trans_y"),
+    doc="Gradient of matmul_v2: X@GRAD and Y@GRAD from Out@GRAD with the transposes applied, "
+        "summed over the batch dims an operand was broadcast along; a 1-D operand's gradient "
+        "is 1-D.")
+
+OPS = [mul, matmul, matmul_v2, mul_grad, matmul_grad, matmul_v2_grad]

@@ -1,7 +1,16 @@
 """Reductions: mean (of everything, Out [1]) and reduce_sum/_mean/_max/_min/_prod over chosen
-dims, plus the logical reduce_all/reduce_any over bool tensors."""
+dims, plus the logical reduce_all/reduce_any over bool tensors.
+
+Grad ops (X@GRAD has X's shape): mean_grad and reduce_sum/_mean_grad read X for its shape
+only and spread Out@GRAD (divided by the count for the means) over the reduced dims;
+reduce_max/_min_grad read X and Out and give Out@GRAD to every position equal to the result
+(ties all receive it, as in Paddle); reduce_prod_grad reads X and gives each position
+Out@GRAD times the product of the others, computed without dividing, so zeros are exact.
+"""
 from headrace import dtypes
 from headrace.ops import Attr, In, OpDef, Out
+from headrace.ops.grad import grad_of
+from headrace.ops.shape import dim_eq
 
 from ._common import BOOL, FLOATS, NUMERIC, dtype_code
 
@@ -125,6 +134,54 @@ def make_logical_reduce(op_type, what):
     )
 
 
-OPS = ([mean] + [make_reduce(t, w, d) for t, (w, d) in REDUCTIONS.items()]
-       + [make_logical_reduce("reduce_all", "whether all elements are true"),
-          make_logical_reduce("reduce_any", "whether any element is true")])
+# -- gradients --------------------------------------------------------------------------------
+
+
+def _expect_reduced(ctx, slot, shape):
+    m = ctx.input(slot)
+    if len(m.shape) != len(shape) or not all(dim_eq(a, b) for a, b in zip(m.shape, shape)):
+        ctx.fail(f"input '{slot}' ({m.name}) must have the shape of the forward Out",
+                 expected=f"shape {list(shape)}", found=f"shape {list(m.shape)}")
+    if m.dtype is not None and m.dtype not in ("float32", "float64"):
+        ctx.fail(f"input '{slot}' ({m.name}) must be a float tensor",
+                 expected="float32 or float64", found=m.dtype)
+
+
+def _infer_mean_grad(ctx):
+    # [1] in Fluid; a Paddle 3 program's 0-D loss has a 0-D gradient.
+    _expect_reduced(ctx, "Out@GRAD", [] if ctx.input("Out@GRAD").rank == 0 else [1])
+    ctx.set_output_like("X@GRAD", ctx.input("X"))
+
+
+def _infer_reduce_grad(ctx):
+    x = ctx.input("X")
+    shape = reduced_shape(x, reduced_dims(ctx, x), ctx.attr("keep_dim"))
+    _expect_reduced(ctx, "Out@GRAD", shape)
+    if ctx.has_input("Out"):
+        _expect_reduced(ctx, "Out", shape)
+    ctx.set_output_like("X@GRAD", x)
+
+
+# op type -> (forward slots its grad op reads, what X@GRAD holds)
+REDUCE_GRADS = {
+    "reduce_sum": (["X"], "Out@GRAD broadcast over the reduced dims"),
+    "reduce_mean": (["X"], "Out@GRAD / (number of reduced elements), broadcast over the "
+                           "reduced dims"),
+    "reduce_max": (["X", "Out"], "Out@GRAD where X equals Out (every tie), else 0"),
+    "reduce_min": (["X", "Out"], "Out@GRAD where X equals Out (every tie), else 0"),
+    "reduce_prod": (["X"], "Out@GRAD times the product of the other reduced elements "
+                           "(no division: exact with zeros)"),
+}
+
+FORWARD = ([mean] + [make_reduce(t, w, d) for t, (w, d) in REDUCTIONS.items()]
+           + [make_logical_reduce("reduce_all", "whether all elements are true"),
+              make_logical_reduce("reduce_any", "whether any element is true")])
+
+mean_grad = grad_of(
+    mean, uses=["X"], infer=_infer_mean_grad,
+    doc="Gradient of mean: X@GRAD = Out@GRAD / numel(X) everywhere; X is read for its shape.")
+
+OPS = FORWARD + [mean_grad] + [
+    grad_of(d, uses=REDUCE_GRADS[d.type][0], infer=_infer_reduce_grad,
+            doc=f"Gradient of {d.type}: X@GRAD (X's shape) = {REDUCE_GRADS[d.type][1]}.")
+    for d in FORWARD if d.type in REDUCE_GRADS]

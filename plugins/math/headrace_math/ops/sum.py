@@ -1,6 +1,7 @@
 """sum: the elementwise sum of any number of same-shaped inputs; the backward pass uses it to
 add up several contributions to one gradient."""
 from headrace.ops import In, OpDef, Out
+from headrace.ops.grad import EMPTY, GradOp
 from headrace.ops.shape import dim_eq, merge_dim, numel
 
 from ._common import NUMERIC, label
@@ -60,7 +61,20 @@ sum_op = OpDef(
     doc="Out = X[0] + X[1] + ... elementwise. All inputs share shape (-1 matches any size; "
         "Out keeps every dim some input knows) and dtype; inputs known to be empty are "
         "skipped. Tensor arrays add up to a tensor array; selected_rows inputs give a "
-        "selected_rows Out unless a dense input is present.",
+        "selected_rows Out unless a dense input is present. The gradient of each input is "
+        "a copy of Out@GRAD (a scale op with scale 1).",
 )
 
 OPS = [sum_op]
+
+
+def _sum_grad(ctx):
+    # d(X[0] + X[1] + ...)/dX[i] = 1: each wanted input gradient is a copy of Out@GRAD, written
+    # by a scale op (scale 1), as Paddle's sum gradient does. An input listed twice gets two
+    # copies, which the backward pass adds up.
+    dout = ctx.output_grad("Out")
+    return [GradOp("scale", {"X": dout}, {"Out": [g]}, {"scale": 1.0, "bias": 0.0})
+            for g in ctx.input_grad("X") if g != EMPTY]
+
+
+sum_op.grad = _sum_grad

@@ -110,3 +110,86 @@ def _sampler(op):
 
 
 SAMPLES = {op: _sampler(op) for op in FUNCS}
+
+
+# -- gradients --------------------------------------------------------------------------------
+#
+# X@GRAD from what each grad op reads (ops/activation.py GRAD_USES: "X", "Out" or None), by the
+# textbook derivatives in float64: f(v, d, **attributes) with v the read value, d = Out@GRAD.
+
+def _dsigmoid_at(z):
+    s = _sigmoid(z)
+    return s * (1.0 - s)
+
+
+def _dgelu(x, d, approximate):
+    if approximate:
+        c = np.sqrt(2.0 / np.pi)
+        t = np.tanh(c * (x + 0.044715 * x ** 3))
+        return d * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * c * (1.0 + 3 * 0.044715 * x * x))
+    return d * (0.5 * erfc(-x / np.sqrt(2.0)) + x * np.exp(-0.5 * x * x) / np.sqrt(2.0 * np.pi))
+
+
+GRAD_FUNCS = {
+    "relu": lambda out, d: np.where(out > 0, d, 0.0),
+    "sigmoid": lambda out, d: d * out * (1.0 - out),
+    "tanh": lambda out, d: d * (1.0 - out * out),
+    "exp": lambda out, d: d * out,
+    "sqrt": lambda out, d: d * 0.5 / out,
+    "rsqrt": lambda out, d: -0.5 * d * out ** 3,
+    "reciprocal": lambda out, d: -d * out * out,
+    "relu6": lambda out, d, threshold: np.where((out > 0) & (out < threshold), d, 0.0),
+    "hard_sigmoid": lambda out, d, slope, offset: np.where((out > 0) & (out < 1), slope * d, 0.0),
+    "log": lambda x, d: d / x,
+    "square": lambda x, d: 2.0 * x * d,
+    "abs": lambda x, d: np.where(x > 0, d, np.where(x < 0, -d, 0.0)),
+    "leaky_relu": lambda x, d, alpha: np.where(x > 0, d, alpha * d),
+    "softplus": lambda x, d, beta, threshold: np.where(beta * x > threshold, d,
+                                                       d * _sigmoid(beta * x)),
+    "gelu": _dgelu,
+    "elu": lambda x, d, alpha: np.where(x > 0, d, d * alpha * np.exp(np.minimum(x, 0.0))),
+    "swish": lambda x, d, beta: d * (_sigmoid(beta * x) + beta * x * _dsigmoid_at(beta * x)),
+    "softsign": lambda x, d: d / (1.0 + np.abs(x)) ** 2,
+    "sin": lambda x, d: d * np.cos(x),
+    "cos": lambda x, d: -d * np.sin(x),
+    "silu": lambda x, d: d * (_sigmoid(x) + x * _dsigmoid_at(x)),
+    "floor": lambda d: np.zeros_like(d),
+    "ceil": lambda d: np.zeros_like(d),
+    "round": lambda d, decimals: np.zeros_like(d),
+}
+
+
+def _grad_reference(op, fn):
+    from ..ops.activation import GRAD_USES
+    reads = GRAD_USES[op]
+    defaults = DEFAULTS.get(op, {})
+
+    def reference(inputs, attrs):
+        d = inputs["Out@GRAD"]
+        kw = {k: fattr(attrs, k, v) if isinstance(v, float) else attrs.get(k, v)
+              for k, v in defaults.items()}
+        args = (f64(d),) if reads is None else (f64(inputs[reads]), f64(d))
+        with np.errstate(all="ignore"):
+            return {"X@GRAD": like(fn(*args, **kw), d)}
+    return reference
+
+
+def _grad_sampler(op):
+    from ..ops.activation import GRAD_USES
+    forward = SAMPLES[op]
+
+    def sample(rng, dtype):
+        inputs, attrs = forward(rng, dtype)
+        x = inputs["X"]
+        reads = GRAD_USES[op]
+        out = {"Out@GRAD": rng.standard_normal(x.shape).astype(dtype)}
+        if reads == "X":
+            out["X"] = x
+        elif reads == "Out":
+            out["Out"] = REFERENCES[op]({"X": x}, attrs)["Out"]
+        return out, attrs
+    return sample
+
+
+REFERENCES.update({op + "_grad": _grad_reference(op, fn) for op, fn in GRAD_FUNCS.items()})
+SAMPLES.update({op + "_grad": _grad_sampler(op) for op in GRAD_FUNCS})

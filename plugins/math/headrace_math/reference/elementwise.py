@@ -1,7 +1,7 @@
 """References of elementwise_add/_sub/_mul/_div/_max/_min/_pow with Paddle's ``axis``."""
 import numpy as np
 
-from ._util import f64, paddle_align
+from ._util import f64, like, paddle_align
 
 
 def _ufunc(fn, wide=False):
@@ -43,3 +43,70 @@ def _sampler(op):
 
 
 SAMPLES = {op: _sampler(op) for op in FUNCS}
+
+
+# -- gradients --------------------------------------------------------------------------------
+
+def sum_to(g, shape):
+    """``g`` summed over the dims along which an operand of ``shape`` was broadcast to it."""
+    lead = g.ndim - len(shape)
+    g = g.sum(axis=tuple(range(lead))) if lead else g
+    axes = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
+    return g.sum(axis=axes, keepdims=True).reshape(shape) if axes else g.reshape(shape)
+
+
+def _partials(op, x, y, out, d):
+    """(X@GRAD, Y@GRAD) at every output position, in float64, before the broadcast sums
+    (Paddle's routing for max and min: ties go to Y)."""
+    if op == "elementwise_add":
+        return d, d
+    if op == "elementwise_sub":
+        return d, -d
+    if op == "elementwise_mul":
+        return d * y, d * x
+    if op == "elementwise_div":
+        return d / y, -d * out / y
+    if op in ("elementwise_max", "elementwise_min"):
+        pick_x = (x > y) if op == "elementwise_max" else (x < y)
+        return np.where(pick_x, d, 0.0), np.where(pick_x, 0.0, d)
+    # pow: d(x**y)/dy = x**y ln x, taken as 0 at x == 0
+    safe = np.where(x == 0, 1.0, x)
+    return d * y * x ** (y - 1.0), np.where(x == 0, 0.0, d * x ** y * np.log(safe))
+
+
+def _grad(op):
+    def reference(inputs, attrs):
+        x0, y0 = np.asarray(inputs["X"]), np.asarray(inputs["Y"])
+        x, y = paddle_align(x0, y0, attrs.get("axis", -1))
+        d = np.asarray(inputs["Out@GRAD"])
+        shape = np.broadcast_shapes(x.shape, y.shape)
+        if d.shape != shape:
+            raise ValueError(f"Out@GRAD {d.shape} is not the broadcast shape {shape}")
+        out = None
+        if op == "elementwise_div":
+            out = f64(inputs["Out"])
+            if out.shape != shape:
+                raise ValueError(f"Out {out.shape} is not the broadcast shape {shape}")
+        with np.errstate(all="ignore"):
+            gx, gy = _partials(op, f64(x), f64(y), out, f64(d))
+        gx, gy = np.broadcast_to(gx, shape), np.broadcast_to(gy, shape)
+        return {"X@GRAD": like(sum_to(gx, x.shape).reshape(x0.shape), x0),
+                "Y@GRAD": like(sum_to(gy, y.shape).reshape(y0.shape), y0)}
+    return reference
+
+
+def _grad_sampler(op):
+    forward = SAMPLES[op]
+
+    def sample(rng, dtype):
+        inputs, attrs = forward(rng, dtype)
+        out = REFERENCES[op](inputs, attrs)["Out"]
+        inputs["Out@GRAD"] = rng.standard_normal(out.shape).astype(dtype)
+        if op == "elementwise_div":
+            inputs["Out"] = out
+        return inputs, attrs
+    return sample
+
+
+REFERENCES.update({op + "_grad": _grad(op) for op in FUNCS})
+SAMPLES.update({op + "_grad": _grad_sampler(op) for op in FUNCS})

@@ -50,3 +50,75 @@ def sample_matmul_v2(rng, dtype):
 
 REFERENCES = {"mul": mul, "matmul": matmul, "matmul_v2": matmul_v2}
 SAMPLES = {"mul": sample_mul, "matmul": sample_matmul, "matmul_v2": sample_matmul_v2}
+
+
+# -- gradients --------------------------------------------------------------------------------
+
+def mul_grad(inputs, attrs):
+    x, y, d = (np.asarray(inputs[s]) for s in ("X", "Y", "Out@GRAD"))
+    xn, yn = attrs.get("x_num_col_dims", 1), attrs.get("y_num_col_dims", 1)
+    rows, inner = int(np.prod(x.shape[:xn])), int(np.prod(x.shape[xn:]))
+    cols = int(np.prod(y.shape[yn:]))
+    if inner != int(np.prod(y.shape[:yn])) or d.shape != x.shape[:xn] + y.shape[yn:]:
+        raise ValueError("mul_grad: shapes do not fit")
+    x2, y2 = f64(x).reshape(rows, inner), f64(y).reshape(inner, cols)
+    d2 = f64(d).reshape(rows, cols)
+    return {"X@GRAD": like((d2 @ y2.T).reshape(x.shape), x),
+            "Y@GRAD": like((x2.T @ d2).reshape(y.shape), y)}
+
+
+def _sum_to(g, shape):
+    """``g`` summed over its leading extra dims and the dims where ``shape`` has 1."""
+    lead = g.ndim - len(shape)
+    g = g.sum(axis=tuple(range(lead))) if lead else g
+    axes = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
+    return g.sum(axis=axes, keepdims=True) if axes else g
+
+
+def _matmul_grad(x, y, d, tx, ty, alpha):
+    x, y, d = np.asarray(x), np.asarray(y), np.asarray(d)
+    expected = _matmul(x, y, tx, ty, alpha).shape
+    if d.shape != expected:
+        raise ValueError(f"Out@GRAD {d.shape} is not Out's {expected}")
+    # Matrices: a 1-D X is a row [1, K], a 1-D Y a column [K, 1] (their flags ignored).
+    a = f64(x)[None, :] if x.ndim == 1 else f64(x)
+    b = f64(y)[:, None] if y.ndim == 1 else f64(y)
+    tx, ty = tx and x.ndim > 1, ty and y.ndim > 1
+    opa = np.swapaxes(a, -1, -2) if tx else a
+    opb = np.swapaxes(b, -1, -2) if ty else b
+    g = f64(d).reshape(np.matmul(opa, opb).shape)
+    da = alpha * np.matmul(g, np.swapaxes(opb, -1, -2))      # d op(X)
+    db = alpha * np.matmul(np.swapaxes(opa, -1, -2), g)      # d op(Y)
+    da = np.swapaxes(da, -1, -2) if tx else da
+    db = np.swapaxes(db, -1, -2) if ty else db
+    return (like(_sum_to(da, a.shape).reshape(x.shape), x),
+            like(_sum_to(db, b.shape).reshape(y.shape), y))
+
+
+def matmul_grad(inputs, attrs):
+    dx, dy = _matmul_grad(inputs["X"], inputs["Y"], inputs["Out@GRAD"],
+                          attrs.get("transpose_X", False), attrs.get("transpose_Y", False),
+                          fattr(attrs, "alpha", 1.0))
+    return {"X@GRAD": dx, "Y@GRAD": dy}
+
+
+def matmul_v2_grad(inputs, attrs):
+    dx, dy = _matmul_grad(inputs["X"], inputs["Y"], inputs["Out@GRAD"],
+                          attrs.get("trans_x", False), attrs.get("trans_y", False), 1.0)
+    return {"X@GRAD": dx, "Y@GRAD": dy}
+
+
+def _grad_sampler(op):
+    forward = SAMPLES[op]
+
+    def sample(rng, dtype):
+        inputs, attrs = forward(rng, dtype)
+        out = REFERENCES[op](inputs, attrs)["Out"]
+        inputs["Out@GRAD"] = rng.standard_normal(out.shape).astype(dtype)
+        return inputs, attrs
+    return sample
+
+
+SAMPLES.update({op + "_grad": _grad_sampler(op) for op in ("mul", "matmul", "matmul_v2")})
+REFERENCES.update({"mul_grad": mul_grad, "matmul_grad": matmul_grad,
+                   "matmul_v2_grad": matmul_v2_grad})

@@ -89,3 +89,81 @@ def _sampler(op):
 
 SAMPLES = {"mean": sample_mean}
 SAMPLES.update({op: _sampler(op) for op in REFERENCES if op != "mean"})
+
+
+# -- gradients --------------------------------------------------------------------------------
+
+def mean_grad(inputs, attrs):
+    x, d = np.asarray(inputs["X"]), np.asarray(inputs["Out@GRAD"])
+    if d.shape not in ((1,), ()):
+        raise ValueError(f"mean_grad: Out@GRAD must be [1], got {d.shape}")
+    return {"X@GRAD": np.full(x.shape, f64(d).reshape(-1)[0] / max(x.size, 1)).astype(x.dtype)}
+
+
+def _others_product(x, axes):
+    """Each element's product of the other elements of its reduced slice, by brute force."""
+    if x.size == 0:
+        return np.zeros_like(x)
+    kept = [i for i in range(x.ndim) if i not in axes]
+    moved = np.transpose(x, kept + list(axes))
+    flat = moved.reshape(moved.shape[:len(kept)] + (-1,))
+    r = flat.shape[-1]
+    res = np.stack([np.prod(np.delete(flat, k, axis=-1), axis=-1) for k in range(r)], axis=-1)
+    return np.transpose(res.reshape(moved.shape), np.argsort(kept + list(axes)))
+
+
+def _reduce_grad(op):
+    def reference(inputs, attrs):
+        x, d = f64(inputs["X"]), np.asarray(inputs["Out@GRAD"])
+        axes = _axes(x, attrs)
+        shape = _shape(x, axes, attrs.get("keep_dim", False))
+        if d.shape != shape:
+            raise ValueError(f"{op}_grad: Out@GRAD {d.shape} is not Out's {shape}")
+        keep = tuple(1 if i in axes else n for i, n in enumerate(x.shape))
+        g = f64(d).reshape(keep)
+        with np.errstate(all="ignore"):
+            if op == "reduce_sum":
+                r = np.broadcast_to(g, x.shape)
+            elif op == "reduce_mean":
+                r = np.broadcast_to(g / max(int(np.prod([x.shape[i] for i in axes])), 1),
+                                    x.shape)
+            elif op in ("reduce_max", "reduce_min"):
+                out = f64(inputs["Out"])
+                if out.shape != shape:
+                    raise ValueError(f"{op}_grad: Out {out.shape} is not {shape}")
+                out = out.reshape(keep)
+                hit = (x == out) | (np.isnan(x) & np.isnan(out))
+                r = np.where(hit, g, 0.0)
+            else:
+                r = g * _others_product(x, axes)
+        return {"X@GRAD": np.asarray(r).astype(np.asarray(inputs["X"]).dtype)}
+    return reference
+
+
+def sample_mean_grad(rng, dtype):
+    inputs, attrs = sample_mean(rng, dtype)
+    inputs["Out@GRAD"] = rng.standard_normal((1,)).astype(dtype)
+    return inputs, attrs
+
+
+def _grad_sampler(op):
+    forward = SAMPLES[op]
+
+    def sample(rng, dtype):
+        inputs, attrs = forward(rng, dtype)
+        x = inputs["X"]
+        if op == "reduce_prod":      # a zero or two: the product of the others stays exact
+            x.reshape(-1)[rng.integers(x.size, size=2)] = 0
+        out = REFERENCES[op](inputs, attrs)["Out"]
+        inputs["Out@GRAD"] = rng.standard_normal(out.shape).astype(dtype)
+        if op in ("reduce_max", "reduce_min"):
+            inputs["Out"] = out
+        return inputs, attrs
+    return sample
+
+
+GRADS = ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod")
+REFERENCES.update({"mean_grad": mean_grad})
+REFERENCES.update({op + "_grad": _reduce_grad(op) for op in GRADS})
+SAMPLES.update({"mean_grad": sample_mean_grad})
+SAMPLES.update({op + "_grad": _grad_sampler(op) for op in GRADS})

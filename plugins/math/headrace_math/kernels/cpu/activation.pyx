@@ -1,5 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""Unary activations and elementwise math functions (every op of ops/activation.py).
+"""Unary activations and elementwise math functions (every op of ops/activation.py) and their
+grad ops.
 
 One kernel class serves them all: the op's code and its attributes (at most two parameters,
 p and q) are fixed when the kernel is made, and ``_run`` switches on the code once, outside
@@ -16,7 +17,9 @@ NaN; elu uses expm1; relu, relu6 and hard_sigmoid keep NaN as NumPy's maximum/mi
 cimport numpy as cnp
 from libc.math cimport (ceil, cos, erfc, exp, expm1, fabs, floor, isinf, log, log1p, pow,
                         round, sin, sqrt, tanh)
-from ._common cimport contiguous, dtype_name, empty_like, real, typenum
+from cpython.object cimport PyObject
+from ._common cimport (contiguous, dtype_name, real, recycled, same_shape, shape_of,
+                      typenum)
 from ._fastmath cimport fexp, fgelu, fsigmoid, ftanh
 
 cnp.import_array()
@@ -227,6 +230,7 @@ cdef class Activation:
     cdef int code
     cdef double p, q
     cdef str name
+    cdef object _out       # the last result, reused when nothing else holds it (recycled)
 
     def __init__(self, int code, str name, double p=0.0, double q=0.0):
         self.code, self.name, self.p, self.q = code, name, p, q
@@ -237,14 +241,14 @@ cdef class Activation:
         cdef cnp.ndarray out
         cdef Py_ssize_t n = cnp.PyArray_SIZE(a)
         if t == cnp.NPY_FLOAT32:
-            out = empty_like(a)
+            out = self._out = recycled(<PyObject*>self._out, shape_of(a), t)
             with nogil:
                 if not _run_f32(self.code, <const float*>cnp.PyArray_DATA(a),
                                 <float*>cnp.PyArray_DATA(out), n, self.p):
                     _run(self.code, <const float*>cnp.PyArray_DATA(a),
                          <float*>cnp.PyArray_DATA(out), n, self.p, self.q)
         elif t == cnp.NPY_FLOAT64:
-            out = empty_like(a)
+            out = self._out = recycled(<PyObject*>self._out, shape_of(a), t)
             with nogil:
                 _run(self.code, <const double*>cnp.PyArray_DATA(a),
                      <double*>cnp.PyArray_DATA(out), n, self.p, self.q)
@@ -291,6 +295,179 @@ def _maker(str op):
     return make
 
 
+# -- gradients --------------------------------------------------------------------------------
+#
+# X@GRAD = Out@GRAD * f'(...), from Out or X as ops/activation.py's GRAD_USES says; ``v`` below
+# is whichever of them the grad op reads. Evaluated in double, rounded once on store; relu's
+# (the hot one) is a select in the input's type.
+
+cdef double SQRT_1_2PI = 0.3989422804014327     # 1 / sqrt(2 pi)
+
+
+cdef inline double _dgelu(double x) noexcept nogil:
+    """d/dx [x Phi(x)] = Phi(x) + x phi(x)."""
+    return 0.5 * erfc(-SQRT1_2 * x) + x * SQRT_1_2PI * exp(-0.5 * x * x)
+
+
+cdef inline double _dgelu_tanh(double x) noexcept nogil:
+    """d/dx [x s(2u)] with u = sqrt(2/pi) (x + 0.044715 x**3) and s the sigmoid: s + 2 x s
+    (1 - s) u'; the same as the textbook 0.5 (1 + tanh u) + 0.5 x (1 - tanh**2 u) u'."""
+    cdef double s = _sigmoid(2.0 * SQRT_2_OVER_PI * (x + 0.044715 * x * x * x))
+    return s + 2.0 * x * s * (1.0 - s) * SQRT_2_OVER_PI * (1.0 + 3.0 * 0.044715 * x * x)
+
+
+cdef inline double _dswish(double x, double beta) noexcept nogil:
+    cdef double s = _sigmoid(beta * x)
+    return s + beta * x * s * (1.0 - s)
+
+
+cdef void _relu_grad(const real* v, const real* d, real* out, Py_ssize_t n) noexcept nogil:
+    """The hot one, on its own so that it compiles to a vector select: both values are loaded
+    unconditionally (a load in one arm only is not if-converted: it might fault)."""
+    cdef Py_ssize_t i
+    cdef real g
+    for i in range(n):
+        g = d[i]
+        out[i] = g if v[i] > 0 else 0
+
+
+cdef void _run_grad(int code, const real* v, const real* d, real* out, Py_ssize_t n, double p,
+                    double q) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef double u
+    if code == RELU:                # v = Out
+        _relu_grad(v, d, out, n)
+    elif code == SIGMOID:           # v = Out
+        for i in range(n):
+            out[i] = <real>(<double>d[i] * v[i] * (1.0 - v[i]))
+    elif code == TANH:              # v = Out
+        for i in range(n):
+            out[i] = <real>(<double>d[i] * (1.0 - <double>v[i] * v[i]))
+    elif code == EXP:               # v = Out
+        for i in range(n):
+            out[i] = <real>(<double>d[i] * v[i])
+    elif code == LOG:               # v = X
+        for i in range(n):
+            out[i] = <real>(<double>d[i] / v[i])
+    elif code == SQRT:              # v = Out
+        for i in range(n):
+            out[i] = <real>(0.5 * d[i] / v[i])
+    elif code == RSQRT:             # v = Out
+        for i in range(n):
+            u = v[i]
+            out[i] = <real>(-0.5 * d[i] * u * u * u)
+    elif code == SQUARE:            # v = X
+        for i in range(n):
+            out[i] = <real>(2.0 * v[i] * d[i])
+    elif code == ABS:               # v = X
+        for i in range(n):
+            u = d[i]
+            out[i] = <real>(u if v[i] > 0 else (-u if v[i] < 0 else 0))
+    elif code == RECIPROCAL:        # v = Out
+        for i in range(n):
+            out[i] = <real>(-<double>d[i] * v[i] * v[i])
+    elif code == LEAKY_RELU:        # v = X, p = alpha
+        for i in range(n):
+            out[i] = d[i] if v[i] > 0 else <real>(p * d[i])
+    elif code == SOFTPLUS:          # v = X, p = beta, q = threshold
+        for i in range(n):
+            u = p * v[i]
+            out[i] = d[i] if u > q else <real>(d[i] * _sigmoid(u))
+    elif code == GELU:              # v = X
+        for i in range(n):
+            out[i] = <real>(d[i] * _dgelu(v[i]))
+    elif code == GELU_TANH:         # v = X
+        for i in range(n):
+            out[i] = <real>(d[i] * _dgelu_tanh(v[i]))
+    elif code == RELU6:             # v = Out, p = threshold
+        for i in range(n):
+            u = d[i]
+            out[i] = <real>(u if (v[i] > 0) & (v[i] < p) else 0)
+    elif code == ELU:               # v = X, p = alpha
+        for i in range(n):
+            out[i] = d[i] if v[i] > 0 else <real>(p * d[i] * exp(v[i]))
+    elif code == HARD_SIGMOID:      # v = Out, p = slope
+        for i in range(n):
+            u = p * d[i]
+            out[i] = <real>(u if (v[i] > 0) & (v[i] < 1) else 0)
+    elif code == SWISH:             # v = X, p = beta
+        for i in range(n):
+            out[i] = <real>(d[i] * _dswish(v[i], p))
+    elif code == SOFTSIGN:          # v = X
+        for i in range(n):
+            u = 1.0 + fabs(v[i])
+            out[i] = <real>(d[i] / (u * u))
+    elif code == SIN:               # v = X
+        for i in range(n):
+            out[i] = <real>(d[i] * cos(v[i]))
+    elif code == COS:               # v = X
+        for i in range(n):
+            out[i] = <real>(-d[i] * sin(v[i]))
+    elif code == SILU:              # v = X
+        for i in range(n):
+            out[i] = <real>(d[i] * _dswish(v[i], 1.0))
+    else:                           # FLOOR, CEIL, ROUND: flat almost everywhere
+        for i in range(n):
+            out[i] = 0
+
+
+cdef class ActivationGrad:
+    """<op>_grad: (X or Out, Out@GRAD) -> (X@GRAD,), or (Out@GRAD,) -> (zeros,) for floor,
+    ceil and round."""
+    cdef int code
+    cdef double p, q
+    cdef str name
+    cdef bint reads
+    cdef object _out
+
+    def __init__(self, int code, str name, double p=0.0, double q=0.0):
+        self.code, self.name, self.p, self.q = code, name, p, q
+        self.reads = code != FLOOR and code != CEIL and code != ROUND
+
+    def __call__(self, v, d=None):
+        if not self.reads:
+            if d is not None:
+                raise ValueError(f"{self.name}: takes Out@GRAD only")
+            d, v = v, None
+        elif d is None:
+            raise ValueError(f"{self.name}: takes the forward input or output and Out@GRAD")
+        cdef cnp.ndarray g = contiguous(d)
+        cdef cnp.ndarray a = contiguous(v) if v is not None else g
+        cdef int t = typenum(g)
+        if t != cnp.NPY_FLOAT32 and t != cnp.NPY_FLOAT64:
+            raise TypeError(f"{self.name}: Out@GRAD has dtype {dtype_name(g)}, expected "
+                            f"float32 or float64")
+        if typenum(a) != t:
+            raise TypeError(f"{self.name}: Out@GRAD is {dtype_name(g)} but the forward value "
+                            f"is {dtype_name(a)}")
+        if not same_shape(a, g):
+            raise ValueError(f"{self.name}: Out@GRAD has shape {list(shape_of(g))} but the "
+                             f"forward value has {list(shape_of(a))}")
+        cdef cnp.ndarray out = recycled(<PyObject*>self._out, shape_of(g), t)
+        self._out = out
+        cdef Py_ssize_t n = cnp.PyArray_SIZE(g)
+        if t == cnp.NPY_FLOAT32:
+            with nogil:
+                _run_grad(self.code, <const float*>cnp.PyArray_DATA(a),
+                          <const float*>cnp.PyArray_DATA(g), <float*>cnp.PyArray_DATA(out), n,
+                          self.p, self.q)
+        else:
+            with nogil:
+                _run_grad(self.code, <const double*>cnp.PyArray_DATA(a),
+                          <const double*>cnp.PyArray_DATA(g), <double*>cnp.PyArray_DATA(out),
+                          n, self.p, self.q)
+        return (out,)
+
+
+def _grad_maker(str op):
+    def make(dict attrs, info=None):
+        code, p, q = _params(op, attrs)
+        return ActivationGrad(code, op + "_grad", p, q)
+    make.__name__ = op + "_grad"
+    return make
+
+
 OPS = tuple(_SIMPLE) + ("leaky_relu", "softplus", "gelu", "relu6", "elu", "hard_sigmoid",
                         "swish", "round")
-KERNELS = [(op, _maker(op), DTYPES) for op in OPS]
+KERNELS = ([(op, _maker(op), DTYPES) for op in OPS] +
+           [(op + "_grad", _grad_maker(op), DTYPES) for op in OPS])

@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """Matrix products through BLAS: mul (X flattened to 2-D at x_num_col_dims times Y flattened at
 y_num_col_dims) and matmul / matmul_v2 (NumPy matmul: transposes, 1-D operands, broadcast
-batch dims).
+batch dims), and their grad ops.
 
 Row-major C = A @ B is computed as the column-major product C^T = B^T A^T, so the arrays are
 passed to sgemm/dgemm without any copy or transpose. matmul reads each operand's matrices in
@@ -10,7 +10,9 @@ a column-major matrix being a transposed row-major one) and copies only an opera
 """
 cimport numpy as cnp
 from scipy.linalg.cython_blas cimport dgemm, sgemm
-from ._common cimport _normalized, behaved, contiguous, dtype_name, empty, shape_of, typenum
+from cpython.object cimport PyObject
+from ._common cimport (_normalized, behaved, contiguous, dtype_name, recycled, shape_of,
+                      typenum, wanted)
 
 import numpy as np
 
@@ -44,6 +46,7 @@ cdef void gemm_rowmajor(int typenum, bint trans_a, bint trans_b, int M, int N, i
 
 cdef class Mul:
     cdef int xn, yn
+    cdef object _out       # the last result, reused when nothing else holds it (recycled)
 
     def __init__(self, dict attrs, info=None):
         self.xn = attrs["x_num_col_dims"]
@@ -67,7 +70,8 @@ cdef class Mul:
                              f"flattens to [{K2}, {N}]")
         if M > INT_MAX or N > INT_MAX or K > INT_MAX:
             raise ValueError("mul: a matrix dimension exceeds the BLAS int range")
-        cdef cnp.ndarray out = empty(xs[:self.xn] + ys[self.yn:], t)
+        cdef cnp.ndarray out = recycled(<PyObject*>self._out, xs[:self.xn] + ys[self.yn:], t)
+        self._out = out
         if M == 0 or N == 0:
             return (out,)
         if K == 0:
@@ -163,6 +167,7 @@ cdef class Matmul:
     cdef bint tx, ty
     cdef double alpha
     cdef str name
+    cdef object _out
 
     def __init__(self, str name, bint tx, bint ty, double alpha):
         self.name, self.tx, self.ty, self.alpha = name, tx, ty, alpha
@@ -218,7 +223,8 @@ cdef class Matmul:
             shape.append(M)
         if ny > 1:
             shape.append(N)
-        cdef cnp.ndarray out = empty(tuple(shape) if shape else (1,), t)
+        cdef cnp.ndarray out = recycled(<PyObject*>self._out, tuple(shape) if shape else (1,), t)
+        self._out = out
         if batch == 0 or M == 0 or N == 0:
             return (out,)
         if K == 0:
@@ -286,5 +292,265 @@ def _make_matmul_v2(dict attrs, info=None):
     return Matmul("matmul_v2", attrs["trans_x"], attrs["trans_y"], 1.0)
 
 
+# -- gradients --------------------------------------------------------------------------------
+#
+# With G = Out@GRAD and Out = alpha op(X) op(Y) per matrix, op(M) = M or M^T:
+#   d op(X) = alpha G op(Y)^T,  d op(Y) = alpha op(X)^T G,
+# so X@GRAD = alpha G op(Y)^T (or its transpose alpha op(Y) G^T when X was transposed), and
+# likewise for Y. Each is one GEMM on the stored row-major matrices with the transposes passed
+# to BLAS: nothing is copied or transposed in memory.
+
+
+cdef int _float_operands(str name, cnp.ndarray a, cnp.ndarray b, cnp.ndarray g) except -1:
+    cdef int t = typenum(a)
+    if t != cnp.NPY_FLOAT32 and t != cnp.NPY_FLOAT64:
+        raise TypeError(f"{name}: X has dtype {dtype_name(a)}, expected float32 or float64")
+    if typenum(b) != t or typenum(g) != t:
+        raise TypeError(f"{name}: X, Y and Out@GRAD must share one dtype, got "
+                        f"{dtype_name(a)}, {dtype_name(b)} and {dtype_name(g)}")
+    return t
+
+
+cdef class MulGrad:
+    """mul_grad: (X, Y, Out@GRAD) -> (X@GRAD, Y@GRAD) on the flattened views X [M, K],
+    Y [K, N], G [M, N]: X@GRAD = G @ Y^T, Y@GRAD = X^T @ G, one GEMM each (BLAS reads Y and X
+    transposed in place). An output nobody wants is not computed (None)."""
+    cdef int xn, yn
+    cdef bint want_x, want_y
+    cdef object _dx, _dy
+
+    def __init__(self, dict attrs, info=None):
+        self.xn = attrs["x_num_col_dims"]
+        self.yn = attrs["y_num_col_dims"]
+        self.want_x = wanted(info, "X@GRAD")
+        self.want_y = wanted(info, "Y@GRAD")
+
+    def __call__(self, x, y, dout):
+        cdef cnp.ndarray a = contiguous(x)
+        cdef cnp.ndarray b = contiguous(y)
+        cdef cnp.ndarray g = contiguous(dout)
+        cdef int t = _float_operands("mul_grad", a, b, g)
+        cdef tuple xs = shape_of(a), ys = shape_of(b)
+        if not 0 < self.xn < len(xs) or not 0 < self.yn < len(ys):
+            raise ValueError(f"mul_grad: x_num_col_dims={self.xn} / y_num_col_dims={self.yn} "
+                             f"do not fit X{list(xs)} / Y{list(ys)}")
+        cdef Py_ssize_t M = _prod(xs[:self.xn]), K = _prod(xs[self.xn:])
+        cdef Py_ssize_t K2 = _prod(ys[:self.yn]), N = _prod(ys[self.yn:])
+        if K != K2:
+            raise ValueError(f"mul_grad: X{list(xs)} flattens to [{M}, {K}] but Y{list(ys)} "
+                             f"flattens to [{K2}, {N}]")
+        out_shape = xs[:self.xn] + ys[self.yn:]
+        if shape_of(g) != out_shape:
+            raise ValueError(f"mul_grad: Out@GRAD has shape {list(shape_of(g))}, expected "
+                             f"Out's {list(out_shape)}")
+        if M > INT_MAX or N > INT_MAX or K > INT_MAX:
+            raise ValueError("mul_grad: a matrix dimension exceeds the BLAS int range")
+        cdef cnp.ndarray dx = None, dy = None
+        if self.want_x:
+            dx = self._dx = recycled(<PyObject*>self._dx, xs, t)
+        if self.want_y:
+            dy = self._dy = recycled(<PyObject*>self._dy, ys, t)
+        if M == 0 or N == 0 or K == 0:
+            # An empty contraction (N for X@GRAD, M for Y@GRAD) sums nothing: zeros.
+            for r in (dx, dy):
+                if r is not None:
+                    r.fill(0)
+            return (dx, dy)
+        cdef void* pa = cnp.PyArray_DATA(a)
+        cdef void* pb = cnp.PyArray_DATA(b)
+        cdef void* pg = cnp.PyArray_DATA(g)
+        cdef void* px = cnp.PyArray_DATA(dx) if dx is not None else NULL
+        cdef void* py = cnp.PyArray_DATA(dy) if dy is not None else NULL
+        with nogil:
+            if px != NULL:      # [M, K] = G [M, N] @ (Y [K, N])^T
+                gemm_rowmajor(t, False, True, <int>M, <int>K, <int>N, 1.0, pg, <int>N,
+                              pb, <int>N, 0.0, px, <int>K)
+            if py != NULL:      # [K, N] = (X [M, K])^T @ G [M, N]
+                gemm_rowmajor(t, True, False, <int>K, <int>N, <int>M, 1.0, pa, <int>K,
+                              pg, <int>N, 0.0, py, <int>N)
+        return (dx, dy)
+
+
+cdef void _grad_batched(int t, bint for_x, bint tx, bint ty, char* pa, const Py_ssize_t* sa,
+                        char* pb, const Py_ssize_t* sb, char* pg, Py_ssize_t g_bytes,
+                        char* pc, const Py_ssize_t* sc, int nb, const Py_ssize_t* bdims,
+                        int M, int N, int K, int xc, int yc, double alpha,
+                        double beta) noexcept nogil:
+    """X@GRAD (for_x) or Y@GRAD, one GEMM per output batch entry (odometer over the batch
+    dims). sa/sb/sc: byte strides of X, Y and the gradient over the batch dims (0 where
+    broadcast); beta 1 accumulates the entries that share a broadcast gradient matrix."""
+    cdef Py_ssize_t idx[MAXDIM]
+    cdef Py_ssize_t oa = 0, ob = 0, oc = 0, og = 0
+    cdef int d
+    for d in range(nb):
+        idx[d] = 0
+    while True:
+        if for_x and not tx:    # [M, K] = G [M, N] @ op(Y)^T
+            gemm_rowmajor(t, False, not ty, M, K, N, alpha, pg + og, N, pb + ob, yc, beta,
+                          pc + oc, K)
+        elif for_x:             # [K, M] = op(Y) [K, N] @ G^T
+            gemm_rowmajor(t, ty, True, K, M, N, alpha, pb + ob, yc, pg + og, N, beta,
+                          pc + oc, M)
+        elif not ty:            # [K, N] = op(X)^T [K, M] @ G [M, N]
+            gemm_rowmajor(t, not tx, False, K, N, M, alpha, pa + oa, xc, pg + og, N, beta,
+                          pc + oc, N)
+        else:                   # [N, K] = G^T [N, M] @ op(X) [M, K]
+            gemm_rowmajor(t, True, tx, N, K, M, alpha, pg + og, N, pa + oa, xc, beta,
+                          pc + oc, K)
+        og += g_bytes
+        d = nb - 1
+        while d >= 0:
+            idx[d] += 1
+            oa += sa[d]
+            ob += sb[d]
+            oc += sc[d]
+            if idx[d] < bdims[d]:
+                break
+            oa -= sa[d] * bdims[d]
+            ob -= sb[d] * bdims[d]
+            oc -= sc[d] * bdims[d]
+            idx[d] = 0
+            d -= 1
+        if d < 0:
+            return
+
+
+cdef class MatmulGrad:
+    """matmul_grad / matmul_v2_grad: (X, Y, Out@GRAD) -> (X@GRAD, Y@GRAD).
+
+    Per output batch entry, X@GRAD = alpha G op(Y)^T (transposed back if X was) and Y@GRAD =
+    alpha op(X)^T G (likewise); an operand broadcast along batch dims gets the sum over them
+    (GEMMs accumulating with beta = 1). When Y is one matrix and X's batches are stacked
+    rows (the usual [B, M, K] @ [K, N]), each gradient is a single GEMM over all B*M rows,
+    the batch sum of Y@GRAD folding into the contraction."""
+    cdef bint tx, ty, want_x, want_y
+    cdef double alpha
+    cdef str name
+    cdef object _dx, _dy
+
+    def __init__(self, str name, bint tx, bint ty, double alpha, info=None):
+        self.name, self.tx, self.ty, self.alpha = name, tx, ty, alpha
+        self.want_x = wanted(info, "X@GRAD")
+        self.want_y = wanted(info, "Y@GRAD")
+
+    def __call__(self, x, y, dout):
+        cdef cnp.ndarray a = contiguous(x)
+        cdef cnp.ndarray b = contiguous(y)
+        cdef cnp.ndarray g = contiguous(dout)
+        cdef int t = _float_operands(self.name, a, b, g)
+        cdef int nx = cnp.PyArray_NDIM(a), ny = cnp.PyArray_NDIM(b)
+        if nx == 0 or ny == 0:
+            raise ValueError(f"{self.name}: X{list(shape_of(a))} and Y{list(shape_of(b))} "
+                             f"must have rank >= 1")
+        cdef cnp.npy_intp* xd = cnp.PyArray_DIMS(a)
+        cdef cnp.npy_intp* yd = cnp.PyArray_DIMS(b)
+        # Stored matrices: a 1-D X is a row [1, K], a 1-D Y a column [K, 1]; their
+        # transpose flags mean nothing and are dropped.
+        cdef Py_ssize_t xr = 1 if nx == 1 else xd[nx - 2], xc = xd[nx - 1]
+        cdef Py_ssize_t yr = yd[0] if ny == 1 else yd[ny - 2], yc = 1 if ny == 1 else yd[ny - 1]
+        cdef bint tx = self.tx and nx > 1, ty = self.ty and ny > 1
+        cdef Py_ssize_t M, K, K2, N
+        M, K = (xc, xr) if tx else (xr, xc)
+        K2, N = (yc, yr) if ty else (yr, yc)
+        if K != K2:
+            raise ValueError(f"{self.name}: X{list(shape_of(a))} and Y{list(shape_of(b))} do "
+                             f"not multiply: contraction dims {K} != {K2} (transposes "
+                             f"{bool(self.tx)}, {bool(self.ty)})")
+        if M > INT_MAX or N > INT_MAX or K > INT_MAX:
+            raise ValueError(f"{self.name}: a matrix dimension exceeds the BLAS int range")
+        cdef int xb = nx - 2 if nx > 2 else 0, yb = ny - 2 if ny > 2 else 0
+        cdef int nb = xb if xb > yb else yb, k
+        cdef Py_ssize_t bdims[MAXDIM]
+        cdef Py_ssize_t sa[MAXDIM]
+        cdef Py_ssize_t sb[MAXDIM]
+        cdef Py_ssize_t dx_, dy_, batch = 1
+        cdef bint x_bcast = False, y_bcast = False, y_single = True
+        shape = []
+        for k in range(nb):
+            dx_ = xd[k - nb + xb] if k >= nb - xb else 1
+            dy_ = yd[k - nb + yb] if k >= nb - yb else 1
+            if dx_ != dy_ and dx_ != 1 and dy_ != 1:
+                raise ValueError(f"{self.name}: batch dims of X{list(shape_of(a))} and "
+                                 f"Y{list(shape_of(b))} cannot be broadcast")
+            bdims[k] = dy_ if dx_ == 1 else dx_
+            sa[k] = cnp.PyArray_STRIDES(a)[k - nb + xb] if dx_ != 1 else 0
+            sb[k] = cnp.PyArray_STRIDES(b)[k - nb + yb] if dy_ != 1 else 0
+            x_bcast |= dx_ == 1 and bdims[k] > 1
+            y_bcast |= dy_ == 1 and bdims[k] > 1
+            y_single &= dy_ == 1
+            batch *= bdims[k]
+            shape.append(bdims[k])
+        if nx > 1:
+            shape.append(M)
+        if ny > 1:
+            shape.append(N)
+        out_shape = tuple(shape) if shape else (1,)
+        if shape_of(g) != out_shape:
+            raise ValueError(f"{self.name}: Out@GRAD has shape {list(shape_of(g))}, expected "
+                             f"Out's {list(out_shape)}")
+        # Stacked rows: Y one matrix, X untransposed with a batch entry of its own for every
+        # output one (contiguous, so its matrices are consecutive [M, K] blocks).
+        cdef bint fold = nb > 0 and y_single and not tx and not x_bcast and \
+            batch * M <= INT_MAX
+        cdef int R = <int>(batch * M)
+        # Gradients summed over broadcast batch entries accumulate into zeros.
+        cdef bint acc_y = y_bcast and not fold
+        cdef cnp.ndarray dx = None, dy = None
+        if self.want_x:
+            dx = self._dx = recycled(<PyObject*>self._dx, shape_of(a), t)
+            if x_bcast:
+                dx.fill(0)
+        if self.want_y:
+            dy = self._dy = recycled(<PyObject*>self._dy, shape_of(b), t)
+            if acc_y:
+                dy.fill(0)
+        if batch == 0 or M == 0 or N == 0 or K == 0:
+            for r in (dx, dy):
+                if r is not None:
+                    r.fill(0)
+            return (dx, dy)
+        cdef Py_ssize_t item = cnp.PyArray_ITEMSIZE(a)
+        cdef char* pa = <char*>cnp.PyArray_DATA(a)
+        cdef char* pb = <char*>cnp.PyArray_DATA(b)
+        cdef char* pg = <char*>cnp.PyArray_DATA(g)
+        cdef double alpha = self.alpha
+        if dx is not None:
+            if fold:
+                with nogil:
+                    gemm_rowmajor(t, False, not ty, R, <int>K, <int>N, alpha, pg, <int>N,
+                                  pb, <int>yc, 0.0, cnp.PyArray_DATA(dx), <int>K)
+            else:
+                with nogil:
+                    _grad_batched(t, True, tx, ty, pa, sa, pb, sb, pg, M * N * item,
+                                  <char*>cnp.PyArray_DATA(dx), sa, nb, bdims, <int>M, <int>N,
+                                  <int>K, <int>xc, <int>yc, alpha, 1.0 if x_bcast else 0.0)
+        if dy is not None:
+            if fold and not ty:     # [K, N] = X_rows^T [K, B*M] @ G_rows [B*M, N]
+                with nogil:
+                    gemm_rowmajor(t, True, False, <int>K, <int>N, R, alpha, pa, <int>xc, pg,
+                                  <int>N, 0.0, cnp.PyArray_DATA(dy), <int>N)
+            elif fold:              # [N, K] = G_rows^T [N, B*M] @ X_rows [B*M, K]
+                with nogil:
+                    gemm_rowmajor(t, True, False, <int>N, <int>K, R, alpha, pg, <int>N, pa,
+                                  <int>xc, 0.0, cnp.PyArray_DATA(dy), <int>K)
+            else:
+                with nogil:
+                    _grad_batched(t, False, tx, ty, pa, sa, pb, sb, pg, M * N * item,
+                                  <char*>cnp.PyArray_DATA(dy), sb, nb, bdims, <int>M, <int>N,
+                                  <int>K, <int>xc, <int>yc, alpha, 1.0 if acc_y else 0.0)
+        return (dx, dy)
+
+
+def _make_matmul_grad(dict attrs, info=None):
+    return MatmulGrad("matmul_grad", attrs["transpose_X"], attrs["transpose_Y"],
+                      attrs["alpha"], info)
+
+
+def _make_matmul_v2_grad(dict attrs, info=None):
+    return MatmulGrad("matmul_v2_grad", attrs["trans_x"], attrs["trans_y"], 1.0, info)
+
+
 KERNELS = [("mul", Mul, DTYPES), ("matmul", _make_matmul, DTYPES),
-           ("matmul_v2", _make_matmul_v2, DTYPES)]
+           ("matmul_v2", _make_matmul_v2, DTYPES), ("mul_grad", MulGrad, DTYPES),
+           ("matmul_grad", _make_matmul_grad, DTYPES),
+           ("matmul_v2_grad", _make_matmul_v2_grad, DTYPES)]

@@ -1,5 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""Reductions: mean, reduce_sum/_mean/_max/_min/_prod and reduce_all/_any.
+"""Reductions: mean, reduce_sum/_mean/_max/_min/_prod and reduce_all/_any, and the grad ops of
+the float ones.
 
 After normalizing ``dim`` (negatives, duplicates, reduce_all), size-1 dims are dropped and
 adjacent dims that are alike (all reduced or all kept) are merged. What remains is
@@ -12,7 +13,8 @@ Sums, means and products of floats accumulate in double (float32 included), of i
 int64; max and min propagate NaN as NumPy does.
 """
 cimport numpy as cnp
-from ._common cimport contiguous, dtype_name, empty, is_nan, shape_of, typenum
+from cpython.object cimport PyObject
+from ._common cimport contiguous, dtype_name, empty, is_nan, real, recycled, shape_of, typenum
 
 import numpy as np
 from headrace import dtypes
@@ -352,6 +354,189 @@ def _make_mean(dict attrs, info=None):
     return Reduce(MEAN, "mean", {"reduce_all": True})
 
 
+# -- gradients --------------------------------------------------------------------------------
+#
+# X@GRAD is laid out like X in the forward plan: [outer, R, inner] for one reduced run (X's own
+# memory order), or, for several reduced runs, X's runs transposed to kept + reduced ([outer,
+# R, 1]) and the result transposed back. Out@GRAD is [outer, inner] in both.
+
+
+cdef void _spread(int code, const real* g, real* dx, Py_ssize_t outer, Py_ssize_t R,
+                  Py_ssize_t inner) noexcept nogil:
+    """SUM / MEAN: every reduced position gets Out@GRAD (divided by R for the mean)."""
+    cdef Py_ssize_t o, r, i
+    cdef real v
+    cdef real* p
+    cdef const real* q
+    cdef double n = <double>R
+    for o in range(outer):
+        q = g + o * inner
+        if inner == 1:
+            v = <real>(<double>q[0] / n) if code == MEAN else q[0]
+            p = dx + o * R
+            for r in range(R):
+                p[r] = v
+            continue
+        for r in range(R):
+            p = dx + (o * R + r) * inner
+            if code == MEAN:
+                for i in range(inner):
+                    p[i] = <real>(<double>q[i] / n)
+            else:
+                for i in range(inner):
+                    p[i] = q[i]
+
+
+cdef void _route(const real* x, const real* out, const real* g, real* dx, Py_ssize_t outer,
+                 Py_ssize_t R, Py_ssize_t inner) noexcept nogil:
+    """MAX / MIN: Out@GRAD to every position equal to the result (a NaN result: its NaNs)."""
+    cdef Py_ssize_t o, r, i
+    cdef const real* p
+    cdef real* q
+    cdef real m, e
+    for o in range(outer):
+        for r in range(R):
+            p = x + (o * R + r) * inner
+            q = dx + (o * R + r) * inner
+            for i in range(inner):
+                m = out[o * inner + i]
+                e = g[o * inner + i]      # loaded unconditionally: the select vectorizes
+                q[i] = e if (p[i] == m) | (is_nan(p[i]) & is_nan(m)) else 0
+
+
+cdef void _others(const real* x, const real* g, real* dx, double* buf, Py_ssize_t outer,
+                  Py_ssize_t R, Py_ssize_t inner) noexcept nogil:
+    """PROD: Out@GRAD times the product of the other reduced elements, as prefix times suffix
+    products (in double; ``buf`` holds R * inner prefixes): no division, so a zero factor
+    gives exact results (only its own position nonzero; two zeros: all zero)."""
+    cdef Py_ssize_t o, r, i
+    cdef const real* p
+    cdef double* b
+    cdef double* run = buf + R * inner       # inner running products
+    for o in range(outer):
+        p = x + o * R * inner
+        for i in range(inner):
+            run[i] = 1.0
+        for r in range(R):
+            b = buf + r * inner
+            for i in range(inner):
+                b[i] = run[i]
+                run[i] *= p[r * inner + i]
+        for i in range(inner):
+            run[i] = 1.0
+        for r in range(R - 1, -1, -1):
+            b = buf + r * inner
+            for i in range(inner):
+                dx[(o * R + r) * inner + i] = <real>(g[o * inner + i] * b[i] * run[i])
+                run[i] *= p[r * inner + i]
+
+
+cdef class ReduceGrad(Reduce):
+    """<reduce>_grad and mean_grad: (X, Out@GRAD) -> (X@GRAD,), or (X, Out, Out@GRAD) for
+    reduce_max/_min. X@GRAD has X's shape and dtype; an Out@GRAD of another float dtype (the
+    forward's out_dtype) is cast to X's first."""
+    cdef bint reads_out, whole
+    cdef object _out       # the last X@GRAD, reused when nothing else holds it (recycled)
+
+    def __init__(self, int code, str name, dict attrs):
+        Reduce.__init__(self, code, name, attrs)
+        self.reads_out = code == MAX or code == MIN
+        self.whole = name == "mean_grad"
+
+    def __call__(self, x, second, third=None):
+        if self.reads_out and third is None:
+            raise ValueError(f"{self.name}: takes X, Out and Out@GRAD")
+        if not self.reads_out and third is not None:
+            raise ValueError(f"{self.name}: takes X and Out@GRAD")
+        cdef cnp.ndarray a = contiguous(x)
+        cdef int t = typenum(a)
+        if t != cnp.NPY_FLOAT32 and t != cnp.NPY_FLOAT64:
+            raise TypeError(f"{self.name}: X has dtype {dtype_name(a)}, expected float32 or "
+                            f"float64")
+        cdef cnp.ndarray g = self._like(third if self.reads_out else second, a, "Out@GRAD")
+        cdef cnp.ndarray o = self._like(second, a, "Out") if self.reads_out else g
+        dims = shape_of(a)
+        cached = self.cached
+        if cached is None or cached[0] != dims:
+            cached = self.cached = (dims, self._plan(dims))
+        shape, outer_, R_, inner_, transpose, red = cached[1]
+        gshape = shape_of(g)
+        # mean's Out@GRAD is [1] (Fluid) or [] (a Paddle 3 0-D loss).
+        if gshape != shape and not (self.whole and gshape == ()):
+            raise ValueError(f"{self.name}: Out@GRAD has shape {list(gshape)}, expected "
+                             f"Out's {list(shape)} for X{list(dims)}")
+        if self.reads_out and shape_of(o) != shape:
+            raise ValueError(f"{self.name}: Out has shape {list(shape_of(o))}, expected "
+                             f"{list(shape)} for X{list(dims)}")
+        cdef Py_ssize_t outer = outer_, R = R_, inner = inner_
+        cdef cnp.ndarray xw = a
+        cdef cnp.ndarray dx
+        if cnp.PyArray_SIZE(a) == 0:
+            return (empty(dims, t),)
+        if transpose is not None:
+            if self.code != SUM and self.code != MEAN:
+                xw = np.ascontiguousarray(a.reshape(transpose[0]).transpose(transpose[1]))
+            dx = empty(tuple([transpose[0][k] for k in transpose[1]]), t)
+        else:
+            dx = self._out = recycled(<PyObject*>self._out, dims, t)
+        self._dispatch_grad(t, xw, o, g, dx, outer, R, inner)
+        if transpose is not None:
+            dx = np.ascontiguousarray(dx.transpose(np.argsort(transpose[1]))).reshape(dims)
+        return (dx,)
+
+    cdef cnp.ndarray _like(self, object v, cnp.ndarray a, str slot):
+        cdef cnp.ndarray r = contiguous(v)
+        if typenum(r) == typenum(a):
+            return r
+        if typenum(r) == cnp.NPY_FLOAT32 or typenum(r) == cnp.NPY_FLOAT64:
+            return contiguous(r.astype(a.dtype))
+        raise TypeError(f"{self.name}: {slot} has dtype {dtype_name(r)}, expected a float "
+                        f"dtype like X's {dtype_name(a)}")
+
+    cdef _dispatch_grad(self, int t, cnp.ndarray a, cnp.ndarray o, cnp.ndarray g,
+                        cnp.ndarray dx, Py_ssize_t outer, Py_ssize_t R, Py_ssize_t inner):
+        cdef void* px = cnp.PyArray_DATA(a)
+        cdef void* po = cnp.PyArray_DATA(o)
+        cdef void* pg = cnp.PyArray_DATA(g)
+        cdef void* pd = cnp.PyArray_DATA(dx)
+        cdef int code = self.code
+        cdef cnp.ndarray buf
+        cdef cnp.npy_intp n = (R + 1) * inner
+        cdef double* pb
+        if code == SUM or code == MEAN:
+            with nogil:
+                if t == cnp.NPY_FLOAT32:
+                    _spread(code, <float*>pg, <float*>pd, outer, R, inner)
+                else:
+                    _spread(code, <double*>pg, <double*>pd, outer, R, inner)
+        elif code == MAX or code == MIN:
+            with nogil:
+                if t == cnp.NPY_FLOAT32:
+                    _route(<float*>px, <float*>po, <float*>pg, <float*>pd, outer, R, inner)
+                else:
+                    _route(<double*>px, <double*>po, <double*>pg, <double*>pd, outer, R,
+                           inner)
+        else:
+            buf = cnp.PyArray_EMPTY(1, &n, cnp.NPY_FLOAT64, 0)
+            pb = <double*>cnp.PyArray_DATA(buf)
+            with nogil:
+                if t == cnp.NPY_FLOAT32:
+                    _others(<float*>px, <float*>pg, <float*>pd, pb, outer, R, inner)
+                else:
+                    _others(<double*>px, <double*>pg, <double*>pd, pb, outer, R, inner)
+
+
+def _grad_maker(int code, str name):
+    def make(dict attrs, info=None):
+        return ReduceGrad(code, name, attrs)
+    make.__name__ = name
+    return make
+
+
+def _make_mean_grad(dict attrs, info=None):
+    return ReduceGrad(MEAN, "mean_grad", {"reduce_all": True})
+
+
 KERNELS = [
     ("mean", _make_mean, FLOATS),
     ("reduce_sum", _maker(SUM, "reduce_sum"), NUMBERS + ("bool",)),
@@ -361,4 +546,10 @@ KERNELS = [
     ("reduce_prod", _maker(PROD, "reduce_prod"), NUMBERS),
     ("reduce_all", _maker(ALL, "reduce_all"), ("bool",)),
     ("reduce_any", _maker(ANY, "reduce_any"), ("bool",)),
+    ("mean_grad", _make_mean_grad, FLOATS),
+    ("reduce_sum_grad", _grad_maker(SUM, "reduce_sum_grad"), FLOATS),
+    ("reduce_mean_grad", _grad_maker(MEAN, "reduce_mean_grad"), FLOATS),
+    ("reduce_max_grad", _grad_maker(MAX, "reduce_max_grad"), FLOATS),
+    ("reduce_min_grad", _grad_maker(MIN, "reduce_min_grad"), FLOATS),
+    ("reduce_prod_grad", _grad_maker(PROD, "reduce_prod_grad"), FLOATS),
 ]
