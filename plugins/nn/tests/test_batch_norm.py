@@ -216,3 +216,126 @@ def test_kernel_rejects_bad_inputs(kernel, x, stats, error):
 def test_kernel_inference_on_an_empty_batch(kernel):
     out = kernel("batch_norm", {"is_test": True}, "float64")(np.ones((0, 3)), *[np.ones(3)] * 4)
     assert out[0].shape == (0, 3)
+
+
+# ---------------------------------------------------------------- gradient
+from headrace import gradients  # noqa: E402
+from headrace.runtime import CPUPlace, Executor, Scope  # noqa: E402
+
+GRADS = ("X", "Scale", "Bias")
+
+
+def check_bn_grad(inputs, attrs, wrt=GRADS, eps=1e-6, rtol=1e-5, atol=1e-7, seed=0):
+    """headrace.testing.check_grad for batch_norm, whose MeanOut/VarianceOut must be the Mean/
+    Variance variables (check_grad names every output itself): the analytic gradients of
+    sum(Y * G) through gradients(), against central differences of the forward program. Mean
+    and Variance are fed afresh on every run (training updates them in place)."""
+    prog = Program()
+    block = prog.global_block()
+    ins = {}
+    for slot in ("X",) + STATS:
+        v = inputs[slot]
+        ins[slot] = block.create_var(name=slot.lower(), shape=v.shape, dtype=v.dtype.name,
+                                     need_check_feed=True, stop_gradient=slot not in wrt)
+    block.append_op("batch_norm", ins, {"Y": "y", "MeanOut": "mean", "VarianceOut": "variance",
+                                        "SavedMean": "saved_mean",
+                                        "SavedVariance": "saved_variance"}, attrs)
+    y = block.var("y")
+    upstream = np.random.default_rng(seed).standard_normal(inputs["X"].shape)
+    g = block.create_var(name="g", shape=y.shape, dtype=y.dtype, need_check_feed=True,
+                         stop_gradient=True)
+    fwd = prog.clone()
+    grads = gradients([y], [ins[s] for s in wrt], target_gradients=[g])
+    exe = Executor(CPUPlace())
+
+    def feed(**changed):
+        return {s.lower(): np.array(changed.get(s, inputs[s])) for s in ("X",) + STATS}
+
+    analytic = exe.run(prog, feed={**feed(), "g": upstream}, fetch_list=grads, scope=Scope())
+    for slot, got in zip(wrt, analytic):
+        base = np.array(inputs[slot], dtype=np.float64)
+        numeric = np.zeros_like(base)
+        for k in range(base.size):
+            vals = []
+            for delta in (eps, -eps):
+                moved = base.copy()
+                moved.reshape(-1)[k] += delta
+                (out,) = exe.run(fwd, feed=feed(**{slot: moved}), fetch_list=["y"],
+                                 scope=Scope())
+                vals.append(float(np.sum(out * upstream)))
+            numeric.reshape(-1)[k] = (vals[0] - vals[1]) / (2 * eps)
+        np.testing.assert_allclose(got, numeric, rtol=rtol, atol=atol,
+                                   err_msg=f"batch_norm gradient of {slot} ({attrs})")
+
+
+@pytest.mark.parametrize("shape, layout", [((5, 3), "NCHW"), ((3, 2, 3, 2), "NCHW"),
+                                           ((2, 3, 2, 3), "NHWC"), ((3, 2, 4), "NCHW")])
+@pytest.mark.parametrize("mode", [{}, {"use_global_stats": True}, {"is_test": True},
+                                  {"is_test": True, "trainable_statistics": True}],
+                         ids=["training", "global_stats", "is_test", "trainable_statistics"])
+def test_gradient_matches_finite_differences(shape, layout, mode):
+    inputs = bn_inputs(np.random.default_rng(8), shape, layout, "float64")
+    check_bn_grad(inputs, dict(mode, data_layout=layout, epsilon=1e-4))
+
+
+def test_gradient_of_one_input_alone():
+    inputs = bn_inputs(np.random.default_rng(9), (4, 3, 2), "NCHW", "float64")
+    for slot in GRADS:
+        check_bn_grad(inputs, {}, wrt=(slot,))
+
+
+def _grad_args(rng, shape, layout, dtype, attrs):
+    from headrace_nn.reference.batch_norm import batch_norm as ref
+    inputs = bn_inputs(rng, shape, layout, dtype)
+    out = ref({k: v.copy() for k, v in inputs.items()}, dict(attrs, data_layout=layout))
+    return {**inputs, "SavedMean": out["SavedMean"], "SavedVariance": out["SavedVariance"],
+            "Y@GRAD": rng.standard_normal(shape).astype(dtype)}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape, layout", SHAPES)
+@pytest.mark.parametrize("mode", range(len(MODES)))
+def test_grad_kernel_matches_reference(check, dtype, shape, layout, mode):
+    attrs = dict(MODES[mode], data_layout=layout, epsilon=1e-4)
+    inputs = _grad_args(np.random.default_rng(mode), shape, layout, dtype, attrs)
+    check("batch_norm_grad", inputs, attrs, rtol=1e-4 if dtype == "float32" else None,
+          atol=1e-5 if dtype == "float32" else None)
+
+
+def test_grad_kernel_skips_unbound_gradients(kernel):
+    from types import SimpleNamespace
+    inputs = _grad_args(np.random.default_rng(10), (4, 3), "NCHW", "float64", {})
+    args = [inputs[k] for k in ("X",) + STATS + ("SavedMean", "SavedVariance", "Y@GRAD")]
+    info = SimpleNamespace(op=SimpleNamespace(outputs={"Scale@GRAD": ["s"]}))
+    full = kernel("batch_norm_grad", {}, "float64")(*args)
+    dx, dscale, dbias = kernel("batch_norm_grad", {}, "float64", info)(*args)
+    assert dx is None and dbias is None
+    np.testing.assert_array_equal(dscale, full[1])
+
+
+@pytest.mark.parametrize("attrs, change, match", [
+    ({}, {"Y@GRAD": np.ones((4, 2))}, r"Y@GRAD\[4, 2\] must have X's shape"),
+    ({}, {"SavedMean": np.ones(2)}, r"SavedMean float64\[2\] must be float64\[3\]"),
+    ({}, {"SavedVariance": None}, r"input SavedVariance is needed \(batch statistics\)"),
+    ({"use_global_stats": True}, {"Mean": None}, r"input Mean is needed \(global"),
+    ({}, {"Y@GRAD": np.ones((4, 3), np.float32)}, r"Y@GRAD has dtype float32"),
+])
+def test_grad_kernel_rejects_bad_inputs(kernel, attrs, change, match):
+    inputs = _grad_args(np.random.default_rng(11), (4, 3), "NCHW", "float64", attrs)
+    inputs.update(change)
+    args = [inputs[k] for k in ("X",) + STATS + ("SavedMean", "SavedVariance", "Y@GRAD")]
+    with pytest.raises((ValueError, TypeError), match="batch_norm_grad: " + match):
+        kernel("batch_norm_grad", attrs, "float64")(*args)
+
+
+def test_backward_reads_running_statistics_only_with_global_stats():
+    for attrs, reads in (({}, False), ({"use_global_stats": True}, True),
+                         ({"is_test": True}, True),
+                         ({"is_test": True, "trainable_statistics": True}, False)):
+        block, op = batch_norm([4, 3], 3, "float64", "float64", attrs=attrs)
+        x = block.var("x")
+        x.stop_gradient = False
+        gradients([block.var("y")], [x])
+        (gop,) = [o for o in block.ops if o.type == "batch_norm_grad"]
+        assert bool(gop.input("Mean")) == reads and bool(gop.input("Variance")) == reads
+        assert set(gop.output_arg_names) == {"x@GRAD"}

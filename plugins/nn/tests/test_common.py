@@ -9,6 +9,12 @@ NN_OPS = {
     "top_k", "conv2d", "pool2d", "batch_norm", "dropout", "lookup_table", "lookup_table_v2",
     "sequence_pool",
 }
+# Their gradient ops (Paddle's names: cross_entropy2's is cross_entropy_grad2).
+GRAD_OPS = {
+    "softmax_grad", "cross_entropy_grad", "cross_entropy_grad2",
+    "softmax_with_cross_entropy_grad", "conv2d_grad", "pool2d_grad", "batch_norm_grad",
+    "dropout_grad", "lookup_table_grad", "lookup_table_v2_grad", "sequence_pool_grad",
+}
 # op-conventions.md: "Ops with no gradient: ... top_k, accuracy ..."
 NO_GRADIENT = {"accuracy", "top_k"}
 # op-conventions.md: "int." outputs, kept for the backward pass.
@@ -29,17 +35,24 @@ def registry():
 def test_the_plugin_registers_every_nn_op(registry):
     assert "headrace-nn:nn" in registry.plugins
     mine = {d.type for d in registry.ops() if d.plugin == "headrace-nn:nn"}
-    assert mine == NN_OPS
+    assert mine == NN_OPS | GRAD_OPS
 
 
-@pytest.mark.parametrize("op_type", sorted(NN_OPS))
+@pytest.mark.parametrize("op_type", sorted(NN_OPS | GRAD_OPS))
 def test_definition_is_documented_and_flagged(registry, op_type):
     opdef = registry.get(op_type)
     assert opdef.doc and opdef.infer is not None and not opdef.no_kernel
     assert all(s.doc for s in opdef.inputs + opdef.outputs)
     assert all(a.doc for a in opdef.attrs.values())
-    assert opdef.differentiable == (op_type not in NO_GRADIENT)
+    assert opdef.differentiable == (op_type not in NO_GRADIENT | GRAD_OPS)
     assert {s.name for s in opdef.outputs if s.intermediate} == INTERMEDIATE.get(op_type, set())
+
+
+@pytest.mark.parametrize("op_type", sorted(GRAD_OPS))
+def test_grad_ops_write_optional_gradients_only(registry, op_type):
+    # Each output is bound only when that gradient is wanted.
+    opdef = registry.get(op_type)
+    assert opdef.outputs and all(s.optional and s.name.endswith("@GRAD") for s in opdef.outputs)
 
 
 @pytest.mark.parametrize("paddings, algorithm, expected", [

@@ -279,3 +279,133 @@ def test_a_bad_shape_at_run_time_is_an_op_error():
     with pytest.raises(OpError):
         run_op("conv2d", {"Input": np.ones((1, 3, 2, 2), np.float32),
                           "Filter": np.ones((1, 3, 3, 3), np.float32)})
+
+
+# ---------------------------------------------------------------- gradient
+from types import SimpleNamespace  # noqa: E402
+
+from headrace.testing import check_grad  # noqa: E402
+
+GRAD_ATTRS = {"strides": [2, 1], "paddings": [1, 2, 0, 1], "dilations": [2, 1], "groups": 2}
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+@pytest.mark.parametrize("attrs", [
+    GRAD_ATTRS,
+    {"strides": [1, 2], "paddings": [1, 1], "dilations": [1, 2]},
+    {"strides": [2, 2], "padding_algorithm": "SAME"},
+], ids=["s2-pad-dil2-groups2", "pad-dil2", "same"])
+def test_gradient_matches_finite_differences(layout, attrs):
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((2, 4, 7, 6) if layout == "NCHW" else (2, 7, 6, 4))
+    groups = attrs.get("groups", 1)
+    w = rng.standard_normal((6, 4 // groups, 3, 2))
+    check_grad("conv2d", {"Input": x, "Filter": w}, wrt=["Input", "Filter"],
+               attrs=dict(attrs, data_format=layout))
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_gradient_of_bias_and_residual(layout):
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((2, 2, 4, 5) if layout == "NCHW" else (2, 4, 5, 2))
+    w, b = rng.standard_normal((3, 2, 2, 2)), rng.standard_normal(3)
+    r = rng.standard_normal((2, 3, 3, 4) if layout == "NCHW" else (2, 3, 4, 3))
+    check_grad("conv2d", {"Input": x, "Filter": w, "Bias": b, "ResidualData": r},
+               wrt=["Input", "Filter", "Bias", "ResidualData"], attrs={"data_format": layout})
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_gradient_of_a_1x1_filter(layout):
+    # NHWC 1x1 / stride 1 / no padding: no im2row, the images are the GEMM operand.
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal((2, 4, 3, 3) if layout == "NCHW" else (2, 3, 3, 4))
+    check_grad("conv2d", {"Input": x, "Filter": rng.standard_normal((4, 2, 1, 1))},
+               wrt=["Input", "Filter"], attrs={"groups": 2, "data_format": layout})
+
+
+def _grad_inputs(rng, case, layout, dtype, n=3):
+    c, m, h, w, k, attrs = CASES[case]
+    shape = (n, c, h, w) if layout == "NCHW" else (n, h, w, c)
+    inputs = {"Input": rng.standard_normal(shape).astype(dtype),
+              "Filter": rng.standard_normal((m, c // attrs.get("groups", 1)) + k).astype(dtype)}
+    attrs = dict(attrs, data_format=layout)
+    from headrace_nn.reference.conv import conv2d as ref
+    out = ref(inputs, attrs)["Output"]
+    inputs["Output@GRAD"] = rng.standard_normal(out.shape).astype(dtype)
+    return inputs, attrs
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_grad_kernel_matches_reference(check, dtype, layout, case):
+    inputs, attrs = _grad_inputs(np.random.default_rng(case), case, layout, dtype)
+    check("conv2d_grad", inputs, attrs, **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+@pytest.mark.parametrize("shape", [(64, 1, 28, 28, 20), (64, 20, 12, 12, 50)],
+                         ids=["lenet1", "lenet2"])
+def test_grad_kernel_lenet_layers_span_several_chunks(check, dtype, layout, shape):
+    n, c, h, w, m = shape
+    rng = np.random.default_rng(14)
+    x = rng.standard_normal((n, c, h, w)).astype(dtype)
+    dy = rng.standard_normal((n, m, h - 4, w - 4)).astype(dtype)
+    if layout == "NHWC":
+        x = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+        dy = np.ascontiguousarray(dy.transpose(0, 2, 3, 1))
+    filt = (rng.standard_normal((m, c, 5, 5)) * 0.1).astype(dtype)
+    check("conv2d_grad", {"Input": x, "Filter": filt, "Output@GRAD": dy},
+          {"data_format": layout}, rtol=1e-3 if dtype == "float32" else None,
+          atol=1e-3 if dtype == "float32" else None)
+
+
+def _info(*bound):
+    """A stand-in KernelInfo whose op binds only the given output slots."""
+    return SimpleNamespace(op=SimpleNamespace(outputs={s: [s.lower()] for s in bound}))
+
+
+@pytest.mark.parametrize("bound", [("Input@GRAD",), ("Filter@GRAD",), ("Bias@GRAD",),
+                                   ("Filter@GRAD", "ResidualData@GRAD")])
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_grad_kernel_computes_only_bound_gradients(kernel, bound, layout):
+    inputs, attrs = _grad_inputs(np.random.default_rng(15), 2, layout, "float64")
+    args = (inputs["Input"], inputs["Filter"], inputs["Output@GRAD"])
+    full = kernel("conv2d_grad", attrs, "float64")(*args)
+    part = kernel("conv2d_grad", attrs, "float64", _info(*bound))(*args)
+    slots = ("Input@GRAD", "Filter@GRAD", "Bias@GRAD", "ResidualData@GRAD")
+    for slot, a, b in zip(slots, full, part):
+        if slot in bound:
+            np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-12)
+        else:
+            assert b is None, slot
+
+
+@pytest.mark.parametrize("which", ["strided", "readonly"])
+def test_grad_kernel_strided_and_readonly_inputs(kernel, variants, which):
+    inputs, attrs = _grad_inputs(np.random.default_rng(16), 2, "NCHW", "float64")
+    args = [inputs["Input"], inputs["Filter"], inputs["Output@GRAD"]]
+    want = kernel("conv2d_grad", attrs, "float64")(*args)
+    got = kernel("conv2d_grad", attrs, "float64")(*[variants(a)[which] for a in args])
+    for a, b in zip(want, got):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("x, w, dy, match", [
+    (np.ones((2, 3, 5, 5)), np.ones((4, 3, 3, 3)), np.ones((2, 4, 3, 4)),
+     r"Output@GRAD\[2, 4, 3, 4\] must have Output's shape \[2, 4, 3, 3\]"),
+    (np.ones((2, 3, 5, 5)), np.ones((4, 3, 3, 3)), np.ones((2, 4, 3, 3), np.float32),
+     r"must have one dtype"),
+    (np.ones((2, 3, 5, 5)), np.ones((4, 2, 3, 3)), np.ones((2, 4, 3, 3)), r"3 channels"),
+])
+def test_grad_kernel_rejects_bad_inputs(kernel, x, w, dy, match):
+    with pytest.raises((ValueError, TypeError), match="conv2d_grad: .*" + match):
+        kernel("conv2d_grad", {}, "float64")(x, w, dy)
+
+
+def test_grad_kernel_empty_batch(kernel):
+    dx, dw, db, _ = kernel("conv2d_grad", {}, "float64")(
+        np.zeros((0, 3, 5, 5)), np.ones((4, 3, 3, 3)), np.zeros((0, 4, 3, 3)))
+    assert dx.shape == (0, 3, 5, 5) and (dw == 0).all() and dw.shape == (4, 3, 3, 3)
+    assert (db == 0).all()

@@ -304,3 +304,107 @@ def test_strided_and_readonly_inputs(kernel, variants, op, which):
     got = kernel(op, {}, "float64")(variants(x)[which], variants(label)[which])
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+
+
+# ---------------------------------------------------------------- gradients
+from headrace.testing import check_grad  # noqa: E402
+
+
+def _probs(rng, shape):
+    p = rng.random(shape) + 0.2
+    return p / p.sum(axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize("label_shape", [(5, 1), (5,)])
+def test_cross_entropy_gradient_hard(label_shape):
+    rng = np.random.default_rng(0)
+    label = np.array([0, 3, 2, 3, 1]).reshape(label_shape)
+    check_grad("cross_entropy", {"X": _probs(rng, (5, 4)), "Label": label}, wrt=["X"],
+               attrs={"ignore_index": 3})
+
+
+def test_cross_entropy_gradient_soft():
+    rng = np.random.default_rng(1)
+    x, label = _probs(rng, (2, 3, 4)), _probs(rng, (2, 3, 4))
+    check_grad("cross_entropy", {"X": x, "Label": label}, wrt=["X"],
+               attrs={"soft_label": True})
+
+
+def test_cross_entropy2_gradient_reads_matchx_with_ignore_index():
+    rng = np.random.default_rng(2)
+    label = np.array([[[1], [0], [2]], [[2], [3], [0]]])
+    check_grad("cross_entropy2", {"X": _probs(rng, (2, 3, 4)), "Label": label}, wrt=["X"],
+               attrs={"ignore_index": 0})
+
+
+@pytest.mark.parametrize("shape, axis, label_dtype", [
+    ((6, 5), -1, np.int64), ((3, 5, 4), 1, np.int64), ((4, 3), 0, np.int32)])
+def test_softmax_with_cross_entropy_gradient_hard_with_ignore_index(shape, axis, label_dtype):
+    rng = np.random.default_rng(3)
+    lshape = list(shape)
+    lshape[axis] = 1
+    label = rng.integers(0, shape[axis], lshape).astype(label_dtype)
+    label.reshape(-1)[1] = -1   # ignored: its logits get no gradient
+    check_grad("softmax_with_cross_entropy",
+               {"Logits": rng.standard_normal(shape) * 2, "Label": label}, wrt=["Logits"],
+               attrs={"axis": axis, "ignore_index": -1})
+
+
+@pytest.mark.parametrize("normalized", [True, False])
+@pytest.mark.parametrize("shape, axis", [((4, 5), -1), ((2, 3, 4), 1)])
+def test_softmax_with_cross_entropy_gradient_soft(shape, axis, normalized):
+    rng = np.random.default_rng(4)
+    label = rng.random(shape)
+    if normalized:
+        label /= label.sum(axis=axis, keepdims=True)
+    check_grad("softmax_with_cross_entropy",
+               {"Logits": rng.standard_normal(shape), "Label": label}, wrt=["Logits"],
+               attrs={"axis": axis, "soft_label": True})
+
+
+@pytest.mark.parametrize("soft", [False, True])
+def test_softmax_with_cross_entropy_gradient_without_softmax(soft):
+    rng = np.random.default_rng(5)
+    probs = _probs(rng, (4, 3))
+    label = _probs(rng, (4, 3)) if soft else np.array([[0], [2], [1], [2]])
+    check_grad("softmax_with_cross_entropy", {"Logits": probs, "Label": label},
+               wrt=["Logits"], attrs={"soft_label": soft, "use_softmax": False})
+
+
+def test_softmax_with_cross_entropy_gradient_is_softmax_minus_onehot(kernel):
+    sm = np.array([[0.2, 0.5, 0.3], [0.1, 0.1, 0.8]])
+    (dx,) = kernel("softmax_with_cross_entropy_grad", {"ignore_index": 1}, "float64")(
+        sm, np.array([[2], [1]]), np.array([[2.0], [3.0]]))
+    np.testing.assert_allclose(dx, [[0.4, 1.0, -1.4], [0, 0, 0]])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", ["cross_entropy_grad", "cross_entropy_grad2",
+                                "softmax_with_cross_entropy_grad"])
+def test_grad_kernels_match_references(check, op, dtype):
+    from headrace_nn.reference.cross_entropy import SAMPLES
+    for seed in range(3):
+        inputs, attrs = SAMPLES[op](np.random.default_rng(seed), dtype)
+        check(op, inputs, attrs)
+
+
+@pytest.mark.parametrize("op, args, error, match", [
+    ("cross_entropy_grad", (np.full((2, 3), 0.5), np.array([[1], [3]]), np.ones((2, 1))),
+     IndexError, r"Label value 3 \(row 1\) is out of range for 3 classes"),
+    ("cross_entropy_grad", (np.full((2, 3), 0.5), np.array([[1], [2]]), np.ones((2, 2))),
+     ValueError, r"Y@GRAD\[2, 2\] must have Y's shape \[2, 1\]"),
+    ("cross_entropy_grad2", (np.ones((2, 1)), np.array([[1], [7]]), np.empty((2, 3, 0)),
+                             np.ones((2, 1))), IndexError, r"Label value 7"),
+    ("cross_entropy_grad2", (np.ones((2, 1)), np.array([[1], [2]]), np.empty((2, 3)),
+                             np.ones((2, 1))), ValueError, r"XShape\[2, 3\] must be X.dims"),
+    ("softmax_with_cross_entropy_grad", (np.full((2, 3), 0.3), np.array([[1], [-5]]),
+                                         np.ones((2, 1))), IndexError, r"Label value -5"),
+    ("softmax_with_cross_entropy_grad", (np.full((2, 3), 0.3), np.array([[1], [2]]),
+                                         np.ones((2, 1), np.float32)), TypeError,
+     r"Loss@GRAD has dtype float32"),
+    ("softmax_with_cross_entropy_grad", (np.full((2, 3), 0.3), np.array([1, 2]),
+                                         np.ones((2, 1))), ValueError, r"hard Label\[2\]"),
+])
+def test_grad_kernels_reject_bad_inputs(kernel, op, args, error, match):
+    with pytest.raises(error, match=f"{op}: {match}"):
+        kernel(op, {}, "float64")(*args)

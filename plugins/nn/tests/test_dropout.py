@@ -175,3 +175,48 @@ def test_negative_seeds_are_usable(kernel):
     assert mask.shape == (10,)
     out, mask = kernel("dropout")(np.ones(10, np.float32), np.array([-3], np.int32))
     assert mask.shape == (10,)
+
+
+# ---------------------------------------------------------------- gradient
+from headrace.testing import check_grad  # noqa: E402
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("p", [0.0, 0.4, 1.0])
+@pytest.mark.parametrize("is_test", [False, True])
+def test_gradient_matches_finite_differences(impl, p, is_test):
+    # fix_seed: every run (the forward ones of the differences too) drops the same elements.
+    x = np.random.default_rng(1).standard_normal((4, 5))
+    check_grad("dropout", {"X": x}, wrt=["X"],
+               attrs={"dropout_prob": p, "dropout_implementation": impl, "is_test": is_test,
+                      "fix_seed": True, "seed": 7})
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("is_test", [False, True])
+def test_grad_kernel_matches_reference(check, dtype, impl, is_test):
+    rng = np.random.default_rng(2)
+    mask = (rng.random((3, 7)) > 0.3).astype(np.uint8)
+    attrs = {"dropout_prob": 0.3, "dropout_implementation": impl, "is_test": is_test}
+    check("dropout_grad", {"Out@GRAD": rng.standard_normal((3, 7)).astype(dtype),
+                           "Mask": mask}, attrs)
+
+
+def test_grad_is_the_mask_times_the_scale(kernel):
+    g, mask = np.full((2, 2), 3.0), np.array([[1, 0], [0, 1]], np.uint8)
+    attrs = {"dropout_prob": 0.25, "dropout_implementation": "upscale_in_train"}
+    (dx,) = kernel("dropout_grad", attrs, "float64")(g, mask)
+    np.testing.assert_allclose(dx, [[4.0, 0.0], [0.0, 4.0]])
+    (dx,) = kernel("dropout_grad", {"dropout_prob": 0.25}, "float64")(g, mask)
+    np.testing.assert_allclose(dx, [[3.0, 0.0], [0.0, 3.0]])
+
+
+@pytest.mark.parametrize("dout, mask, error, match", [
+    (np.ones((2, 3)), np.ones((2, 2), np.uint8), ValueError, r"Mask\[2, 2\] must have the shape"),
+    (np.ones((2, 3)), np.ones((2, 3), np.int32), TypeError, r"Mask has dtype int32"),
+    (np.ones((2, 3), np.int64), np.ones((2, 3), np.uint8), TypeError, r"Out@GRAD has dtype"),
+])
+def test_grad_kernel_rejects_bad_inputs(kernel, dout, mask, error, match):
+    with pytest.raises(error, match="dropout_grad: " + match):
+        kernel("dropout_grad", {}, "float64")(dout, mask)

@@ -139,3 +139,54 @@ def test_strided_and_readonly(kernel, variants, which):
     (want,) = kernel("lookup_table_v2", {}, "float64")(w, ids)
     (got,) = kernel("lookup_table_v2", {}, "float64")(variants(w)[which], variants(ids)[which])
     np.testing.assert_array_equal(got, want)
+
+
+# ---------------------------------------------------------------- gradient
+from headrace.testing import check_grad  # noqa: E402
+
+
+@pytest.mark.parametrize("padding_idx", [-1, 2])
+def test_lookup_table_gradient_with_repeated_ids(padding_idx):
+    rng = np.random.default_rng(3)
+    ids = np.array([[[1], [2]], [[1], [4]], [[2], [1]]])   # 1 three times, 2 twice
+    check_grad("lookup_table", {"W": rng.standard_normal((6, 3)), "Ids": ids}, wrt=["W"],
+               attrs={"padding_idx": padding_idx})
+
+
+@pytest.mark.parametrize("ids_dtype", [np.int32, np.int64])
+def test_lookup_table_v2_gradient_with_repeated_ids_and_padding(ids_dtype):
+    rng = np.random.default_rng(4)
+    ids = np.array([[0, 3, 3], [5, 0, 3]], ids_dtype)
+    check_grad("lookup_table_v2", {"W": rng.standard_normal((6, 2)), "Ids": ids}, wrt=["W"],
+               attrs={"padding_idx": 0})
+
+
+def test_grad_accumulates_repeated_ids_and_skips_padding(kernel):
+    ids = np.array([[2], [0], [2], [1]])
+    dout = np.arange(8.0).reshape(4, 2)
+    (dw,) = kernel("lookup_table_grad", {"padding_idx": 1}, "float64")(np.zeros((3, 2)), ids,
+                                                                        dout)
+    np.testing.assert_array_equal(dw, [[2, 3], [0, 0], [0 + 4, 1 + 5]])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("op", ["lookup_table_grad", "lookup_table_v2_grad"])
+def test_grad_kernels_match_references(check, dtype, op):
+    from headrace_nn.reference.embedding import SAMPLES
+    for seed in range(3):
+        inputs, attrs = SAMPLES[op](np.random.default_rng(seed), dtype)
+        check(op, inputs, attrs)
+
+
+@pytest.mark.parametrize("op, ids, dout, error, match", [
+    ("lookup_table_grad", np.array([[1], [7]]), np.ones((2, 2)), IndexError,
+     r"id 7 \(position 1\) is out of range for W with 4 rows"),
+    ("lookup_table_grad", np.array([[1], [2]]), np.ones((2, 3)), ValueError,
+     r"Out@GRAD\[2, 3\] must have Out's shape \[2, 2\]"),
+    ("lookup_table_v2_grad", np.array([1, -1], np.int32), np.ones((2, 2)), IndexError,
+     r"id -1"),
+    ("lookup_table_v2_grad", np.array([1.0, 2.0]), np.ones((2, 2)), TypeError, r"Ids has dtype"),
+])
+def test_grad_kernels_reject_bad_inputs(kernel, op, ids, dout, error, match):
+    with pytest.raises(error, match=f"{op}: {match}"):
+        kernel(op, {}, "float64")(np.zeros((4, 2)), ids, dout)

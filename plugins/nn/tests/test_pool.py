@@ -188,3 +188,109 @@ def test_kernel_empty_batch(kernel):
     (out,) = kernel("pool2d", {"pooling_type": "max", "ksize": [2, 2]}, "float32")(
         np.zeros((0, 3, 4, 4), np.float32))
     assert out.shape == (0, 3, 3, 3)
+
+
+# ---------------------------------------------------------------- gradient
+from headrace.testing import check_grad  # noqa: E402
+
+GRAD_CASES = [
+    {"ksize": [2, 2], "strides": [2, 2]},
+    {"ksize": [3, 2], "strides": [2, 1], "paddings": [1, 1]},
+    {"ksize": [3, 3], "strides": [2, 2], "paddings": [1, 2, 0, 1], "ceil_mode": True},
+    {"ksize": [2, 2], "strides": [2, 2], "ceil_mode": True},     # fast 2x2 path + tails
+    {"ksize": [3, 3], "strides": [2, 2], "padding_algorithm": "SAME"},
+    {"ksize": [9, 9], "global_pooling": True},
+    {"ksize": [3, 2], "adaptive": True},
+]
+
+
+def _distinct(rng, shape):
+    """Values 0.1 apart in random order: no max ties, nor any within a finite difference."""
+    return rng.permutation(int(np.prod(shape))).reshape(shape) * 0.1
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+@pytest.mark.parametrize("ptype, exclusive", [("max", True), ("avg", True), ("avg", False)])
+@pytest.mark.parametrize("case", range(len(GRAD_CASES)))
+def test_gradient_matches_finite_differences(layout, ptype, exclusive, case):
+    attrs = dict(GRAD_CASES[case], pooling_type=ptype, exclusive=exclusive, data_format=layout)
+    shape = (2, 2, 7, 5) if layout == "NCHW" else (2, 7, 5, 2)
+    check_grad("pool2d", {"X": _distinct(np.random.default_rng(case), shape)}, wrt=["X"],
+               attrs=attrs)
+
+
+def _grad_inputs(rng, shape, attrs, dtype, ties=False):
+    from headrace_nn.reference.pool import pool2d as ref
+    x = rng.standard_normal(shape)
+    if ties:
+        x = np.round(x)   # many equal values: the first maximum of a window takes it all
+    x = x.astype(dtype)
+    out = ref({"X": x}, attrs)["Out"]
+    return {"X": x, "Out": out, "Out@GRAD": rng.standard_normal(out.shape).astype(dtype)}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+@pytest.mark.parametrize("ptype", ["max", "avg"])
+@pytest.mark.parametrize("exclusive", [True, False])
+@pytest.mark.parametrize("case", range(len(KERNEL_CASES)))
+def test_grad_kernel_matches_reference(check, dtype, layout, ptype, exclusive, case):
+    attrs = dict(KERNEL_CASES[case], pooling_type=ptype, exclusive=exclusive,
+                 data_format=layout)
+    shape = (2, 3, 7, 6) if layout == "NCHW" else (2, 7, 6, 3)
+    inputs = _grad_inputs(np.random.default_rng(case), shape, attrs, dtype, ties=True)
+    check("pool2d_grad", inputs, attrs)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape, ceil", [((64, 20, 24, 24), False), ((64, 50, 8, 8), False),
+                                         ((3, 4, 9, 7), True), ((3, 4, 9, 7), False)])
+def test_grad_kernel_max_2x2_stride_2(check, dtype, shape, ceil):
+    # The LeNet pools (and odd sizes, whose ceil_mode tail windows are partial).
+    attrs = {"pooling_type": "max", "ksize": [2, 2], "strides": [2, 2], "ceil_mode": ceil}
+    for ties in (False, True):
+        check("pool2d_grad", _grad_inputs(np.random.default_rng(1), shape, attrs, dtype, ties),
+              attrs)
+
+
+@pytest.mark.parametrize("strides", [[2, 2], [1, 1]])
+def test_grad_max_ties_go_to_the_first_maximum(kernel, strides):
+    x = np.array([[[[1.0, 3.0, 3.0], [3.0, 3.0, 0.0], [0.0, 0.0, 0.0]]]])
+    attrs = {"pooling_type": "max", "ksize": [2, 2], "strides": strides}
+    (out,) = kernel("pool2d", attrs, "float64")(x)
+    (dx,) = kernel("pool2d_grad", attrs, "float64")(x, out, np.ones_like(out))
+    if strides == [2, 2]:   # windows [[1,3],[3,3]] then (ceil off) nothing else
+        want = [[0, 1, 0], [0, 0, 0], [0, 0, 0]]
+    else:                   # four windows; the two upper ones share the 3 at (0, 1)
+        want = [[0, 2, 0], [1, 1, 0], [0, 0, 0]]
+    np.testing.assert_array_equal(dx[0, 0], want)
+
+
+@pytest.mark.parametrize("x, out, dout, match", [
+    (np.ones((1, 2, 4, 4)), np.ones((1, 2, 2, 3)), np.ones((1, 2, 2, 2)),
+     r"Out\[1, 2, 2, 3\] must have the pooled shape \[1, 2, 2, 2\]"),
+    (np.ones((1, 2, 4, 4)), np.ones((1, 2, 2, 2)), np.ones((1, 2, 2)),
+     r"Out@GRAD\[1, 2, 2\] must have Out's shape"),
+    (np.ones((1, 2, 4, 4)), np.ones((1, 2, 2, 2)), np.ones((1, 2, 2, 2), np.float32),
+     r"Out@GRAD has dtype float32"),
+    (np.ones((2, 4, 4)), np.ones((1, 2, 2, 2)), np.ones((1, 2, 2, 2)), r"must be 4-D"),
+])
+def test_grad_kernel_rejects_bad_inputs(kernel, x, out, dout, match):
+    attrs = {"pooling_type": "max", "ksize": [2, 2], "strides": [2, 2]}
+    with pytest.raises((ValueError, TypeError), match="pool2d_grad: .*" + match):
+        kernel("pool2d_grad", attrs, "float64")(x, out, dout)
+
+
+def test_grad_fast_2x2_path_routes_like_the_general_one_even_with_nans(kernel):
+    # NCHW 2x2/stride-2 takes the unrolled path, NHWC the general loop: same comparisons.
+    rng = np.random.default_rng(3)
+    x = np.round(rng.standard_normal((2, 3, 6, 8)))
+    x[rng.random(x.shape) < 0.15] = np.nan
+    g = rng.standard_normal((2, 3, 3, 4))
+    attrs = {"pooling_type": "max", "ksize": [2, 2], "strides": [2, 2]}
+    (out,) = kernel("pool2d", attrs, "float64")(x)
+    (fast,) = kernel("pool2d_grad", attrs, "float64")(x, out, g)
+    nhwc = dict(attrs, data_format="NHWC")
+    (general,) = kernel("pool2d_grad", nhwc, "float64")(
+        x.transpose(0, 2, 3, 1), out.transpose(0, 2, 3, 1), g.transpose(0, 2, 3, 1))
+    np.testing.assert_array_equal(fast, general.transpose(0, 3, 1, 2))

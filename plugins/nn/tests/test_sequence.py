@@ -140,3 +140,56 @@ def test_kernel_rejects_bad_inputs(kernel, x, error, match):
 
 def test_kernel_declares_itself_a_lod_kernel(kernel):
     assert kernel("sequence_pool").lod_kernel is True
+
+
+# ---------------------------------------------------------------- gradient
+from headrace.testing import check_grad  # noqa: E402
+
+
+@pytest.mark.parametrize("pooltype", POOL_TYPES)
+@pytest.mark.parametrize("lod", [[[0, 2, 2, 5, 6]], [[0, 1, 3], [0, 2, 2, 6]]],
+                         ids=["empty-sequence", "two-levels"])
+def test_gradient_matches_finite_differences(pooltype, lod):
+    # Distinct values 0.1 apart: MAX has no ties, nor any within a finite difference.
+    x = np.random.default_rng(5).permutation(18).reshape(6, 3) * 0.1
+    check_grad("sequence_pool", {"X": Tensor(x, lod)}, wrt=["X"],
+               attrs={"pooltype": pooltype, "pad_value": 1.5})
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("pooltype", POOL_TYPES)
+@pytest.mark.parametrize("lod", range(len(LODS)))
+@pytest.mark.parametrize("tail", [(3,), (2, 2)])
+def test_grad_kernel_matches_reference(check, dtype, pooltype, lod, tail):
+    offsets = LODS[lod]
+    rng = np.random.default_rng(lod)
+    x = Tensor(rng.standard_normal((offsets[-1][-1],) + tail).astype(dtype), offsets)
+    out = reference({"X": x}, {"pooltype": pooltype})
+    g = rng.standard_normal(out["Out"].numpy().shape).astype(dtype)
+    check("sequence_pool_grad", {"X": x, "MaxIndex": out["MaxIndex"], "Out@GRAD": g},
+          {"pooltype": pooltype})
+
+
+def test_grad_kernel_gives_x_its_lod(kernel):
+    x = Tensor(np.ones((4, 2)), [[0, 1, 3], [0, 3, 3, 4]])
+    (dx,) = kernel("sequence_pool_grad", {"pooltype": "SQRT"}, "float64")(
+        x, None, Tensor(np.full((3, 2), 6.0), [[0, 1, 3]]))
+    assert dx.lod == [[0, 1, 3], [0, 3, 3, 4]]
+    np.testing.assert_allclose(dx.numpy(), [[6 / 3 ** 0.5] * 2] * 3 + [[6.0, 6.0]])
+
+
+@pytest.mark.parametrize("x, idx, dout, error, match", [
+    (Tensor(np.ones((4, 2)), [[0, 3, 4]]), np.array([[0, 3], [3, 3]], np.int32),
+     np.ones((2, 2)), IndexError, r"MaxIndex value 3 \(position 1\) is not a row of sequence 0"),
+    (Tensor(np.ones((4, 2)), [[0, 3, 4]]), np.array([[0, 1]], np.int32), np.ones((2, 2)),
+     ValueError, r"MaxIndex\[1, 2\] must have Out's shape"),
+    (Tensor(np.ones((4, 2)), [[0, 3, 4]]), np.zeros((2, 2), np.int64), np.ones((2, 2)),
+     TypeError, r"MaxIndex has dtype int64"),
+    (Tensor(np.ones((4, 2)), [[0, 3, 4]]), np.zeros((2, 2), np.int32), np.ones((3, 2)),
+     ValueError, r"Out@GRAD\[3, 2\] must have Out's shape \[2, 2\]"),
+    (np.ones((4, 2)), np.zeros((2, 2), np.int32), np.ones((2, 2)), ValueError,
+     r"X has no LoD"),
+])
+def test_grad_kernel_rejects_bad_inputs(kernel, x, idx, dout, error, match):
+    with pytest.raises(error, match=f"sequence_pool_grad: {match}"):
+        kernel("sequence_pool_grad", {"pooltype": "MAX"}, "float64")(x, Tensor(idx, []), dout)

@@ -86,3 +86,34 @@ def test_kernel_takes_strided_and_readonly_inputs(kernel, variants, which):
 def test_kernel_rejects_bad_inputs(kernel, x, attrs, error):
     with pytest.raises(error, match="softmax"):
         kernel("softmax", attrs)(x)
+
+
+# -- gradient -----------------------------------------------------------------------------------
+from headrace.testing import check_grad  # noqa: E402
+
+
+@pytest.mark.parametrize("shape, axis", [((3, 5), -1), ((2, 4, 3), 1), ((4, 2, 3), 0), ((5,), 0)])
+def test_gradient_matches_finite_differences(shape, axis):
+    x = np.random.default_rng(len(shape) + axis).standard_normal(shape) * 2
+    check_grad("softmax", {"X": x}, wrt=["X"], attrs={"axis": axis})
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape, axis", [((6, 7), -1), ((3, 4, 5), 1), ((0, 3), -1)])
+def test_grad_kernel_matches_reference(check, dtype, shape, axis):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(shape)
+    e = np.exp(x - x.max(axis=axis, keepdims=True)) if x.size else x
+    y = (e / e.sum(axis=axis, keepdims=True)).astype(dtype) if x.size else x.astype(dtype)
+    check("softmax_grad", {"Out": y, "Out@GRAD": rng.standard_normal(shape).astype(dtype)},
+          {"axis": axis})
+
+
+@pytest.mark.parametrize("out, dout, error, match", [
+    (np.ones((2, 3)), np.ones((2, 4)), ValueError, r"Out@GRAD\[2, 4\] must have the shape"),
+    (np.ones((2, 3)), np.ones((2, 3), np.float32), TypeError, r"Out@GRAD has dtype float32"),
+    (np.ones((2, 3), np.int64), np.ones((2, 3)), TypeError, r"Out has dtype int64"),
+])
+def test_grad_kernel_rejects_bad_inputs(kernel, out, dout, error, match):
+    with pytest.raises(error, match="softmax_grad: " + match):
+        kernel("softmax_grad", {"axis": -1}, "float64")(out, dout)

@@ -9,7 +9,7 @@ gradients that do not reach a target, (3) renames several contributions to one g
 from ..errors import HeadraceError
 from ..framework.program import OP_ROLE_BACKWARD, OP_ROLE_LOSS
 from ..framework.variable import Parameter, Variable
-from ..ops.grad import EMPTY, GradContext, GradOp, grad_name
+from ..ops.grad import EMPTY, GRAD_SUFFIX, GradContext, GradOp, grad_name
 
 __all__ = ["append_backward", "gradients", "BackwardError"]
 
@@ -76,12 +76,19 @@ def _grad_specs(chosen, wanted, seeds):
     """GradOp specs in execution order, zero-filling output gradients nobody produced."""
     specs, produced = [], set(seeds)
     for op in chosen:  # already in reverse order
-        for name in op.output_arg_names:
-            g = grad_name(name)
-            if g not in produced:
-                specs.append(GradOp("fill_zeros_like", {"X": [name]}, {"Out": [g]}, {}))
-                produced.add(g)
-        for spec in op.opdef.grad(GradContext(op, wanted, produced)):
+        made = op.opdef.grad(GradContext(op, wanted, produced))
+        # Zero-fill only the output gradients the grad ops read and nobody produced (outputs
+        # that do not reach a target); intermediate outputs' gradients are never read.
+        outs = set(op.output_arg_names)
+        for spec in made:
+            for names in spec.inputs.values():
+                for g in names:
+                    base = g[:-len(GRAD_SUFFIX)] if g.endswith(GRAD_SUFFIX) else None
+                    if base in outs and g not in produced:
+                        specs.append(GradOp("fill_zeros_like", {"X": [base]}, {"Out": [g]},
+                                            {}))
+                        produced.add(g)
+        for spec in made:
             specs.append(spec)
             for names in spec.outputs.values():
                 produced.update(n for n in names if n != EMPTY)

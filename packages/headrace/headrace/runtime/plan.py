@@ -7,6 +7,7 @@ the same slots; their kernels receive them through ``KernelInfo.subplan``.
 """
 import numpy as np
 
+from ..dtypes import FLOAT_DTYPES
 from ..errors import HeadraceError, OpError
 from ..ops.grad import EMPTY
 from ..ops.infer import DictInferContext, VarMeta
@@ -143,12 +144,17 @@ class Plan:
                 out_ids.append(tuple(self._slot_of(op, n, "output") for n in names))
             else:
                 out_ids.append(self._slot_of(op, names[0], "output") if names else -1)
+        # The kernel's dtype: the first floating input's (a grad op may read an int Label or a
+        # uint8 Mask first), else the first input's.
         dtype = None
         for s in opdef.inputs:
-            names = ins.get(s.name)
+            names = [n for n in ins.get(s.name, ()) if n != EMPTY]
             if names:
-                dtype = op.block.var_recursive(names[0]).dtype
-                break
+                d = op.block.var_recursive(names[0]).dtype
+                if dtype is None or (d in FLOAT_DTYPES and dtype not in FLOAT_DTYPES):
+                    dtype = d
+                if dtype in FLOAT_DTYPES:
+                    break
         try:
             kernel = self.registry.kernel(op.type, self.place.device, dtype)
             attrs = op.attrs

@@ -6,7 +6,7 @@ from headrace.ops.shape import dim_eq, merge_dim
 
 __all__ = ["FLOATS", "INDEX_DTYPES", "LAYOUTS", "PADDING_ALGORITHMS", "int_list", "in_range",
            "at_least", "describe", "merge_shapes", "expect_same_dims", "layout_axes",
-           "resolve_paddings", "conv_out_size", "pool_out_size"]
+           "resolve_paddings", "conv_out_size", "pool_out_size", "expect_same_shape"]
 
 # NumPy-backed float types: what the CPU and CUDA kernels can compute in.
 FLOATS = ("float16", "float32", "float64")
@@ -110,3 +110,10 @@ def pool_out_size(size, k, pad0, pad1, stride, ceil_mode):
         return -1
     extra = stride - 1 if ceil_mode else 0
     return (size - k + pad0 + pad1 + extra) // stride + 1
+
+
+def expect_same_shape(ctx, a, b, aslot, bslot, what=None):
+    """Fail unless ``a`` and ``b`` have the same rank and agree on every known dim."""
+    if a.rank != b.rank or not all(dim_eq(x, y) for x, y in zip(a.shape, b.shape)):
+        ctx.fail(f"{describe(bslot, b)} must have the shape of {what or describe(aslot, a)}",
+                 expected=f"shape {list(a.shape)}", found=f"{bslot}{list(b.shape)}")

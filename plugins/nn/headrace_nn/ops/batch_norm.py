@@ -1,8 +1,9 @@
 """batch_norm: per-channel normalization with running statistics."""
 from headrace.ops import Attr, In, OpDef, Out
+from headrace.ops.grad import GradOp, grad_name
 from headrace.ops.shape import dim_eq, merge_dim
 
-from ._common import FLOATS, describe, in_range
+from ._common import FLOATS, describe, expect_same_shape, in_range
 
 PARAM_DTYPES = ("float32", "float64")
 _STATS = ("Scale", "Bias", "Mean", "Variance")
@@ -86,4 +87,72 @@ batch_norm = OpDef(
         "SavedMean and SavedVariance.",
 )
 
-OPS = [batch_norm]
+
+
+def _global_stats(attrs):
+    """Does the op normalize with the running statistics (the forward kernel's rule)?"""
+    test_mode = attrs.get("is_test", False) and not attrs.get("trainable_statistics", False)
+    return bool(test_mode or attrs.get("use_global_stats", False))
+
+
+def _infer_batch_norm_grad(ctx):
+    x, dy = ctx.input("X"), ctx.input("Y@GRAD")
+    if not 2 <= x.rank <= 5:
+        ctx.fail(f"{describe('X', x)} must be 2-D to 5-D with a channel axis",
+                 expected="rank 2 to 5", found=f"rank {x.rank}, shape {list(x.shape)}")
+    expect_same_shape(ctx, x, dy, "X", "Y@GRAD")
+    channels = x.shape[x.rank - 1 if ctx.attr("data_layout") == "NHWC" else 1]
+    for slot in ("Scale", "Bias", "Mean", "Variance", "SavedMean", "SavedVariance"):
+        if not ctx.has_input(slot):
+            continue
+        meta = ctx.input(slot)
+        if meta.rank != 1 or not dim_eq(meta.shape[0], channels):
+            ctx.fail(f"{describe(slot, meta)} must hold one value per channel of "
+                     f"{describe('X', x)}", expected=f"shape [{channels}]",
+                     found=f"{slot}{list(meta.shape)}")
+    ctx.set_output_like("X@GRAD", x)
+    ctx.set_output_like("Scale@GRAD", ctx.input("Scale"))
+    ctx.set_output_like("Bias@GRAD", ctx.input("Bias"))
+
+
+_GRADS = ("X", "Scale", "Bias")
+
+# batch_norm_grad: Paddle's slots. Written by hand rather than with grad_of: it reads only Y's
+# gradient (MeanOut/VarianceOut are the running statistics, which get none), and Mean/Variance
+# only with global statistics (in training SavedMean/SavedVariance hold the batch's).
+batch_norm_grad = OpDef(
+    "batch_norm_grad",
+    inputs=[In("X", "the forward input"), In("Scale", "gamma [C]"), In("Bias", "beta [C]"),
+            In("Mean", "running mean [C]: read with global statistics", optional=True),
+            In("Variance", "running variance [C]: read with global statistics",
+               optional=True),
+            In("SavedMean", "batch mean [C] from the forward"),
+            In("SavedVariance", "1/sqrt(batch var + epsilon) [C] from the forward"),
+            In("Y@GRAD", "gradient of Y")],
+    outputs=[Out(grad_name(s), f"gradient of {s}", optional=True) for s in _GRADS],
+    attrs=list(batch_norm.attrs.values()),
+    infer=_infer_batch_norm_grad,
+    differentiable=False,
+    doc="Gradient of batch_norm. Bias@GRAD = sum(Y@GRAD), Scale@GRAD = sum(Y@GRAD * xhat) per "
+        "channel; X@GRAD = Scale * inv * (Y@GRAD - mean(Y@GRAD) - xhat * mean(Y@GRAD * xhat)) "
+        "with batch statistics (SavedMean, SavedVariance = inv), Scale * inv * Y@GRAD with "
+        "global ones (Mean, inv = 1/sqrt(Variance + epsilon); the forward's rule: is_test "
+        "without trainable_statistics, or use_global_stats).",
+)
+
+
+def _batch_norm_grad(ctx):
+    outs = {grad_name(s): ctx.input_grad(s) for s in _GRADS if ctx.wants(s)}
+    if not outs:
+        return []
+    ins = {s: ctx.input(s) for s in ("X", "Scale", "Bias")}
+    ins.update(SavedMean=ctx.output("SavedMean"), SavedVariance=ctx.output("SavedVariance"))
+    ins[grad_name("Y")] = ctx.output_grad("Y")
+    if _global_stats(ctx.attrs):
+        ins.update(Mean=ctx.input("Mean"), Variance=ctx.input("Variance"))
+    return [GradOp("batch_norm_grad", ins, outs, dict(ctx.attrs))]
+
+
+batch_norm.grad = _batch_norm_grad
+
+OPS = [batch_norm, batch_norm_grad]

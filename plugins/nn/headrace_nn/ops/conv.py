@@ -1,14 +1,17 @@
 """conv2d: 2-D convolution (cross-correlation) with strides, paddings, dilations and groups."""
 from headrace.ops import Attr, In, OpDef, Out
+from headrace.ops.grad import grad_of
 from headrace.ops.shape import dim_eq, expect_rank
 
 from ._common import (FLOATS, LAYOUTS, PADDING_ALGORITHMS, at_least, conv_out_size, describe,
-                      int_list, layout_axes, resolve_paddings)
+                      expect_same_shape, int_list, layout_axes, resolve_paddings)
 
 _AXES = ("height", "width")
 
 
-def _infer_conv2d(ctx):
+def _output_shape(ctx):
+    """Output's shape from Input, Filter and the attributes (checking them); also checks Bias
+    and ResidualData when bound."""
     x, w = ctx.input("Input"), ctx.input("Filter")
     groups = ctx.attr("groups")
     expect_rank(ctx, x, 4, "Input")
@@ -59,7 +62,12 @@ def _infer_conv2d(ctx):
         if r.rank != 4 or not all(dim_eq(a, b) for a, b in zip(r.shape, shape)):
             ctx.fail(f"{describe('ResidualData', r)} must have the shape of Output",
                      expected=f"shape {shape}", found=f"ResidualData{list(r.shape)}")
-    ctx.set_output("Output", shape, x.dtype, x.lod_level)
+    return shape
+
+
+def _infer_conv2d(ctx):
+    x = ctx.input("Input")
+    ctx.set_output("Output", _output_shape(ctx), x.dtype, x.lod_level)
 
 
 conv2d = OpDef(
@@ -94,4 +102,25 @@ conv2d = OpDef(
         "The gradient reads Input and Filter.",
 )
 
-OPS = [conv2d]
+
+
+def _infer_conv2d_grad(ctx):
+    x, w, dy = ctx.input("Input"), ctx.input("Filter"), ctx.input("Output@GRAD")
+    out = dy._replace(shape=tuple(_output_shape(ctx)))
+    expect_same_shape(ctx, out, dy, "Output", "Output@GRAD", "Output")
+    ctx.set_output_like("Input@GRAD", x)
+    ctx.set_output_like("Filter@GRAD", w)
+    ctx.set_output("Bias@GRAD", [w.shape[0]], w.dtype)
+    ctx.set_output_like("ResidualData@GRAD", dy)
+
+
+# conv2d_grad(Input, Filter, Output@GRAD) -> Input@GRAD, Filter@GRAD (Paddle's slots), and
+# Bias@GRAD / ResidualData@GRAD for the fused forms (they need no forward value).
+conv2d_grad = grad_of(
+    conv2d, uses=["Input", "Filter"], grads=["Input", "Filter", "Bias", "ResidualData"],
+    infer=_infer_conv2d_grad,
+    doc="Gradient of conv2d: Input@GRAD = col2im(Filter^T @ Output@GRAD), Filter@GRAD = "
+        "Output@GRAD @ im2col(Input)^T, per group; Bias@GRAD sums Output@GRAD per channel; "
+        "ResidualData@GRAD = Output@GRAD. Reads Input and Filter.")
+
+OPS = [conv2d, conv2d_grad]

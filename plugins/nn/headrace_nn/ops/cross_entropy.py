@@ -1,8 +1,9 @@
 """Cross-entropy losses: cross_entropy, cross_entropy2, softmax_with_cross_entropy."""
 from headrace.ops import Attr, In, OpDef, Out
+from headrace.ops.grad import GradOp, grad_name, grad_of
 from headrace.ops.shape import dim_eq, merge_dim, normalize_axis
 
-from ._common import FLOATS, INDEX_DTYPES, describe, merge_shapes
+from ._common import FLOATS, INDEX_DTYPES, describe, expect_same_shape, merge_shapes
 
 # Paddle's cross_entropy kernels read hard labels as int64; softmax_with_cross_entropy in
 # Paddle 2.x also takes int32 labels (paddle.nn.functional.cross_entropy passes them through).
@@ -157,4 +158,95 @@ softmax_with_cross_entropy = OpDef(
         "Softmax). The gradient reads Label and Softmax: Softmax - onehot(Label).",
 )
 
-OPS = [cross_entropy, cross_entropy2, softmax_with_cross_entropy]
+
+# -- gradients ----------------------------------------------------------------------------------
+
+def _infer_cross_entropy_grad(ctx):
+    x, label, dy = ctx.input("X"), ctx.input("Label"), ctx.input("Y@GRAD")
+    soft = ctx.attr("soft_label")
+    _check_label_dtype(ctx, x, label, "X", soft, CE_LABEL_DTYPES)
+    y = x._replace(shape=tuple(_loss_shape(ctx, x, label, soft)))
+    expect_same_shape(ctx, y, dy, "Y", "Y@GRAD", "Y")
+    ctx.set_output_like("X@GRAD", x)
+
+
+# cross_entropy_grad(X, Label, Y@GRAD) -> X@GRAD (Paddle's slots); Label gets no gradient.
+cross_entropy_grad = grad_of(
+    cross_entropy, uses=["X", "Label"], grads=["X"], infer=_infer_cross_entropy_grad,
+    doc="Gradient of cross_entropy: hard X@GRAD[..., Label] = -Y@GRAD / X[..., Label] (0 "
+        "elsewhere and on ignore_index rows); soft X@GRAD = -Label * Y@GRAD / X. Label gets no "
+        "gradient.")
+
+
+def _infer_cross_entropy_grad2(ctx):
+    xshape, label = ctx.input("XShape"), ctx.input("Label")
+    if xshape.rank < 2:
+        ctx.fail(f"{describe('XShape', xshape)} must be X.dims + [0] (X of rank >= 1)",
+                 expected="rank >= 2", found=f"XShape{list(xshape.shape)}")
+    x = xshape._replace(shape=tuple(xshape.shape[:-1]))
+    _check_label_dtype(ctx, x, label, "X", False, CE_LABEL_DTYPES)
+    y = x._replace(shape=tuple(_loss_shape(ctx, x, label, False)))
+    expect_same_shape(ctx, y, ctx.input("Y@GRAD"), "Y", "Y@GRAD", "Y")
+    match = x._replace(shape=tuple(x.shape[:-1]) + (1,))
+    expect_same_shape(ctx, match, ctx.input("MatchX"), "MatchX", "MatchX", "X.dims[:-1] + [1]")
+    ctx.set_output_like("X@GRAD", x)
+
+
+# Paddle names the gradient of cross_entropy2 "cross_entropy_grad2" (not cross_entropy2_grad):
+# programs Paddle saved with their backward ops use that name, so it is kept here. It reads
+# MatchX (X at the label, from the forward), Label and XShape (X's dims) instead of X. MatchX
+# comes first: the executor picks the kernel by the dtype of the first bound input.
+cross_entropy_grad2 = OpDef(
+    "cross_entropy_grad2",
+    inputs=[In("MatchX", "X[..., Label] from the forward [..., 1]"),
+            In("Label", "the forward's hard labels"),
+            In("XShape", "X.dims + [0]: X's shape and LoD level"),
+            In("Y@GRAD", "gradient of Y")],
+    outputs=[Out("X@GRAD", "gradient of X", optional=True)],
+    attrs=list(cross_entropy2.attrs.values()),
+    infer=_infer_cross_entropy_grad2,
+    differentiable=False,
+    doc="Gradient of cross_entropy2: X@GRAD[..., Label] = -Y@GRAD / MatchX, 0 elsewhere and on "
+        "ignore_index rows; X itself is not read.",
+)
+
+
+def _cross_entropy2_grad(ctx):
+    if not ctx.wants("X"):
+        return []
+    return [GradOp("cross_entropy_grad2",
+                   {"MatchX": ctx.output("MatchX"), "Label": ctx.input("Label"),
+                    "XShape": ctx.output("XShape"), "Y@GRAD": ctx.output_grad("Y")},
+                   {grad_name("X"): ctx.input_grad("X")}, dict(ctx.attrs))]
+
+
+cross_entropy2.grad = _cross_entropy2_grad
+
+
+def _infer_softmax_with_cross_entropy_grad(ctx):
+    sm, label, dloss = ctx.input("Softmax"), ctx.input("Label"), ctx.input("Loss@GRAD")
+    rank = sm.rank
+    if rank < 1:
+        ctx.fail(f"{describe('Softmax', sm)} must have a class dimension",
+                 expected="rank >= 1", found=f"shape {list(sm.shape)}")
+    axis = normalize_axis(ctx, ctx.attr("axis"), rank)
+    _check_label_dtype(ctx, sm, label, "Softmax", ctx.attr("soft_label"), INDEX_DTYPES)
+    loss = sm._replace(shape=tuple(1 if i == axis else d for i, d in enumerate(sm.shape)))
+    expect_same_shape(ctx, loss, dloss, "Loss", "Loss@GRAD", "Loss")
+    expect_same_shape(ctx, sm if ctx.attr("soft_label") else loss, label, "Label", "Label",
+                      "Softmax" if ctx.attr("soft_label") else "Loss (size 1 on axis)")
+    ctx.set_output_like("Logits@GRAD", sm)
+
+
+# softmax_with_cross_entropy_grad(Softmax, Label, Loss@GRAD) -> Logits@GRAD (Paddle's slots;
+# Softmax first: the executor picks the kernel by the dtype of the first bound input).
+softmax_with_cross_entropy_grad = grad_of(
+    softmax_with_cross_entropy, uses=["Softmax", "Label"], grads=["Logits"],
+    infer=_infer_softmax_with_cross_entropy_grad,
+    doc="Gradient of softmax_with_cross_entropy: hard (Softmax - onehot(Label)) * Loss@GRAD, 0 "
+        "on ignore_index positions; soft (Softmax * sum(Label) - Label) * Loss@GRAD (Paddle's "
+        "(Softmax - Label) * Loss@GRAD when Label is a distribution). use_softmax=false: "
+        "cross_entropy's gradient w.r.t. the probabilities. Label gets no gradient.")
+
+OPS = [cross_entropy, cross_entropy2, softmax_with_cross_entropy, cross_entropy_grad,
+       cross_entropy_grad2, softmax_with_cross_entropy_grad]

@@ -1,8 +1,9 @@
 """dropout: zero random elements while training."""
 from headrace.ops import Attr, In, OpDef, Out
+from headrace.ops.grad import GradOp, grad_name
 from headrace.ops.shape import numel
 
-from ._common import FLOATS, describe, in_range
+from ._common import FLOATS, describe, expect_same_shape, in_range
 
 
 def _infer_dropout(ctx):
@@ -42,4 +43,42 @@ dropout = OpDef(
         "The gradient reads Mask.",
 )
 
-OPS = [dropout]
+
+
+def _infer_dropout_grad(ctx):
+    mask, dout = ctx.input("Mask"), ctx.input("Out@GRAD")
+    if mask.dtype != "uint8":
+        ctx.fail(f"{describe('Mask', mask)} must be the forward's uint8 mask",
+                 expected="uint8", found=mask.dtype)
+    expect_same_shape(ctx, dout, mask, "Out@GRAD", "Mask")
+    ctx.set_output_like("X@GRAD", dout)
+
+
+# dropout_grad(Out@GRAD, Mask) -> X@GRAD (Paddle's slots; the int32 Seed gets no gradient).
+# Written by hand rather than with grad_of, which puts the read forward slots first: the
+# executor picks the kernel by the dtype of the first bound input, and Mask is uint8.
+dropout_grad = OpDef(
+    "dropout_grad",
+    inputs=[In("Out@GRAD", "gradient of Out"),
+            In("Mask", "the forward's uint8 mask: 1 where the element was kept")],
+    outputs=[Out("X@GRAD", "gradient of X", optional=True)],
+    attrs=list(dropout.attrs.values()),
+    infer=_infer_dropout_grad,
+    differentiable=False,
+    doc="Gradient of dropout: training X@GRAD = Out@GRAD * Mask (/ (1 - dropout_prob) for "
+        "upscale_in_train, 0 when dropout_prob = 1); is_test: Out@GRAD * (1 - dropout_prob) "
+        "(downgrade_in_infer) or Out@GRAD (upscale_in_train). Reads Mask.",
+)
+
+
+def _dropout_grad(ctx):
+    if not ctx.wants("X"):
+        return []
+    return [GradOp("dropout_grad",
+                   {"Out@GRAD": ctx.output_grad("Out"), "Mask": ctx.output("Mask")},
+                   {grad_name("X"): ctx.input_grad("X")}, dict(ctx.attrs))]
+
+
+dropout.grad = _dropout_grad
+
+OPS = [dropout, dropout_grad]

@@ -1,8 +1,9 @@
 """Embedding lookups: lookup_table (Ids [..., 1]) and lookup_table_v2 (Ids of any shape)."""
-from headrace.ops import Attr, In, OpDef, Out
+from headrace.ops import Attr, DictInferContext, In, OpDef, Out
+from headrace.ops.grad import grad_of
 from headrace.ops.shape import expect_rank
 
-from ._common import FLOATS, INDEX_DTYPES, at_least, describe
+from ._common import FLOATS, INDEX_DTYPES, at_least, describe, expect_same_shape
 
 
 def _table(ctx):
@@ -63,4 +64,36 @@ lookup_table_v2 = OpDef(
         "embedding: no trailing 1 on Ids). Gradient as lookup_table's.",
 )
 
-OPS = [lookup_table, lookup_table_v2]
+
+
+def _grad_infer(forward_infer):
+    """The grad ops' rule: Out@GRAD must have Out's shape; W@GRAD is like W (dense)."""
+    def infer(ctx):
+        w, ids = ctx.input("W"), ctx.input("Ids")
+        if ids.dtype not in INDEX_DTYPES:
+            ctx.fail(f"{describe('Ids', ids)} must hold row ids", expected=" or ".join(
+                INDEX_DTYPES), found=ids.dtype)
+        # Out's shape from the forward rule, run on a context that records it.
+        probe = DictInferContext(ctx.op_type, {"W": [w], "Ids": [ids]}, {"Out": ["out"]},
+                                 {"padding_idx": ctx.attr("padding_idx")})
+        forward_infer(probe)
+        out = probe.results["Out"][0]
+        expect_same_shape(ctx, out, ctx.input("Out@GRAD"), "Out", "Out@GRAD", "Out")
+        ctx.set_output_like("W@GRAD", w)
+    return infer
+
+
+_GRAD_DOC = ("Gradient of {}: W@GRAD [V, D] (dense, also when is_sparse) is zero except at the "
+             "looked-up rows, where the Out@GRAD rows of each id are added up (repeated ids "
+             "accumulate); padding_idx lookups add nothing. Ids get no gradient; W is read for "
+             "its shape.")
+
+# lookup_table_grad(W, Ids, Out@GRAD) -> W@GRAD, and the same for v2.
+lookup_table_grad = grad_of(lookup_table, uses=["W", "Ids"], grads=["W"],
+                            infer=_grad_infer(_infer_lookup_table),
+                            doc=_GRAD_DOC.format("lookup_table"))
+lookup_table_v2_grad = grad_of(lookup_table_v2, uses=["W", "Ids"], grads=["W"],
+                               infer=_grad_infer(_infer_lookup_table_v2),
+                               doc=_GRAD_DOC.format("lookup_table_v2"))
+
+OPS = [lookup_table, lookup_table_v2, lookup_table_grad, lookup_table_v2_grad]

@@ -53,7 +53,10 @@ top_k = OpDef(
     infer=_infer_top_k,
     differentiable=False,
     doc="Out, Indices = the k largest entries of X along its last dim (descending; ties keep "
-        "the lower index first). With input K the last output dim is unknown at build time.",
+        "the lower index first). With input K the last output dim is unknown at build time. "
+        "No gradient: op-conventions list top_k among the ops without one, and its use here "
+        "is evaluation (into accuracy). Paddle does register top_k_grad (Out@GRAD scattered "
+        "to Indices); it would be a small scatter kernel if a model ever needs it.",
 )
 
 accuracy = OpDef(

@@ -1,14 +1,15 @@
 """pool2d: max / average pooling over 2-D windows (plain, global or adaptive)."""
 from headrace.ops import Attr, In, OpDef, Out
+from headrace.ops.grad import grad_of
 from headrace.ops.shape import expect_rank
 
-from ._common import (FLOATS, LAYOUTS, PADDING_ALGORITHMS, describe, int_list, layout_axes,
-                      pool_out_size, resolve_paddings)
+from ._common import (FLOATS, LAYOUTS, PADDING_ALGORITHMS, describe, expect_same_shape,
+                      int_list, layout_axes, pool_out_size, resolve_paddings)
 
 _AXES = ("height", "width")
 
 
-def _infer_pool2d(ctx):
+def _out_shape(ctx):
     x = ctx.input("X")
     expect_rank(ctx, x, 4, "X")
     c_axis, spatial = layout_axes(x, ctx.attr("data_format"))
@@ -37,8 +38,12 @@ def _infer_pool2d(ctx):
                                f"paddings={list(ctx.attr('paddings'))}")
             sizes.append(out)
     channels = x.shape[c_axis]
-    shape = [x.shape[0]] + ([channels] + list(sizes) if c_axis == 1 else list(sizes) + [channels])
-    ctx.set_output("Out", shape, x.dtype, x.lod_level)
+    return [x.shape[0]] + ([channels] + list(sizes) if c_axis == 1 else list(sizes) + [channels])
+
+
+def _infer_pool2d(ctx):
+    x = ctx.input("X")
+    ctx.set_output("Out", _out_shape(ctx), x.dtype, x.lod_level)
 
 
 pool2d = OpDef(
@@ -72,4 +77,22 @@ pool2d = OpDef(
         "avg with exclusive=true counts only the real elements of a window.",
 )
 
-OPS = [pool2d]
+
+
+def _infer_pool2d_grad(ctx):
+    x = ctx.input("X")
+    pooled = x._replace(shape=tuple(_out_shape(ctx)))
+    expect_same_shape(ctx, pooled, ctx.input("Out"), "Out", "Out", "the pooled X")
+    expect_same_shape(ctx, pooled, ctx.input("Out@GRAD"), "Out", "Out@GRAD", "Out")
+    ctx.set_output_like("X@GRAD", x)
+
+
+# pool2d_grad(X, Out, Out@GRAD) -> X@GRAD.
+pool2d_grad = grad_of(
+    pool2d, uses=["X", "Out"], grads=["X"], infer=_infer_pool2d_grad,
+    doc="Gradient of pool2d: max routes each Out@GRAD value to the first maximum of its window "
+        "(row-major order); avg spreads Out@GRAD / divisor over the window's real elements, "
+        "with the forward's divisor (exclusive, adaptive, ceil_mode and global pooling as "
+        "there). Reads X and Out.")
+
+OPS = [pool2d, pool2d_grad]

@@ -1,5 +1,6 @@
 """Ops on LoD sequences: sequence_pool."""
 from headrace.ops import Attr, In, OpDef, Out
+from headrace.ops.grad import grad_of
 
 from ._common import describe
 
@@ -42,4 +43,23 @@ sequence_pool = OpDef(
         "the last / first row; an empty sequence gives pad_value.",
 )
 
-OPS = [sequence_pool]
+
+
+def _infer_sequence_pool_grad(ctx):
+    x, dout = ctx.input("X"), ctx.input("Out@GRAD")
+    if dout.rank != x.rank or dout.dtype != x.dtype:
+        ctx.fail(f"{describe('Out@GRAD', dout)} must be like Out: X's dtype and X's rank (one "
+                 f"row per sequence)", expected=f"{x.dtype}, rank {x.rank}",
+                 found=f"{dout.dtype} Out@GRAD{list(dout.shape)}")
+    ctx.set_output_like("X@GRAD", x)
+
+
+# sequence_pool_grad(X, MaxIndex, Out@GRAD) -> X@GRAD (with X's LoD).
+sequence_pool_grad = grad_of(
+    sequence_pool, uses=["X", "MaxIndex"], grads=["X"], infer=_infer_sequence_pool_grad,
+    doc="Gradient of sequence_pool: each sequence's Out@GRAD row goes back to its rows: "
+        "AVERAGE / length, SUM as is, SQRT / sqrt(length), MAX to the row in MaxIndex, "
+        "LAST / FIRST to that row; empty sequences and other rows get 0. X@GRAD has X's LoD; "
+        "X is read for its LoD and shape.")
+
+OPS = [sequence_pool, sequence_pool_grad]

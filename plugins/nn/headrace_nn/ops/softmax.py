@@ -1,8 +1,9 @@
 """softmax: exp(X) / sum(exp(X)) along one axis."""
 from headrace.ops import Attr, In, OpDef, Out
+from headrace.ops.grad import grad_of
 from headrace.ops.shape import normalize_axis
 
-from ._common import FLOATS
+from ._common import FLOATS, expect_same_shape
 
 
 def _infer_softmax(ctx):
@@ -27,4 +28,19 @@ softmax = OpDef(
         "The gradient reads Out.",
 )
 
-OPS = [softmax]
+
+
+def _infer_softmax_grad(ctx):
+    out, dout = ctx.input("Out"), ctx.input("Out@GRAD")
+    normalize_axis(ctx, ctx.attr("axis"), max(out.rank, 1))
+    expect_same_shape(ctx, out, dout, "Out", "Out@GRAD")
+    ctx.set_output_like("X@GRAD", out)
+
+
+# softmax_grad(Out, Out@GRAD) -> X@GRAD = Out * (Out@GRAD - sum(Out * Out@GRAD, axis)).
+softmax_grad = grad_of(
+    softmax, uses=["Out"], grads=["X"], infer=_infer_softmax_grad,
+    doc="Gradient of softmax: X@GRAD = Out * (Out@GRAD - sum(Out * Out@GRAD along axis)); "
+        "reads Out, not X.")
+
+OPS = [softmax, softmax_grad]

@@ -37,5 +37,23 @@ def sample_dropout(rng, dtype):
                       "dropout_implementation": "upscale_in_train"}
 
 
-REFERENCES = {"dropout": dropout}
-SAMPLES = {"dropout": sample_dropout}
+def dropout_grad(inputs, attrs):
+    mask, g = inputs["Mask"], inputs["Out@GRAD"]
+    assert mask.shape == g.shape and mask.dtype == np.uint8
+    p = attr_f32(attrs, "dropout_prob", 0.5)
+    upscale = attr(attrs, "dropout_implementation", "downgrade_in_infer") == "upscale_in_train"
+    if attr(attrs, "is_test", False):
+        return {"X@GRAD": g.copy() if upscale else (g * (1.0 - p)).astype(g.dtype)}
+    scale = 1.0 / (1.0 - p) if upscale and p < 1.0 else 1.0
+    dx = np.where(mask != 0, g * np.asarray(scale, g.dtype), np.zeros((), g.dtype))
+    return {"X@GRAD": dx.astype(g.dtype)}
+
+
+def sample_dropout_grad(rng, dtype):
+    inputs, attrs = sample_dropout(rng, dtype)
+    mask = dropout(inputs, attrs)["Mask"]
+    return {"Mask": mask, "Out@GRAD": rng.standard_normal(mask.shape).astype(dtype)}, attrs
+
+
+REFERENCES = {"dropout": dropout, "dropout_grad": dropout_grad}
+SAMPLES = {"dropout": sample_dropout, "dropout_grad": sample_dropout_grad}

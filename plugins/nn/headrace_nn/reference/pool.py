@@ -19,8 +19,8 @@ def _windows(size, out, k, stride, pad, adaptive):
     return spans
 
 
-def pool2d(inputs, attrs):
-    x = inputs["X"]
+def _plan(x, attrs):
+    """(NCHW float64 X, nhwc, is_max, exclusive, area, row windows, column windows)."""
     nhwc = attr(attrs, "data_format", "NCHW") == "NHWC"
     xd = f64(x).transpose(0, 3, 1, 2) if nhwc else f64(x)
     n, c, h, w = xd.shape
@@ -48,16 +48,23 @@ def pool2d(inputs, attrs):
         wo = (w - kw + pl + pr + (sw - 1 if ceil else 0)) // sw + 1
         if ho <= 0 or wo <= 0:
             raise ValueError("the window does not fit the padded input")
-    out = np.zeros((n, c, ho, wo))
-    for oy, (y0, y1) in enumerate(_windows(h, ho, kh, sh, pt, adaptive)):
-        for ox, (x0, x1) in enumerate(_windows(w, wo, kw, sw, pl, adaptive)):
+    return (xd, nhwc, is_max, exclusive, kh * kw, _windows(h, ho, kh, sh, pt, adaptive),
+            _windows(w, wo, kw, sw, pl, adaptive))
+
+
+def pool2d(inputs, attrs):
+    x = inputs["X"]
+    xd, nhwc, is_max, exclusive, area, rows, cols = _plan(x, attrs)
+    out = np.zeros(xd.shape[:2] + (len(rows), len(cols)))
+    for oy, (y0, y1) in enumerate(rows):
+        for ox, (x0, x1) in enumerate(cols):
             win = xd[:, :, y0:y1, x0:x1]
             if win.size == 0:
                 continue  # a window of padding only: 0
             if is_max:
                 out[:, :, oy, ox] = win.max(axis=(2, 3))
             else:
-                div = (y1 - y0) * (x1 - x0) if exclusive else kh * kw
+                div = (y1 - y0) * (x1 - x0) if exclusive else area
                 out[:, :, oy, ox] = win.sum(axis=(2, 3)) / div
     if nhwc:
         out = out.transpose(0, 2, 3, 1)
@@ -71,5 +78,46 @@ def sample_pool2d(rng, dtype):
     return {"X": x}, attrs
 
 
-REFERENCES = {"pool2d": pool2d}
-SAMPLES = {"pool2d": sample_pool2d}
+def pool2d_grad(inputs, attrs):
+    """Per window: max gives its Out@GRAD to the first maximum in row-major order (argmax of
+    the flattened window); avg divides it as the forward divides the sum."""
+    x = inputs["X"]
+    xd, nhwc, is_max, exclusive, area, rows, cols = _plan(x, attrs)
+    n, c = xd.shape[:2]
+    want = (n, len(rows), len(cols), c) if nhwc else (n, c, len(rows), len(cols))
+    for slot in ("Out", "Out@GRAD"):
+        if inputs[slot].shape != want:
+            raise ValueError(f"{slot} {inputs[slot].shape} is not the pooled shape {want}")
+    g = f64(inputs["Out@GRAD"])
+    g = g.transpose(0, 3, 1, 2) if nhwc else g
+    dx = np.zeros_like(xd)
+    for oy, (y0, y1) in enumerate(rows):
+        for ox, (x0, x1) in enumerate(cols):
+            if y1 <= y0 or x1 <= x0:
+                continue
+            if is_max:
+                win = xd[:, :, y0:y1, x0:x1].reshape(n, c, -1)
+                first = win.argmax(axis=2)
+                dy_, dx_ = np.divmod(first, x1 - x0)
+                for i in range(n):
+                    for k in range(c):
+                        dx[i, k, y0 + dy_[i, k], x0 + dx_[i, k]] += g[i, k, oy, ox]
+            else:
+                div = (y1 - y0) * (x1 - x0) if exclusive else area
+                dx[:, :, y0:y1, x0:x1] += (g[:, :, oy, ox] / div)[:, :, None, None]
+    if nhwc:
+        dx = dx.transpose(0, 2, 3, 1)
+    return {"X@GRAD": dx.astype(x.dtype)}
+
+
+def sample_pool2d_grad(rng, dtype):
+    x = rng.standard_normal((2, 3, 7, 6)).astype(dtype)
+    x[0, 0, :2, :2] = 1.5   # a tie in one window: the first maximum takes the gradient
+    attrs = {"pooling_type": "max", "ksize": [3, 2], "strides": [2, 2], "paddings": [1, 1],
+             "ceil_mode": True}
+    out = pool2d({"X": x}, attrs)["Out"]
+    return {"X": x, "Out": out, "Out@GRAD": rng.standard_normal(out.shape).astype(dtype)}, attrs
+
+
+REFERENCES = {"pool2d": pool2d, "pool2d_grad": pool2d_grad}
+SAMPLES = {"pool2d": sample_pool2d, "pool2d_grad": sample_pool2d_grad}

@@ -47,5 +47,43 @@ def sample_sequence_pool(rng, dtype):
                                                              "pad_value": -1.5}
 
 
-REFERENCES = {"sequence_pool": sequence_pool}
-SAMPLES = {"sequence_pool": sample_sequence_pool}
+def sequence_pool_grad(inputs, attrs):
+    x, dout = inputs["X"], inputs["Out@GRAD"]
+    if not getattr(x, "lod", None):
+        raise ValueError("sequence_pool_grad: X must be a Tensor with LoD")
+    data, offsets = np.asarray(x.data), x.lod[-1]
+    g = f64(getattr(dout, "data", dout))
+    assert g.shape == (len(offsets) - 1,) + data.shape[1:]
+    kind = attr(attrs, "pooltype", "AVERAGE")
+    dx = np.zeros(data.shape)
+    for s, (a, b) in enumerate(zip(offsets[:-1], offsets[1:])):
+        if b == a:
+            continue
+        if kind == "AVERAGE":
+            dx[a:b] = g[s] / (b - a)
+        elif kind == "SUM":
+            dx[a:b] = g[s]
+        elif kind == "SQRT":
+            dx[a:b] = g[s] / np.sqrt(b - a)
+        elif kind == "MAX":
+            idx = np.asarray(getattr(inputs["MaxIndex"], "data", inputs["MaxIndex"]))[s]
+            for pos in np.ndindex(idx.shape):
+                if not a <= idx[pos] < b:
+                    raise IndexError(f"MaxIndex {idx[pos]} outside sequence {s}")
+                dx[(idx[pos],) + pos] += g[s][pos]
+        elif kind == "LAST":
+            dx[b - 1] = g[s]
+        else:
+            dx[a] = g[s]
+    return {"X@GRAD": Tensor(dx.astype(data.dtype), [list(level) for level in x.lod])}
+
+
+def sample_sequence_pool_grad(rng, dtype):
+    inputs, attrs = sample_sequence_pool(rng, dtype)
+    out = sequence_pool(inputs, attrs)
+    g = rng.standard_normal(out["Out"].data.shape).astype(dtype)
+    return {"X": inputs["X"], "MaxIndex": out["MaxIndex"], "Out@GRAD": g}, attrs
+
+
+REFERENCES = {"sequence_pool": sequence_pool, "sequence_pool_grad": sequence_pool_grad}
+SAMPLES = {"sequence_pool": sample_sequence_pool, "sequence_pool_grad": sample_sequence_pool_grad}

@@ -24,3 +24,23 @@ def sample_softmax(rng, dtype):
 
 REFERENCES = {"softmax": softmax}
 SAMPLES = {"softmax": sample_softmax}
+
+
+def softmax_grad(inputs, attrs):
+    y, dy = f64(inputs["Out"]), f64(inputs["Out@GRAD"])
+    assert y.shape == dy.shape, (y.shape, dy.shape)
+    if y.ndim == 0:
+        return {"X@GRAD": np.zeros_like(inputs["Out"])}
+    axis = attr(attrs, "axis", -1)
+    dx = y * (dy - (y * dy).sum(axis=axis, keepdims=True))
+    return {"X@GRAD": dx.astype(inputs["Out"].dtype)}
+
+
+def sample_softmax_grad(rng, dtype):
+    inputs, attrs = sample_softmax(rng, dtype)
+    y = softmax(inputs, attrs)["Out"]
+    return {"Out": y, "Out@GRAD": rng.standard_normal(y.shape).astype(dtype)}, attrs
+
+
+REFERENCES["softmax_grad"] = softmax_grad
+SAMPLES["softmax_grad"] = sample_softmax_grad

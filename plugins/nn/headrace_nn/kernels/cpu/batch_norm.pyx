@@ -11,10 +11,19 @@ Y = X * a[c] + b[c] with a = Scale / sqrt(var + eps) and b = Bias - mean * a.
 MeanOut / VarianceOut are the Mean / Variance variables (the op updates them in place): the
 kernel writes into the arrays it was given when it may (writeable, contiguous, of the right
 dtype), and otherwise returns updated copies, which the executor stores in the same variables.
+
+batch_norm_grad(X, Scale, Bias, Mean, Variance, SavedMean, SavedVariance, Y@GRAD) -> X@GRAD,
+Scale@GRAD, Bias@GRAD. Per channel, with xhat = (X - mean) * inv: Bias@GRAD = sum(dY),
+Scale@GRAD = sum(dY * xhat). Training statistics (mean = SavedMean, inv = SavedVariance, which
+depend on X): X@GRAD = Scale * inv * (dY - sum(dY)/m - xhat * sum(dY * xhat)/m), m = the
+values per channel. Global statistics (the forward's rule: is_test without
+trainable_statistics, or use_global_stats; mean = Mean, inv = 1/sqrt(Variance + eps), constants):
+X@GRAD = Scale * inv * dY. One pass for the sums, one for X@GRAD, in double.
 """
 cimport numpy as cnp
 from libc.math cimport sqrt
-from ._common cimport contiguous, empty_like, prod, real, shape_of
+from ._common cimport (bound, contiguous, empty_like, expect_shape, float_array, prod, real,
+                      shape_of)
 
 import numpy as np
 
@@ -169,4 +178,156 @@ cdef cnp.ndarray _running(object given, cnp.ndarray param, cnp.ndarray batch, do
     return out
 
 
-KERNELS = [("batch_norm", BatchNorm, DTYPES)]
+# -- gradient -----------------------------------------------------------------------------------
+
+cdef void _grad_sums(const real* x, const real* dy, const double* mean, double* sdy,
+                     double* sdyx, Py_ssize_t N, Py_ssize_t C, Py_ssize_t S,
+                     bint nhwc) noexcept nogil:
+    """sdy[c] = sum dY, sdyx[c] = sum dY * (X - mean[c])."""
+    cdef Py_ssize_t n, c, s, base
+    cdef double a, b, mu
+    for c in range(C):
+        sdy[c] = 0.0
+        sdyx[c] = 0.0
+    if nhwc:
+        for n in range(N):
+            for c in range(C):
+                sdy[c] += dy[n * C + c]
+                sdyx[c] += dy[n * C + c] * (x[n * C + c] - mean[c])
+    else:
+        for n in range(N):
+            for c in range(C):
+                base = (n * C + c) * S
+                a = 0.0
+                b = 0.0
+                mu = mean[c]
+                for s in range(S):
+                    a += dy[base + s]
+                    b += dy[base + s] * (x[base + s] - mu)
+                sdy[c] += a
+                sdyx[c] += b
+
+
+cdef void _grad_x(const real* x, const real* dy, real* dx, const double* k, const double* q,
+                  const double* r, Py_ssize_t N, Py_ssize_t C, Py_ssize_t S,
+                  bint nhwc) noexcept nogil:
+    """dx = k[c] * dy - q[c] * x - r[c] (the training formula expanded; k = Scale*inv and
+    q = r = 0 for global statistics)."""
+    cdef Py_ssize_t n, c, s, base
+    cdef double kc, qc, rc
+    if nhwc:
+        for n in range(N):
+            for c in range(C):
+                dx[n * C + c] = <real>(k[c] * dy[n * C + c] - q[c] * x[n * C + c] - r[c])
+    else:
+        for n in range(N):
+            for c in range(C):
+                base = (n * C + c) * S
+                kc, qc, rc = k[c], q[c], r[c]
+                for s in range(S):
+                    dx[base + s] = <real>(kc * dy[base + s] - qc * x[base + s] - rc)
+
+
+cdef class BatchNormGrad:
+    """batch_norm_grad(X, Scale, Bias, Mean, Variance, SavedMean, SavedVariance, Y@GRAD) ->
+    (X@GRAD, Scale@GRAD, Bias@GRAD); Mean and Variance are read only with global statistics."""
+    cdef bint global_stats, nhwc, want_x, want_scale, want_bias
+    cdef double eps
+
+    def __init__(self, dict attrs, info=None):
+        test_mode = attrs.get("is_test", False) and not attrs.get("trainable_statistics", False)
+        self.global_stats = test_mode or attrs.get("use_global_stats", False)
+        self.nhwc = attrs.get("data_layout", "NCHW") == "NHWC"
+        self.eps = attrs.get("epsilon", 1e-5)
+        self.want_x = bound(info, "X@GRAD")
+        self.want_scale = bound(info, "Scale@GRAD")
+        self.want_bias = bound(info, "Bias@GRAD")
+
+    def __call__(self, x, scale, bias, mean, variance, saved_mean, saved_variance, dy):
+        name = "batch_norm_grad"
+        cdef cnp.ndarray a = float_array(x, name, "X")
+        cdef cnp.ndarray g = float_array(dy, name, "Y@GRAD")
+        cdef int t = cnp.PyArray_TYPE(a)
+        if cnp.PyArray_TYPE(g) != t:
+            raise TypeError(f"{name}: Y@GRAD has dtype {g.dtype} but X is {a.dtype}")
+        cdef tuple xs = shape_of(a)
+        if not 2 <= len(xs) <= 5:
+            raise ValueError(f"{name}: X{list(xs)} must be 2-D to 5-D")
+        expect_shape(g, xs, name, "Y@GRAD", "X's shape")
+        cdef Py_ssize_t C, N, S
+        if self.nhwc:
+            C, N, S = xs[-1], prod(xs[:-1]), 1
+        else:
+            C, N, S = xs[1], xs[0], prod(xs[2:])
+        slots = [("Scale", scale), ("Bias", bias)]
+        if self.global_stats:
+            slots += [("Mean", mean), ("Variance", variance)]
+        else:
+            slots += [("SavedMean", saved_mean), ("SavedVariance", saved_variance)]
+        params = {}
+        for slot, v in slots:
+            if v is None:
+                raise ValueError(f"{name}: input {slot} is needed ("
+                                 + ("global" if self.global_stats else "batch")
+                                 + " statistics) but not bound")
+            p = contiguous(v)
+            if p.dtype != a.dtype or shape_of(p) != (C,):
+                raise ValueError(f"{name}: {slot} {p.dtype}{list(shape_of(p))} must be "
+                                 f"{a.dtype}[{C}] (one value per channel of X{list(xs)})")
+            params[slot] = p.astype(np.float64)
+        sc = params["Scale"]
+        if self.global_stats:
+            mu = params["Mean"]
+            inv = 1.0 / np.sqrt(params["Variance"] + self.eps)
+        else:
+            mu, inv = params["SavedMean"], params["SavedVariance"]
+        cdef cnp.ndarray cmu = np.ascontiguousarray(mu)
+        cdef cnp.ndarray sdy = np.zeros(C, np.float64), sdyx = np.zeros(C, np.float64)
+        cdef double* pm = <double*>cnp.PyArray_DATA(cmu)
+        cdef double* p1 = <double*>cnp.PyArray_DATA(sdy)
+        cdef double* p2 = <double*>cnp.PyArray_DATA(sdyx)
+        cdef bint sums = self.want_scale or self.want_bias or (self.want_x and
+                                                               not self.global_stats)
+        if sums and N * C * S:
+            if t == cnp.NPY_FLOAT32:
+                with nogil:
+                    _grad_sums(<const float*>cnp.PyArray_DATA(a), <const float*>cnp.PyArray_DATA(g),
+                               pm, p1, p2, N, C, S, self.nhwc)
+            else:
+                with nogil:
+                    _grad_sums(<const double*>cnp.PyArray_DATA(a),
+                               <const double*>cnp.PyArray_DATA(g), pm, p1, p2, N, C, S,
+                               self.nhwc)
+        dscale = (sdyx * inv).astype(a.dtype) if self.want_scale else None
+        dbias = sdy.astype(a.dtype) if self.want_bias else None
+        if not self.want_x:
+            return (None, dscale, dbias)
+        cdef cnp.ndarray dx = empty_like(a)
+        if N * C * S == 0:
+            return (dx, dscale, dbias)
+        k = sc * inv
+        if self.global_stats:
+            q = np.zeros(C)
+            r = np.zeros(C)
+        else:
+            # dx = k (dy - sdy/m - (x - mu) inv^2 sdyx/m) = k dy - q x - r
+            m = <double>N * S
+            q = k * inv * inv * sdyx / m
+            r = k * sdy / m - q * mu
+        cdef cnp.ndarray ck = np.ascontiguousarray(k), cq = np.ascontiguousarray(q)
+        cdef cnp.ndarray cr = np.ascontiguousarray(r)
+        cdef const double* pk = <const double*>cnp.PyArray_DATA(ck)
+        cdef const double* pq = <const double*>cnp.PyArray_DATA(cq)
+        cdef const double* pr = <const double*>cnp.PyArray_DATA(cr)
+        if t == cnp.NPY_FLOAT32:
+            with nogil:
+                _grad_x(<const float*>cnp.PyArray_DATA(a), <const float*>cnp.PyArray_DATA(g),
+                        <float*>cnp.PyArray_DATA(dx), pk, pq, pr, N, C, S, self.nhwc)
+        else:
+            with nogil:
+                _grad_x(<const double*>cnp.PyArray_DATA(a), <const double*>cnp.PyArray_DATA(g),
+                        <double*>cnp.PyArray_DATA(dx), pk, pq, pr, N, C, S, self.nhwc)
+        return (dx, dscale, dbias)
+
+
+KERNELS = [("batch_norm", BatchNorm, DTYPES), ("batch_norm_grad", BatchNormGrad, DTYPES)]

@@ -16,12 +16,24 @@ few MB (cache-friendly), with one GEMM per chunk and group:
 Bias and ResidualData prefill Output; the GEMM (NHWC) or the unpack (NCHW) then accumulates,
 so neither costs a pass of its own. Row-major C = A @ B is the column-major C^T = B^T A^T (see
 math's matmul.pyx), so no operand is ever transposed in memory.
+
+conv2d_grad(Input, Filter, Output@GRAD) -> Input@GRAD, Filter@GRAD, Bias@GRAD,
+ResidualData@GRAD, each computed only when bound. Same chunks and the same im2col/im2row:
+- NCHW: the chunk's Output@GRAD of a group is packed into dY [Mg, chunk*P] (one copy; no copy
+  for a one-image chunk, whose [Mg, P] block is already a matrix with ld P).
+  Filter@GRAD_g^T [K, Mg] += col @ dY^T (this orientation measured faster than dY @ col^T),
+  transposed into Filter@GRAD at the end; col [K, chunk*P] = Filter_g^T @ dY, then col2im adds
+  each column back onto the input positions it was read from.
+- NHWC: the chunk's Output@GRAD rows [chunk*P, M] are used in place (the group's columns,
+  lda = M). Filter@GRAD_g (in the [M, kh, kw, C/g] row order) += dY_g^T @ row;
+  row = dY_g @ Filter_g, then row2im. A 1x1/stride 1/no-padding filter needs neither.
+Bias@GRAD sums Output@GRAD over images and positions; ResidualData@GRAD is a copy of it.
 """
 cimport numpy as cnp
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memcpy, memset
 from scipy.linalg.cython_blas cimport dgemm, sgemm
-from ._common cimport contiguous, empty, real, shape_of
+from ._common cimport bound, contiguous, empty, expect_shape, float_array, real, shape_of
 
 import numpy as np
 
@@ -32,6 +44,11 @@ cdef Py_ssize_t INT_MAX = 2147483647
 # Bytes of the col matrix of one chunk of images (at least one image per chunk): about what
 # measured fastest for LeNet-sized layers, the col matrix staying in the caches.
 cdef Py_ssize_t CHUNK_BYTES = 1 << 20
+# The gradient's GEMMs run fastest with a few hundred columns per call (measured on the LeNet
+# layers with OpenBLAS: a 1-image chunk for 28x28 outputs, 2-4 images for 8x8 ones), and a col
+# buffer of at most 512 KB.
+cdef Py_ssize_t GRAD_CHUNK_COLS = 256
+cdef Py_ssize_t GRAD_CHUNK_BYTES = 1 << 19
 
 
 cdef inline void _gemm(bint trans_b, int M, int N, int K, const real* A, int lda,
@@ -209,8 +226,10 @@ cdef class Conv2D:
     cdef int sh, sw, dh, dw, groups, algo
     cdef int pads[4]
     cdef bint nhwc
+    cdef str name
 
     def __init__(self, dict attrs, info=None):
+        self.name = "conv2d"
         strides = list(attrs.get("strides", [1, 1]))
         dil = list(attrs.get("dilations", [1, 1]))
         pads = list(attrs.get("paddings", [0, 0]))
@@ -244,10 +263,10 @@ cdef class Conv2D:
         M, Cg, kh, kw = ws
         groups = self.groups
         if C != Cg * groups:
-            raise ValueError(f"conv2d: Input{list(xs)} has {C} channels but Filter{list(ws)} "
-                             f"with groups={groups} expects {Cg * groups}")
+            raise ValueError(f"{self.name}: Input{list(xs)} has {C} channels but "
+                             f"Filter{list(ws)} with groups={groups} expects {Cg * groups}")
         if M % groups:
-            raise ValueError(f"conv2d: Filter{list(ws)} has {M} filters, not divisible by "
+            raise ValueError(f"{self.name}: Filter{list(ws)} has {M} filters, not divisible by "
                              f"groups={groups}")
         sh, sw, dh, dw = self.sh, self.sw, self.dh, self.dw
         pt, pb, pl, pr = self.pads[0], self.pads[1], self.pads[2], self.pads[3]
@@ -262,12 +281,12 @@ cdef class Conv2D:
         eh = H + pt + pb - (dh * (kh - 1) + 1)
         ew = W + pl + pr - (dw * (kw - 1) + 1)
         if eh < 0 or ew < 0:
-            raise ValueError(f"conv2d: Input{list(xs)} is smaller than the dilated "
+            raise ValueError(f"{self.name}: Input{list(xs)} is smaller than the dilated "
                              f"Filter{list(ws)} plus paddings [{pt}, {pb}, {pl}, {pr}] "
                              f"(dilations [{dh}, {dw}])")
         if max(H + pt + pb + dh * kh, W + pl + pr + dw * kw, Cg * kh * kw,
                (eh // sh + 1) * (ew // sw + 1), C * H * W) > INT_MAX:
-            raise ValueError(f"conv2d: Input{list(xs)} / Filter{list(ws)} with these "
+            raise ValueError(f"{self.name}: Input{list(xs)} / Filter{list(ws)} with these "
                              f"paddings and dilations exceed the C int range of the kernel")
         g.C, g.H, g.W, g.Cg, g.M, g.Mg, g.groups = C, H, W, Cg, M, M // groups, groups
         g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.pt, g.pl = kh, kw, sh, sw, dh, dw, pt, pl
@@ -341,5 +360,226 @@ cdef class Conv2D:
         return (out,)
 
 
-KERNELS = [("conv2d", Conv2D, DTYPES)]
+# -- gradient -----------------------------------------------------------------------------------
+
+cdef inline void _gemm2(bint ta, bint tb, int M, int N, int K, const real* A, int lda,
+                        const real* B, int ldb, real beta, real* C, int ldc) noexcept nogil:
+    """Row-major C[M, N] = op(A) @ op(B) + beta * C; op(A) = A^T when ta (A stored [K, M])."""
+    cdef char ca = b'T' if ta else b'N'
+    cdef char cb = b'T' if tb else b'N'
+    cdef real one = 1
+    if real is float:
+        sgemm(&cb, &ca, &N, &M, &K, &one, <float*>B, &ldb, <float*>A, &lda, &beta, C, &ldc)
+    else:
+        dgemm(&cb, &ca, &N, &M, &K, &one, <double*>B, &ldb, <double*>A, &lda, &beta, C, &ldc)
+
+
+cdef void _col2im(const real* col, real* img, Py_ssize_t ld, const Geom* g) noexcept nogil:
+    """The adjoint of _im2col: img[c, oh*sh - pt + i*dh, ow*sw - pl + j*dw] += col[(c, i, j),
+    (oh, ow)] for the positions inside the image; img is the group's [Cg, H, W] planes."""
+    cdef int c, i, j, oh, ow, ih, off, lo, hi, Wo = g.Wo
+    cdef const real* s
+    cdef real* dst
+    for c in range(g.Cg):
+        for i in range(g.kh):
+            for j in range(g.kw):
+                off = j * g.dw - g.pl
+                _span(off, g.sw, g.W, Wo, &lo, &hi)
+                for oh in range(g.Ho):
+                    ih = oh * g.sh - g.pt + i * g.dh
+                    if ih < 0 or ih >= g.H:
+                        continue
+                    s = col + oh * Wo
+                    dst = img + (<Py_ssize_t>c * g.H + ih) * g.W + off
+                    if g.sw == 1:
+                        for ow in range(lo, hi):
+                            dst[ow] += s[ow]
+                    else:
+                        for ow in range(lo, hi):
+                            dst[ow * g.sw] += s[ow]
+                col += ld
+
+
+cdef void _row2im(const real* row, real* img, const Geom* g) noexcept nogil:
+    """The adjoint of _im2row: img[ih, iw, group channels] += row[(oh, ow), (i, j, c)]."""
+    cdef int oh, ow, i, j, ih, iw, c
+    cdef int cg = g.Cg
+    cdef real* d
+    for oh in range(g.Ho):
+        for ow in range(g.Wo):
+            for i in range(g.kh):
+                ih = oh * g.sh - g.pt + i * g.dh
+                for j in range(g.kw):
+                    iw = ow * g.sw - g.pl + j * g.dw
+                    if ih >= 0 and ih < g.H and iw >= 0 and iw < g.W:
+                        d = img + (<Py_ssize_t>ih * g.W + iw) * g.C
+                        for c in range(cg):
+                            d[c] += row[c]
+                    row += cg
+
+
+cdef int _run_grad(const real* x, const real* w, const real* dy, real* dx, real* dw,
+                   Py_ssize_t N, const Geom* g, bint nhwc, Py_ssize_t chunk) noexcept nogil:
+    """Input@GRAD into a zeroed dx and Filter@GRAD into a zeroed dw (either may be NULL: not
+    wanted); w and dw in the row order of the layout (NHWC: [M, kh, kw, Cg]). -1: no memory."""
+    cdef Py_ssize_t K = <Py_ssize_t>g.Cg * g.kh * g.kw, P = <Py_ssize_t>g.Ho * g.Wo
+    cdef Py_ssize_t hw = <Py_ssize_t>g.H * g.W, n0, nb, b, m, cols
+    cdef int grp
+    cdef real one = 1
+    cdef const real* dyg
+    cdef real* col = NULL
+    cdef real* pack = NULL
+    cdef real* dwt = NULL
+    cdef Py_ssize_t k
+    if nhwc and g.direct:
+        n0 = 0
+        while n0 < N:
+            nb = min(INT_MAX // P, N - n0)
+            for grp in range(g.groups):
+                dyg = dy + n0 * P * g.M + grp * g.Mg
+                if dw != NULL:   # dW_g [Mg, Cg] += dY_g^T [Mg, rows] @ X_g [rows, Cg]
+                    _gemm2(True, False, g.Mg, <int>K, <int>(nb * P), dyg, g.M,
+                           x + n0 * P * g.C + grp * g.Cg, g.C, one, dw + grp * g.Mg * K,
+                           <int>K)
+                if dx != NULL:   # dX_g [rows, Cg] = dY_g [rows, Mg] @ W_g [Mg, Cg]
+                    _gemm2(False, False, <int>(nb * P), <int>K, g.Mg, dyg, g.M,
+                           w + grp * g.Mg * K, <int>K, one, dx + n0 * P * g.C + grp * g.Cg,
+                           g.C)
+            n0 += nb
+        return 0
+    col = <real*>malloc(K * chunk * P * sizeof(real))
+    if not nhwc and chunk > 1:
+        pack = <real*>malloc(<Py_ssize_t>g.Mg * chunk * P * sizeof(real))
+    if not nhwc and dw != NULL:
+        dwt = <real*>calloc(K * g.M, sizeof(real))   # per group [K, Mg]
+    if col == NULL or (not nhwc and chunk > 1 and pack == NULL) or \
+            (not nhwc and dw != NULL and dwt == NULL):
+        free(col)
+        free(pack)
+        free(dwt)
+        return -1
+    n0 = 0
+    while n0 < N:
+        nb = min(chunk, N - n0)
+        cols = nb * P
+        for grp in range(g.groups):
+            if nhwc:
+                dyg = dy + n0 * P * g.M + grp * g.Mg   # [cols, Mg] with ld M
+                if dw != NULL:
+                    for b in range(nb):
+                        _im2row(x + (n0 + b) * hw * g.C + grp * g.Cg, col + b * P * K, g)
+                    _gemm2(True, False, g.Mg, <int>K, <int>cols, dyg, g.M, col, <int>K, one,
+                           dw + grp * g.Mg * K, <int>K)
+                if dx != NULL:
+                    _gemm2(False, False, <int>cols, <int>K, g.Mg, dyg, g.M,
+                           w + grp * g.Mg * K, <int>K, 0, col, <int>K)
+                    for b in range(nb):
+                        _row2im(col + b * P * K, dx + (n0 + b) * hw * g.C + grp * g.Cg, g)
+                continue
+            # NCHW: dY of the chunk and group as one [Mg, cols] matrix.
+            if nb == 1:
+                dyg = dy + (n0 * g.M + <Py_ssize_t>grp * g.Mg) * P
+            else:
+                for b in range(nb):
+                    for m in range(g.Mg):
+                        memcpy(pack + m * cols + b * P,
+                               dy + ((n0 + b) * g.M + <Py_ssize_t>grp * g.Mg + m) * P,
+                               P * sizeof(real))
+                dyg = pack
+            if dw != NULL:
+                for b in range(nb):
+                    _im2col(x + ((n0 + b) * g.C + <Py_ssize_t>grp * g.Cg) * hw, col + b * P,
+                            cols, g)
+                _gemm2(False, True, <int>K, g.Mg, <int>cols, col, <int>cols, dyg, <int>cols,
+                       one, dwt + grp * g.Mg * K, g.Mg)
+            if dx != NULL:
+                _gemm2(True, False, <int>K, <int>cols, g.Mg, w + grp * g.Mg * K, <int>K, dyg,
+                       <int>cols, 0, col, <int>cols)
+                for b in range(nb):
+                    _col2im(col + b * P, dx + ((n0 + b) * g.C + <Py_ssize_t>grp * g.Cg) * hw,
+                            cols, g)
+        n0 += nb
+    if dwt != NULL:
+        for grp in range(g.groups):
+            for m in range(g.Mg):
+                for k in range(K):
+                    dw[(grp * g.Mg + m) * K + k] = dwt[grp * g.Mg * K + k * g.Mg + m]
+    free(col)
+    free(pack)
+    free(dwt)
+    return 0
+
+
+cdef class Conv2DGrad(Conv2D):
+    """conv2d_grad(Input, Filter, Output@GRAD) -> (Input@GRAD, Filter@GRAD, Bias@GRAD,
+    ResidualData@GRAD); unbound outputs are skipped (None)."""
+    cdef bint want_x, want_w, want_b, want_r
+
+    def __init__(self, dict attrs, info=None):
+        Conv2D.__init__(self, attrs, info)
+        self.name = "conv2d_grad"
+        self.want_x = bound(info, "Input@GRAD")
+        self.want_w = bound(info, "Filter@GRAD")
+        self.want_b = bound(info, "Bias@GRAD")
+        self.want_r = bound(info, "ResidualData@GRAD")
+
+    def __call__(self, input, filter, dout):
+        name = "conv2d_grad"
+        cdef cnp.ndarray x = float_array(input, name, "Input")
+        cdef cnp.ndarray w = float_array(filter, name, "Filter")
+        cdef cnp.ndarray dy = float_array(dout, name, "Output@GRAD")
+        cdef int t = cnp.PyArray_TYPE(x)
+        if cnp.PyArray_TYPE(w) != t or cnp.PyArray_TYPE(dy) != t:
+            raise TypeError(f"{name}: Input, Filter and Output@GRAD must have one dtype, got "
+                            f"{x.dtype}, {w.dtype} and {dy.dtype}")
+        cdef tuple xs = shape_of(x), ws = shape_of(w)
+        if len(xs) != 4 or len(ws) != 4:
+            raise ValueError(f"{name}: Input{list(xs)} and Filter{list(ws)} must both be 4-D")
+        cdef Geom g
+        self._geometry(&g, xs, ws)
+        cdef Py_ssize_t N = xs[0]
+        oshape = (N, g.Ho, g.Wo, g.M) if self.nhwc else (N, g.M, g.Ho, g.Wo)
+        expect_shape(dy, oshape, name, "Output@GRAD", "Output's shape")
+        cdef cnp.ndarray dx = None, dw = None, db = None, dr = None
+        if self.want_b:
+            db = dy.sum(axis=(0, 1, 2) if self.nhwc else (0, 2, 3), dtype=np.float64
+                        ).astype(x.dtype)
+        if self.want_r:
+            dr = dy.copy()
+        if self.want_x:
+            dx = np.zeros(xs, x.dtype)
+        if self.want_w:
+            dw = np.zeros((g.M, g.kh, g.kw, g.Cg) if self.nhwc and not g.direct else ws,
+                          x.dtype)
+        cdef Py_ssize_t K = <Py_ssize_t>g.Cg * g.kh * g.kw, P = <Py_ssize_t>g.Ho * g.Wo
+        if (dx is None and dw is None) or N == 0 or g.M == 0 or P == 0 or K == 0:
+            return (dx, dw, db, dr)
+        if self.nhwc and not g.direct and dx is not None:
+            w = np.ascontiguousarray(w.transpose(0, 2, 3, 1))  # [M, kh, kw, Cg]: row order
+        cdef Py_ssize_t chunk = max(1, min(N, GRAD_CHUNK_COLS // P,
+                                           GRAD_CHUNK_BYTES // (K * P * cnp.PyArray_ITEMSIZE(x))))
+        chunk = max(1, min(chunk, INT_MAX // P))
+        cdef void* pdx = cnp.PyArray_DATA(dx) if dx is not None else NULL
+        cdef void* pdw = cnp.PyArray_DATA(dw) if dw is not None else NULL
+        cdef int rc
+        if t == cnp.NPY_FLOAT32:
+            with nogil:
+                rc = _run_grad(<const float*>cnp.PyArray_DATA(x),
+                               <const float*>cnp.PyArray_DATA(w),
+                               <const float*>cnp.PyArray_DATA(dy), <float*>pdx, <float*>pdw,
+                               N, &g, self.nhwc, chunk)
+        else:
+            with nogil:
+                rc = _run_grad(<const double*>cnp.PyArray_DATA(x),
+                               <const double*>cnp.PyArray_DATA(w),
+                               <const double*>cnp.PyArray_DATA(dy), <double*>pdx, <double*>pdw,
+                               N, &g, self.nhwc, chunk)
+        if rc:
+            raise MemoryError(f"{name}: no memory for the im2col buffers")
+        if dw is not None and self.nhwc and not g.direct:
+            dw = np.ascontiguousarray(dw.transpose(0, 3, 1, 2))  # back to [M, Cg, kh, kw]
+        return (dx, dw, db, dr)
+
+
+KERNELS = [("conv2d", Conv2D, DTYPES), ("conv2d_grad", Conv2DGrad, DTYPES)]
 

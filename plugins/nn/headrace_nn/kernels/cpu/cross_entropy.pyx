@@ -10,11 +10,23 @@ not held there), so no id is ever used to read out of bounds.
 softmax_with_cross_entropy views Logits as [outer, C, inner] around ``axis`` and computes
 log-softmax stably: log p = x - max - log(sum exp(x - max)), so a hard label's loss never
 takes the log of an underflowed 0.
+
+Gradients (ignored rows get 0; labels are checked as in the forward kernels):
+- cross_entropy_grad(X, Label, Y@GRAD): hard X@GRAD[i, l] = -Y@GRAD[i] / X[i, l], 0 elsewhere;
+  soft X@GRAD = -Label * Y@GRAD / X.
+- cross_entropy_grad2(MatchX, Label, XShape, Y@GRAD) (Paddle's name and slots): X@GRAD[i, l] =
+  -Y@GRAD[i] / MatchX[i]; X is not read, its dims come from XShape (X.dims + [0]).
+- softmax_with_cross_entropy_grad(Softmax, Label, Loss@GRAD): hard (Softmax - onehot(Label)) *
+  Loss@GRAD; soft (Softmax * sum(Label) - Label) * Loss@GRAD, which is Paddle's
+  (Softmax - Label) * Loss@GRAD for labels that are distributions and the exact derivative for
+  any others. With use_softmax=false (Softmax is Logits, probabilities) the gradient is
+  cross_entropy's: -Loss@GRAD / Softmax at the label (hard) or -Label * Loss@GRAD / Softmax.
 """
 cimport numpy as cnp
 from libc.math cimport exp, log
 from libc.stdlib cimport free, malloc
-from ._common cimport contiguous, empty, prod, real, shape_of
+from ._common cimport (bound, contiguous, empty, expect_shape, float_array, prod, real,
+                      same_float, shape_of)
 
 import numpy as np
 
@@ -269,6 +281,262 @@ cdef class SoftmaxWithCrossEntropy:
         return (sm, loss)
 
 
+# -- gradients ----------------------------------------------------------------------------------
+
+cdef Py_ssize_t _hard_grad(const real* p, bint matched, const long long* lab,
+                           const real* dy, real* dx, Py_ssize_t N, Py_ssize_t C,
+                           long long ignore) noexcept nogil:
+    """dx[i, l] = -dy[i] / X[i, l] into a zeroed dx [N, C], l = lab[i]; ``matched``: p is MatchX
+    [N] (X[i, l] already picked) rather than X [N, C]. Returns the first bad row, or -1."""
+    cdef Py_ssize_t i
+    cdef long long l
+    for i in range(N):
+        l = lab[i]
+        if l == ignore:
+            continue
+        if l < 0 or l >= C:
+            return i
+        if matched:
+            dx[i * C + l] = -dy[i] / p[i]
+        else:
+            dx[i * C + l] = -dy[i] / p[i * C + l]
+    return -1
+
+
+cdef void _soft_grad(const real* x, const real* lab, const real* dy, real* dx, Py_ssize_t N,
+                     Py_ssize_t C) noexcept nogil:
+    cdef Py_ssize_t i, c
+    for i in range(N):
+        for c in range(C):
+            dx[i * C + c] = -lab[i * C + c] * dy[i] / x[i * C + c]
+
+
+cdef class CrossEntropyGrad:
+    """cross_entropy_grad(X, Label, Y@GRAD) -> (X@GRAD,)."""
+    cdef bint soft, want
+    cdef long long ignore
+
+    def __init__(self, dict attrs, info=None):
+        self.soft = attrs.get("soft_label", False)
+        self.ignore = attrs.get("ignore_index", -100)
+        self.want = bound(info, "X@GRAD")
+
+    def __call__(self, x, label, dy):
+        name = "cross_entropy_grad"
+        cdef cnp.ndarray a = float_array(x, name, "X")
+        cdef cnp.ndarray g = float_array(dy, name, "Y@GRAD")
+        same_float(a, g, name, "X", "Y@GRAD")
+        cdef int t = cnp.PyArray_TYPE(a)
+        cdef tuple xs = shape_of(a)
+        if len(xs) < 1:
+            raise ValueError(f"{name}: X must have a class dimension, got shape []")
+        cdef Py_ssize_t C = xs[-1], N = prod(xs[:-1]), bad = -1
+        cdef cnp.ndarray lab, dx
+        if self.soft:
+            lab = contiguous(label)
+            if cnp.PyArray_TYPE(lab) != t:
+                raise TypeError(f"{name}: soft Label has dtype {lab.dtype}, expected X's "
+                                f"{a.dtype}")
+            expect_shape(lab, xs, name, "soft Label", "X's shape")
+            expect_shape(g, xs[:-1] + (1,), name, "Y@GRAD", "Y's shape")
+            if not self.want:
+                return (None,)
+            dx = empty(xs, t)
+            if t == cnp.NPY_FLOAT32:
+                with nogil:
+                    _soft_grad(<const float*>cnp.PyArray_DATA(a),
+                               <const float*>cnp.PyArray_DATA(lab),
+                               <const float*>cnp.PyArray_DATA(g), <float*>cnp.PyArray_DATA(dx),
+                               N, C)
+            else:
+                with nogil:
+                    _soft_grad(<const double*>cnp.PyArray_DATA(a),
+                               <const double*>cnp.PyArray_DATA(lab),
+                               <const double*>cnp.PyArray_DATA(g),
+                               <double*>cnp.PyArray_DATA(dx), N, C)
+            return (dx,)
+        lab = _int64_labels(label, name, False)
+        expect_shape(g, _hard_label_shape(xs, shape_of(lab), name), name, "Y@GRAD",
+                     "Y's shape")
+        if not self.want:
+            return (None,)
+        dx = np.zeros(xs, a.dtype)
+        if t == cnp.NPY_FLOAT32:
+            with nogil:
+                bad = _hard_grad(<const float*>cnp.PyArray_DATA(a), False,
+                                 <const long long*>cnp.PyArray_DATA(lab),
+                                 <const float*>cnp.PyArray_DATA(g), <float*>cnp.PyArray_DATA(dx),
+                                 N, C, self.ignore)
+        else:
+            with nogil:
+                bad = _hard_grad(<const double*>cnp.PyArray_DATA(a), False,
+                                 <const long long*>cnp.PyArray_DATA(lab),
+                                 <const double*>cnp.PyArray_DATA(g),
+                                 <double*>cnp.PyArray_DATA(dx), N, C, self.ignore)
+        if bad >= 0:
+            raise IndexError(f"{name}: Label value {lab.reshape(-1)[bad]} (row {bad}) is out "
+                             f"of range for {C} classes (ignore_index={self.ignore})")
+        return (dx,)
+
+
+cdef class CrossEntropyGrad2:
+    """cross_entropy_grad2(MatchX, Label, XShape, Y@GRAD) -> (X@GRAD,)."""
+    cdef bint want
+    cdef long long ignore
+
+    def __init__(self, dict attrs, info=None):
+        self.ignore = attrs.get("ignore_index", -100)
+        self.want = bound(info, "X@GRAD")
+
+    def __call__(self, matchx, label, xshape, dy):
+        name = "cross_entropy_grad2"
+        cdef cnp.ndarray m = float_array(matchx, name, "MatchX")
+        cdef cnp.ndarray g = float_array(dy, name, "Y@GRAD")
+        cdef cnp.ndarray shp = float_array(xshape, name, "XShape")
+        same_float(m, g, name, "MatchX", "Y@GRAD")
+        same_float(m, shp, name, "MatchX", "XShape")
+        cdef tuple full = shape_of(shp)
+        if len(full) < 2 or full[-1] != 0:
+            raise ValueError(f"{name}: XShape{list(full)} must be X.dims + [0] with X of "
+                             f"rank >= 1")
+        cdef tuple xs = full[:-1]
+        cdef Py_ssize_t C = xs[-1], N = prod(xs[:-1]), bad = -1
+        cdef cnp.ndarray lab = _int64_labels(label, name, False)
+        expect_shape(m, xs[:-1] + (1,), name, "MatchX", "the shape")
+        expect_shape(g, _hard_label_shape(xs, shape_of(lab), name), name, "Y@GRAD",
+                     "Y's shape")
+        if not self.want:
+            return (None,)
+        cdef int t = cnp.PyArray_TYPE(m)
+        cdef cnp.ndarray dx = np.zeros(xs, m.dtype)
+        if t == cnp.NPY_FLOAT32:
+            with nogil:
+                bad = _hard_grad(<const float*>cnp.PyArray_DATA(m), True,
+                                 <const long long*>cnp.PyArray_DATA(lab),
+                                 <const float*>cnp.PyArray_DATA(g), <float*>cnp.PyArray_DATA(dx),
+                                 N, C, self.ignore)
+        else:
+            with nogil:
+                bad = _hard_grad(<const double*>cnp.PyArray_DATA(m), True,
+                                 <const long long*>cnp.PyArray_DATA(lab),
+                                 <const double*>cnp.PyArray_DATA(g),
+                                 <double*>cnp.PyArray_DATA(dx), N, C, self.ignore)
+        if bad >= 0:
+            raise IndexError(f"{name}: Label value {lab.reshape(-1)[bad]} (row {bad}) is out "
+                             f"of range for {C} classes (ignore_index={self.ignore})")
+        return (dx,)
+
+
+cdef Py_ssize_t _swce_grad(const long long* hard, const real* soft, const real* sm,
+                           const real* dl, real* dx, Py_ssize_t outer, Py_ssize_t C,
+                           Py_ssize_t inner, long long ignore, bint use_softmax) noexcept nogil:
+    """Logits@GRAD of [outer, C, inner]; returns the first bad label position, or -1."""
+    cdef Py_ssize_t o, c, i, base, k, step
+    cdef long long l
+    cdef real d
+    cdef double tot
+    for o in range(outer):
+        for i in range(inner):
+            base = o * C * inner + i
+            k = o * inner + i
+            d = dl[k]
+            if hard != NULL:
+                l = hard[k]
+                if l == ignore:
+                    for c in range(C):
+                        dx[base + c * inner] = 0
+                    continue
+                if l < 0 or l >= C:
+                    return k
+                if use_softmax:
+                    for c in range(C):
+                        dx[base + c * inner] = sm[base + c * inner] * d
+                    dx[base + l * inner] -= d
+                else:
+                    for c in range(C):
+                        dx[base + c * inner] = 0
+                    dx[base + l * inner] = -d / sm[base + l * inner]
+            elif use_softmax:
+                tot = 0.0
+                for c in range(C):
+                    tot += soft[base + c * inner]
+                for c in range(C):
+                    dx[base + c * inner] = <real>((sm[base + c * inner] * tot
+                                                   - soft[base + c * inner]) * d)
+            else:
+                for c in range(C):
+                    dx[base + c * inner] = -soft[base + c * inner] * d / sm[base + c * inner]
+    return -1
+
+
+cdef class SoftmaxWithCrossEntropyGrad:
+    """softmax_with_cross_entropy_grad(Softmax, Label, Loss@GRAD) -> (Logits@GRAD,)."""
+    cdef bint soft, use_softmax, want
+    cdef long long ignore
+    cdef int axis
+
+    def __init__(self, dict attrs, info=None):
+        self.soft = attrs.get("soft_label", False)
+        self.ignore = attrs.get("ignore_index", -100)
+        self.axis = attrs.get("axis", -1)
+        self.use_softmax = attrs.get("use_softmax", True)
+        self.want = bound(info, "Logits@GRAD")
+
+    def __call__(self, softmax, label, dloss):
+        name = "softmax_with_cross_entropy_grad"
+        cdef cnp.ndarray sm = float_array(softmax, name, "Softmax")
+        cdef cnp.ndarray g = float_array(dloss, name, "Loss@GRAD")
+        same_float(sm, g, name, "Softmax", "Loss@GRAD")
+        cdef int t = cnp.PyArray_TYPE(sm)
+        cdef tuple xs = shape_of(sm)
+        cdef int rank = len(xs), axis = self.axis
+        if rank < 1:
+            raise ValueError(f"{name}: Softmax must have a class dimension, got shape []")
+        if not -rank <= axis < rank:
+            raise ValueError(f"{name}: axis {axis} is out of range for Softmax{list(xs)}")
+        if axis < 0:
+            axis += rank
+        cdef Py_ssize_t outer = prod(xs[:axis]), C = xs[axis], inner = prod(xs[axis + 1:])
+        cdef tuple lshape = xs[:axis] + (1,) + xs[axis + 1:]
+        expect_shape(g, lshape, name, "Loss@GRAD", "Loss's shape")
+        cdef cnp.ndarray lab
+        cdef const long long* hp = NULL
+        cdef const void* sp = NULL
+        if self.soft:
+            lab = contiguous(label)
+            if cnp.PyArray_TYPE(lab) != t:
+                raise TypeError(f"{name}: soft Label has dtype {lab.dtype}, expected "
+                                f"Softmax's {sm.dtype}")
+            expect_shape(lab, xs, name, "soft Label", "Softmax's shape")
+            sp = cnp.PyArray_DATA(lab)
+        else:
+            lab = _int64_labels(label, name, True)
+            expect_shape(lab, lshape, name, "hard Label", f"(axis {axis}) the shape")
+            hp = <const long long*>cnp.PyArray_DATA(lab)
+        if not self.want:
+            return (None,)
+        cdef cnp.ndarray dx = empty(xs, t)
+        cdef Py_ssize_t bad = -1
+        if t == cnp.NPY_FLOAT32:
+            with nogil:
+                bad = _swce_grad(hp, <const float*>sp, <const float*>cnp.PyArray_DATA(sm),
+                                 <const float*>cnp.PyArray_DATA(g), <float*>cnp.PyArray_DATA(dx),
+                                 outer, C, inner, self.ignore, self.use_softmax)
+        else:
+            with nogil:
+                bad = _swce_grad(hp, <const double*>sp, <const double*>cnp.PyArray_DATA(sm),
+                                 <const double*>cnp.PyArray_DATA(g),
+                                 <double*>cnp.PyArray_DATA(dx), outer, C, inner, self.ignore,
+                                 self.use_softmax)
+        if bad >= 0:
+            raise IndexError(f"{name}: Label value {lab.reshape(-1)[bad]} (position {bad}) is "
+                             f"out of range for {C} classes (ignore_index={self.ignore})")
+        return (dx,)
+
+
 KERNELS = [("cross_entropy", CrossEntropy, DTYPES),
            ("cross_entropy2", cross_entropy2, DTYPES),
-           ("softmax_with_cross_entropy", SoftmaxWithCrossEntropy, DTYPES)]
+           ("softmax_with_cross_entropy", SoftmaxWithCrossEntropy, DTYPES),
+           ("cross_entropy_grad", CrossEntropyGrad, DTYPES),
+           ("cross_entropy_grad2", CrossEntropyGrad2, DTYPES),
+           ("softmax_with_cross_entropy_grad", SoftmaxWithCrossEntropyGrad, DTYPES)]

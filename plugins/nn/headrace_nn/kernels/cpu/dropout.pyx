@@ -12,9 +12,13 @@ Which generator:
   one generator made with the kernel, advancing run after run: a reproducible sequence of
   different masks, as training needs;
 - else an unseeded generator (nondeterministic).
+
+dropout_grad(Out@GRAD, Mask) -> X@GRAD: training X@GRAD = Out@GRAD where Mask is set (times
+1/(1-p) for upscale_in_train), 0 elsewhere; is_test: Out@GRAD * (1 - p) (downgrade_in_infer) or
+Out@GRAD itself (upscale_in_train), as the test-mode forward is a plain scaling.
 """
 cimport numpy as cnp
-from ._common cimport contiguous, empty_like, real, shape_of
+from ._common cimport bound, contiguous, empty_like, expect_shape, float_array, real, shape_of
 
 import numpy as np
 
@@ -98,4 +102,53 @@ cdef class Dropout:
         return (out, mask)
 
 
-KERNELS = [("dropout", Dropout, DTYPES)]
+cdef void _grad(const unsigned char* mask, const real* dy, real* dx, Py_ssize_t n,
+                real scale) noexcept nogil:
+    cdef Py_ssize_t i
+    for i in range(n):
+        dx[i] = dy[i] * scale if mask[i] else 0
+
+
+cdef class DropoutGrad:
+    """dropout_grad(Out@GRAD, Mask) -> (X@GRAD,)."""
+    cdef double p
+    cdef bint is_test, upscale, want
+
+    def __init__(self, dict attrs, info=None):
+        self.p = attrs.get("dropout_prob", 0.5)
+        if not 0.0 <= self.p <= 1.0:
+            raise ValueError(f"dropout_grad: dropout_prob must be in [0, 1], got {self.p}")
+        self.is_test = attrs.get("is_test", False)
+        self.upscale = attrs.get("dropout_implementation",
+                                 "downgrade_in_infer") == "upscale_in_train"
+        self.want = bound(info, "X@GRAD")
+
+    def __call__(self, dout, mask):
+        name = "dropout_grad"
+        cdef cnp.ndarray g = float_array(dout, name, "Out@GRAD")
+        cdef cnp.ndarray m = contiguous(mask)
+        if cnp.PyArray_TYPE(m) != cnp.NPY_UINT8:
+            raise TypeError(f"{name}: Mask has dtype {m.dtype}, expected uint8")
+        expect_shape(m, shape_of(g), name, "Mask", "the shape of Out@GRAD")
+        if not self.want:
+            return (None,)
+        if self.is_test:
+            if self.upscale:
+                return (g.copy(),)
+            return ((g * (1.0 - self.p)).astype(g.dtype),)
+        cdef cnp.ndarray dx = empty_like(g)
+        cdef Py_ssize_t n = cnp.PyArray_SIZE(g)
+        cdef double scale = 1.0 / (1.0 - self.p) if self.upscale and self.p < 1.0 else 1.0
+        if cnp.PyArray_TYPE(g) == cnp.NPY_FLOAT32:
+            with nogil:
+                _grad(<const unsigned char*>cnp.PyArray_DATA(m), <const float*>cnp.PyArray_DATA(g),
+                      <float*>cnp.PyArray_DATA(dx), n, <float>scale)
+        else:
+            with nogil:
+                _grad(<const unsigned char*>cnp.PyArray_DATA(m),
+                      <const double*>cnp.PyArray_DATA(g), <double*>cnp.PyArray_DATA(dx), n,
+                      scale)
+        return (dx,)
+
+
+KERNELS = [("dropout", Dropout, DTYPES), ("dropout_grad", DropoutGrad, DTYPES)]

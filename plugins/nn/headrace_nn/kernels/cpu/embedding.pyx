@@ -5,10 +5,15 @@
 
 Rows are copied with memcpy. Every id is checked against [0, V) in the same loop, before its
 row is read; the first bad one stops the loop and is raised as an IndexError.
+
+lookup_table_grad / lookup_table_v2_grad(W, Ids, Out@GRAD) -> W@GRAD: a dense [V, D] table of
+zeros into which each Out@GRAD row is added at its id (repeated ids accumulate); padding_idx
+lookups add nothing. W is read for its shape only. is_sparse asks Paddle for a selected_rows
+gradient; headrace has no selected_rows, so the gradient is dense either way.
 """
 cimport numpy as cnp
 from libc.string cimport memcpy, memset
-from ._common cimport contiguous, empty, shape_of
+from ._common cimport bound, contiguous, empty, expect_shape, float_array, real, shape_of
 
 import numpy as np
 
@@ -93,5 +98,100 @@ def lookup_table_v2(dict attrs, info=None):
     return LookupTable(attrs, info, True)
 
 
+cdef Py_ssize_t _scatter(const real* dy, const index_t* ids, real* dw, Py_ssize_t n,
+                         Py_ssize_t V, Py_ssize_t D, long long pad) noexcept nogil:
+    """dw[ids[i]] += dy[i] (rows of D); returns the position of the first bad id, or -1."""
+    cdef Py_ssize_t i, d
+    cdef long long k
+    cdef real* row
+    cdef const real* src
+    for i in range(n):
+        k = ids[i]
+        if k == pad and pad >= 0:
+            continue
+        if k < 0 or k >= V:
+            return i
+        row = dw + k * D
+        src = dy + i * D
+        for d in range(D):
+            row[d] += src[d]
+    return -1
+
+
+cdef class LookupTableGrad:
+    """lookup_table_grad / lookup_table_v2_grad(W, Ids, Out@GRAD) -> (W@GRAD,)."""
+    cdef long long pad
+    cdef bint v2, want
+    cdef str name
+
+    def __init__(self, dict attrs, info=None, bint v2=False):
+        self.v2 = v2
+        self.name = "lookup_table_v2_grad" if v2 else "lookup_table_grad"
+        self.pad = attrs.get("padding_idx", -1)
+        self.want = bound(info, "W@GRAD")
+
+    def __call__(self, w, ids, dout):
+        name = self.name
+        cdef cnp.ndarray table = float_array(w, name, "W")
+        cdef cnp.ndarray g = float_array(dout, name, "Out@GRAD")
+        cdef cnp.ndarray idx = contiguous(ids)
+        cdef int t = cnp.PyArray_TYPE(table), it = cnp.PyArray_TYPE(idx)
+        if cnp.PyArray_TYPE(g) != t:
+            raise TypeError(f"{name}: Out@GRAD has dtype {g.dtype} but W is {table.dtype}")
+        cdef bint i64 = it == cnp.NPY_INT64 or it == cnp.NPY_LONGLONG
+        if not (i64 or (self.v2 and it == cnp.NPY_INT32)):
+            raise TypeError(f"{name}: Ids has dtype {idx.dtype}, expected int64"
+                            + (" or int32" if self.v2 else ""))
+        cdef tuple ws = shape_of(table), xs = shape_of(idx)
+        if len(ws) != 2:
+            raise ValueError(f"{name}: W{list(ws)} must be 2-D [V, D]")
+        cdef Py_ssize_t V = ws[0], D = ws[1]
+        if self.pad != -1 and not 0 <= self.pad < V:
+            raise ValueError(f"{name}: padding_idx {self.pad} is not a row of W{list(ws)}")
+        if self.v2:
+            oshape = xs + (D,)
+        else:
+            if len(xs) < 1 or xs[-1] != 1:
+                raise ValueError(f"{name}: Ids{list(xs)} must end in a dim of 1")
+            oshape = xs[:-1] + (D,)
+        expect_shape(g, oshape, name, "Out@GRAD", "Out's shape")
+        if not self.want:
+            return (None,)
+        cdef cnp.ndarray dw = np.zeros(ws, table.dtype)
+        cdef Py_ssize_t n = cnp.PyArray_SIZE(idx), bad = -1
+        if t == cnp.NPY_FLOAT32:
+            if i64:
+                with nogil:
+                    bad = _scatter(<const float*>cnp.PyArray_DATA(g),
+                                   <const long long*>cnp.PyArray_DATA(idx),
+                                   <float*>cnp.PyArray_DATA(dw), n, V, D, self.pad)
+            else:
+                with nogil:
+                    bad = _scatter(<const float*>cnp.PyArray_DATA(g),
+                                   <const int*>cnp.PyArray_DATA(idx),
+                                   <float*>cnp.PyArray_DATA(dw), n, V, D, self.pad)
+        else:
+            if i64:
+                with nogil:
+                    bad = _scatter(<const double*>cnp.PyArray_DATA(g),
+                                   <const long long*>cnp.PyArray_DATA(idx),
+                                   <double*>cnp.PyArray_DATA(dw), n, V, D, self.pad)
+            else:
+                with nogil:
+                    bad = _scatter(<const double*>cnp.PyArray_DATA(g),
+                                   <const int*>cnp.PyArray_DATA(idx),
+                                   <double*>cnp.PyArray_DATA(dw), n, V, D, self.pad)
+        if bad >= 0:
+            raise IndexError(f"{name}: id {idx.reshape(-1)[bad]} (position {bad}) is out of "
+                             f"range for W with {V} rows")
+        return (dw,)
+
+
+def lookup_table_v2_grad(dict attrs, info=None):
+    return LookupTableGrad(attrs, info, True)
+
+
 KERNELS = [("lookup_table", LookupTable, DTYPES),
-           ("lookup_table_v2", lookup_table_v2, DTYPES)]
+           ("lookup_table_v2", lookup_table_v2, DTYPES),
+           ("lookup_table_grad", LookupTableGrad, DTYPES),
+           ("lookup_table_v2_grad", lookup_table_v2_grad, DTYPES)]

@@ -10,10 +10,22 @@ Padding never enters a max; avg divides by the real elements of the window when 
 adaptive), else by kh*kw as Paddle does. A window with no real element gives 0.
 NCHW pools one contiguous plane at a time; NHWC keeps channels innermost, pooling all C values
 of an output pixel together so the input is read in order.
+
+pool2d_grad(X, Out, Out@GRAD) -> X@GRAD walks the same windows: max adds each Out@GRAD value to
+the first position of its window holding the maximum (the argmax, recomputed from X with the
+forward's comparisons, so ties go to the first in row-major order, as Paddle's first
+X == Out match); avg spreads Out@GRAD / divisor over the window's real elements, with the
+forward's divisor (the real count when exclusive or adaptive, else kh*kw). Out only has its
+shape checked. X@GRAD is zeroed plane by plane just before the plane is written (in cache),
+and the common 2x2/stride-2 max pooling has an unrolled, branch-free path for its full windows.
 """
 cimport numpy as cnp
 from libc.stdlib cimport free, malloc
-from ._common cimport contiguous, empty, real, shape_of
+from libc.string cimport memset
+from ._common cimport (bound, contiguous, empty, expect_shape, float_array, real,
+                      same_float, shape_of)
+
+import numpy as np
 
 cnp.import_array()
 
@@ -182,6 +194,30 @@ cdef class Pool2D:
                              f"[{kh}, {kw}] plus paddings [{pt}, {pb}, {pl}, {pr}]")
         return ho, wo, kh, kw, pt, pl, self.exclusive
 
+    cdef tuple _windows(self, Win* w, tuple xs):
+        """Fill ``w`` for X of shape ``xs`` (window tables not yet allocated); Out's shape."""
+        if self.nhwc:
+            w.H, w.W, w.C = xs[1], xs[2], xs[3]
+        else:
+            w.C, w.H, w.W = xs[1], xs[2], xs[3]
+        ho, wo, kh, kw, pt, pl, w.exclusive = self._plan(w.H, w.W)
+        w.Ho, w.Wo = ho, wo
+        w.area = <double>kh * kw
+        w.is_max = self.is_max
+        w.hs = w.he = w.ws = w.we = NULL
+        oshape = (xs[0], w.Ho, w.Wo, w.C) if self.nhwc else (xs[0], w.C, w.Ho, w.Wo)
+        return oshape, kh, kw, pt, pl
+
+    cdef int* _tables(self, Win* w, int kh, int kw, int pt, int pl) except NULL:
+        cdef int* idx = <int*>malloc((2 * (w.Ho + w.Wo) + 1) * sizeof(int))
+        if idx == NULL:
+            raise MemoryError("pool2d: no memory for the window tables")
+        w.hs, w.he = idx, idx + w.Ho
+        w.ws, w.we = idx + 2 * w.Ho, idx + 2 * w.Ho + w.Wo
+        _fill(w.hs, w.he, w.H, w.Ho, kh, self.sh, pt, self.adaptive)
+        _fill(w.ws, w.we, w.W, w.Wo, kw, self.sw, pl, self.adaptive)
+        return idx
+
     def __call__(self, x):
         cdef cnp.ndarray a = contiguous(x)
         cdef int t = cnp.PyArray_TYPE(a)
@@ -192,28 +228,15 @@ cdef class Pool2D:
             raise ValueError(f"pool2d: X{list(xs)} must be 4-D")
         cdef Win w
         cdef Py_ssize_t N = xs[0]
-        if self.nhwc:
-            w.H, w.W, w.C = xs[1], xs[2], xs[3]
-        else:
-            w.C, w.H, w.W = xs[1], xs[2], xs[3]
-        ho, wo, kh, kw, pt, pl, w.exclusive = self._plan(w.H, w.W)
-        w.Ho, w.Wo = ho, wo
-        w.area = <double>kh * kw
-        w.is_max = self.is_max
-        oshape = (N, w.Ho, w.Wo, w.C) if self.nhwc else (N, w.C, w.Ho, w.Wo)
+        oshape, kh, kw, pt, pl = self._windows(&w, xs)
         cdef cnp.ndarray out = empty(oshape, t)
         if N * w.C * w.Ho * w.Wo == 0:
             return (out,)
-        cdef int* idx = <int*>malloc(2 * (w.Ho + w.Wo) * sizeof(int))
+        cdef int* idx = self._tables(&w, kh, kw, pt, pl)
         cdef double* acc = <double*>malloc((w.C + 1) * sizeof(double))
-        if idx == NULL or acc == NULL:
+        if acc == NULL:
             free(idx)
-            free(acc)
             raise MemoryError("pool2d: no memory for the window tables")
-        w.hs, w.he = idx, idx + w.Ho
-        w.ws, w.we = idx + 2 * w.Ho, idx + 2 * w.Ho + w.Wo
-        _fill(w.hs, w.he, w.H, w.Ho, kh, self.sh, pt, self.adaptive)
-        _fill(w.ws, w.we, w.W, w.Wo, kw, self.sw, pl, self.adaptive)
         if t == cnp.NPY_FLOAT32:
             with nogil:
                 _run(<const float*>cnp.PyArray_DATA(a), <float*>cnp.PyArray_DATA(out), N, &w,
@@ -227,4 +250,180 @@ cdef class Pool2D:
         return (out,)
 
 
-KERNELS = [("pool2d", Pool2D, DTYPES)]
+# -- gradient -----------------------------------------------------------------------------------
+
+cdef void _max2x2_rows(const real* x, const real* dy, real* dx, Py_ssize_t W,
+                       Py_ssize_t rows, Py_ssize_t cols, Py_ssize_t wo) noexcept nogil:
+    """Stride-2 2x2 max windows that lie inside the plane (the first ``rows`` x ``cols`` of the
+    output grid, ``wo`` outputs a row): each Out@GRAD value to its window's first maximum, by
+    the forward's sequence of comparisons. The running position is selected with integer
+    arithmetic on the comparison bits and the running maximum re-read from it: the position
+    is data, and a branch on it (what a C select of floats compiles to) mispredicts half the
+    time."""
+    cdef Py_ssize_t oh, ow, k
+    cdef const real* q
+    cdef const real* g
+    cdef real* d
+    for oh in range(rows):
+        q = x + 2 * oh * W
+        d = dx + 2 * oh * W
+        g = dy + oh * wo
+        for ow in range(cols):
+            k = <Py_ssize_t>(q[1] > q[0])
+            k += <Py_ssize_t>(q[W] > q[k]) * (W - k)
+            k += <Py_ssize_t>(q[W + 1] > q[k]) * (W + 1 - k)
+            d[k] += g[ow]
+            q += 2
+            d += 2
+
+
+cdef void _plane_grad(const real* x, const real* dy, real* dx, const Win* w,
+                      int fast_rows, int fast_cols) noexcept nogil:
+    """One NCHW plane: dx = the adjoint of _plane (dx is zeroed here, while it is in cache).
+    The first fast_rows x fast_cols outputs are full stride-2 2x2 max windows."""
+    cdef int oh, ow, c
+    cdef Py_ssize_t y, W = w.W, o, arg, k
+    cdef double n
+    cdef real m, v
+    cdef bint gt
+    memset(dx, 0, <Py_ssize_t>w.H * W * sizeof(real))
+    if fast_rows and fast_cols:
+        _max2x2_rows(x, dy, dx, W, fast_rows, fast_cols, w.Wo)
+    for oh in range(w.Ho):
+        for ow in range(fast_cols if oh < fast_rows else 0, w.Wo):
+            o = <Py_ssize_t>oh * w.Wo + ow
+            n = <double>(w.he[oh] - w.hs[oh]) * (w.we[ow] - w.ws[ow])
+            if n <= 0:
+                continue
+            if w.is_max:
+                arg = w.hs[oh] * W + w.ws[ow]
+                m = x[arg]
+                for y in range(w.hs[oh], w.he[oh]):
+                    for c in range(w.ws[ow], w.we[ow]):
+                        k = y * W + c
+                        v = x[k]
+                        gt = v > m
+                        m = v if gt else m
+                        arg = k if gt else arg
+                dx[arg] += dy[o]
+            else:
+                v = <real>(dy[o] / (n if w.exclusive else w.area))
+                for y in range(w.hs[oh], w.he[oh]):
+                    for c in range(w.ws[ow], w.we[ow]):
+                        dx[y * W + c] += v
+
+
+cdef void _pixels_grad(const real* x, const real* dy, real* dx, const Win* w, real* best,
+                       Py_ssize_t* arg) noexcept nogil:
+    """One NHWC image: the adjoint of _pixels; best/arg: scratch of C values."""
+    cdef int oh, ow, y, xx, c, C = w.C
+    cdef double n, div
+    cdef Py_ssize_t p
+    cdef bint gt
+    cdef const real* src
+    cdef const real* g
+    cdef real* dst
+    memset(dx, 0, <Py_ssize_t>w.H * w.W * C * sizeof(real))
+    for oh in range(w.Ho):
+        for ow in range(w.Wo):
+            g = dy + (<Py_ssize_t>oh * w.Wo + ow) * C
+            n = <double>(w.he[oh] - w.hs[oh]) * (w.we[ow] - w.ws[ow])
+            if n <= 0:
+                continue
+            if w.is_max:
+                p = (<Py_ssize_t>w.hs[oh] * w.W + w.ws[ow]) * C
+                for c in range(C):
+                    best[c] = x[p + c]
+                    arg[c] = p + c
+                for y in range(w.hs[oh], w.he[oh]):
+                    for xx in range(w.ws[ow], w.we[ow]):
+                        p = (<Py_ssize_t>y * w.W + xx) * C
+                        src = x + p
+                        for c in range(C):
+                            gt = src[c] > best[c]
+                            best[c] = src[c] if gt else best[c]
+                            arg[c] = p + c if gt else arg[c]
+                for c in range(C):
+                    dx[arg[c]] += g[c]
+            else:
+                div = n if w.exclusive else w.area
+                for c in range(C):
+                    best[c] = <real>(g[c] / div)
+                for y in range(w.hs[oh], w.he[oh]):
+                    for xx in range(w.ws[ow], w.we[ow]):
+                        dst = dx + (<Py_ssize_t>y * w.W + xx) * C
+                        for c in range(C):
+                            dst[c] += best[c]
+
+
+cdef void _run_grad(const real* x, const real* dy, real* dx, Py_ssize_t N, const Win* w,
+                    bint nhwc, real* best, Py_ssize_t* arg, int fast_rows,
+                    int fast_cols) noexcept nogil:
+    cdef Py_ssize_t p, hw = <Py_ssize_t>w.H * w.W, ohw = <Py_ssize_t>w.Ho * w.Wo
+    if nhwc:
+        for p in range(N):
+            _pixels_grad(x + p * hw * w.C, dy + p * ohw * w.C, dx + p * hw * w.C, w, best, arg)
+    else:
+        for p in range(N * w.C):
+            _plane_grad(x + p * hw, dy + p * ohw, dx + p * hw, w, fast_rows, fast_cols)
+
+
+cdef class Pool2DGrad(Pool2D):
+    """pool2d_grad(X, Out, Out@GRAD) -> (X@GRAD,)."""
+    cdef bint want
+
+    def __init__(self, dict attrs, info=None):
+        Pool2D.__init__(self, attrs, info)
+        self.want = bound(info, "X@GRAD")
+
+    def __call__(self, x, out, dout):
+        name = "pool2d_grad"
+        cdef cnp.ndarray a = float_array(x, name, "X")
+        cdef cnp.ndarray y = float_array(out, name, "Out")
+        cdef cnp.ndarray dy = float_array(dout, name, "Out@GRAD")
+        same_float(a, y, name, "X", "Out")
+        same_float(a, dy, name, "X", "Out@GRAD")
+        cdef tuple xs = shape_of(a)
+        if len(xs) != 4:
+            raise ValueError(f"{name}: X{list(xs)} must be 4-D")
+        cdef Win w
+        oshape, kh, kw, pt, pl = self._windows(&w, xs)
+        expect_shape(y, oshape, name, "Out", "the pooled shape")
+        expect_shape(dy, oshape, name, "Out@GRAD", "Out's shape")
+        if not self.want:
+            return (None,)
+        cdef Py_ssize_t N = xs[0]
+        if N * w.C * w.Ho * w.Wo == 0:
+            return (np.zeros(xs, a.dtype),)
+        cdef cnp.ndarray dx = empty(xs, cnp.PyArray_TYPE(a))   # zeroed plane by plane
+        # The common 2x2/stride-2 max pooling: its windows with no padding in them take an
+        # unrolled path (those of a padded border or a ceil_mode tail the general one).
+        cdef int fast_rows = 0, fast_cols = 0
+        if (self.is_max and kh == 2 and kw == 2 and self.sh == 2 and self.sw == 2 and
+                not self.adaptive and not self.global_pooling and pt == 0 and pl == 0):
+            fast_rows, fast_cols = min(w.Ho, w.H // 2), min(w.Wo, w.W // 2)
+        cdef int* idx = self._tables(&w, kh, kw, pt, pl)
+        cdef Py_ssize_t* arg = <Py_ssize_t*>malloc((w.C + 1) * sizeof(Py_ssize_t))
+        cdef double* best = <double*>malloc((w.C + 1) * sizeof(double))
+        if arg == NULL or best == NULL:
+            free(idx)
+            free(arg)
+            free(best)
+            raise MemoryError(f"{name}: no memory for the window tables")
+        if cnp.PyArray_TYPE(a) == cnp.NPY_FLOAT32:
+            with nogil:
+                _run_grad(<const float*>cnp.PyArray_DATA(a), <const float*>cnp.PyArray_DATA(dy),
+                          <float*>cnp.PyArray_DATA(dx), N, &w, self.nhwc, <float*>best, arg,
+                          fast_rows, fast_cols)
+        else:
+            with nogil:
+                _run_grad(<const double*>cnp.PyArray_DATA(a),
+                          <const double*>cnp.PyArray_DATA(dy), <double*>cnp.PyArray_DATA(dx),
+                          N, &w, self.nhwc, best, arg, fast_rows, fast_cols)
+        free(idx)
+        free(arg)
+        free(best)
+        return (dx,)
+
+
+KERNELS = [("pool2d", Pool2D, DTYPES), ("pool2d_grad", Pool2DGrad, DTYPES)]

@@ -8,11 +8,17 @@ Tensor (.data, .lod) and returns Tensors. The offsets are validated (start at 0,
 decrease, end at the row count) before any row is read. An empty sequence gives pad_value
 (and MaxIndex -1 under MAX, as Paddle); MaxIndex holds the row of X each maximum came from
 (the first such row on ties) and is 0 for the other pool types.
+
+sequence_pool_grad(X, MaxIndex, Out@GRAD) -> X@GRAD (with X's LoD) spreads each sequence's
+Out@GRAD row back: AVERAGE / len, SUM as is, SQRT / sqrt(len), MAX to the row MaxIndex names
+(checked to lie in the sequence), LAST / FIRST to that row; other rows and empty sequences get
+0. X is read for its LoD and shape only.
 """
 cimport numpy as cnp
 from libc.math cimport sqrt
 from libc.string cimport memcpy
-from ._common cimport contiguous, empty, prod, real, shape_of
+from ._common cimport (bound, contiguous, empty, expect_shape, float_array, prod, real,
+                      shape_of)
 
 import numpy as np
 
@@ -120,4 +126,104 @@ cdef class SequencePool:
         return (Tensor(out, [list(level) for level in lod[:-1]]), Tensor(arg, []))
 
 
-KERNELS = [("sequence_pool", SequencePool, DTYPES)]
+cdef Py_ssize_t _pool_grad(const real* dy, const long long* off, const int* arg, Py_ssize_t S,
+                          Py_ssize_t D, int kind, real* dx) noexcept nogil:
+    """dx (zeroed) += the adjoint of _pool; returns the first bad MaxIndex position, or -1."""
+    cdef Py_ssize_t s, r, d, a, b, k
+    cdef const real* g
+    cdef real* dst
+    cdef double n
+    for s in range(S):
+        a, b = off[s], off[s + 1]
+        if a == b:
+            continue
+        g = dy + s * D
+        if kind == 4 or kind == 5:
+            dst = dx + (b - 1 if kind == 4 else a) * D
+            for d in range(D):
+                dst[d] = g[d]
+        elif kind == 3:
+            for d in range(D):
+                k = arg[s * D + d]
+                if k < a or k >= b:
+                    return s * D + d
+                dx[k * D + d] += g[d]
+        else:
+            n = <double>(b - a)
+            if kind == 1:
+                n = 1.0
+            elif kind == 2:
+                n = sqrt(n)
+            for r in range(a, b):
+                dst = dx + r * D
+                for d in range(D):
+                    dst[d] = <real>(g[d] / n)
+    return -1
+
+
+cdef class SequencePoolGrad:
+    """sequence_pool_grad(X, MaxIndex, Out@GRAD) -> (X@GRAD,); a LoD kernel."""
+    cdef int kind
+    cdef bint want
+    cdef readonly bint lod_kernel
+
+    def __init__(self, dict attrs, info=None):
+        ptype = attrs.get("pooltype", "AVERAGE")
+        if ptype not in POOLTYPES:
+            raise ValueError(f"sequence_pool_grad: unknown pooltype {ptype!r}")
+        self.kind = POOLTYPES[ptype]
+        self.want = bound(info, "X@GRAD")
+        self.lod_kernel = True
+
+    def __call__(self, x, max_index, dout):
+        from headrace.runtime import Tensor
+        name = "sequence_pool_grad"
+        lod = getattr(x, "lod", None)
+        if not lod:
+            raise ValueError(f"{name}: X has no LoD; it must be the forward's sequence batch")
+        cdef cnp.ndarray a = float_array(x.data, name, "X")
+        cdef cnp.ndarray g = float_array(getattr(dout, "data", dout), name, "Out@GRAD")
+        if cnp.PyArray_TYPE(g) != cnp.PyArray_TYPE(a):
+            raise TypeError(f"{name}: Out@GRAD has dtype {g.dtype} but X is {a.dtype}")
+        cdef tuple xs = shape_of(a)
+        if len(xs) < 1:
+            raise ValueError(f"{name}: X must have a row dim, got shape []")
+        cdef Py_ssize_t rows = xs[0], D = prod(xs[1:])
+        cdef cnp.ndarray off = np.asarray(lod[-1], dtype=np.int64).reshape(-1)
+        if off.size < 1 or off[0] != 0 or off[-1] != rows or (np.diff(off) < 0).any():
+            raise ValueError(f"{name}: the last LoD level {list(lod[-1])} must start at 0, "
+                             f"not decrease, and end at X's {rows} rows")
+        off = np.ascontiguousarray(off)
+        cdef Py_ssize_t S = off.size - 1, bad = -1
+        expect_shape(g, (S,) + xs[1:], name, "Out@GRAD", "Out's shape")
+        cdef cnp.ndarray arg = None
+        cdef const int* ap = NULL
+        if self.kind == 3:
+            if max_index is None:
+                raise ValueError(f"{name}: MAX pooling needs MaxIndex")
+            arg = contiguous(getattr(max_index, "data", max_index))
+            if cnp.PyArray_TYPE(arg) != cnp.NPY_INT32:
+                raise TypeError(f"{name}: MaxIndex has dtype {arg.dtype}, expected int32")
+            expect_shape(arg, (S,) + xs[1:], name, "MaxIndex", "Out's shape")
+            ap = <const int*>cnp.PyArray_DATA(arg)
+        if not self.want:
+            return (None,)
+        cdef cnp.ndarray dx = np.zeros(xs, a.dtype)
+        cdef const long long* op = <const long long*>cnp.PyArray_DATA(off)
+        if cnp.PyArray_TYPE(a) == cnp.NPY_FLOAT32:
+            with nogil:
+                bad = _pool_grad(<const float*>cnp.PyArray_DATA(g), op, ap, S, D, self.kind,
+                                 <float*>cnp.PyArray_DATA(dx))
+        else:
+            with nogil:
+                bad = _pool_grad(<const double*>cnp.PyArray_DATA(g), op, ap, S, D, self.kind,
+                                 <double*>cnp.PyArray_DATA(dx))
+        if bad >= 0:
+            s = bad // D if D else 0
+            raise IndexError(f"{name}: MaxIndex value {arg.reshape(-1)[bad]} (position {bad}) "
+                             f"is not a row of sequence {s} [{off[s]}, {off[s + 1]})")
+        return (Tensor(dx, [list(level) for level in lod]),)
+
+
+KERNELS = [("sequence_pool", SequencePool, DTYPES),
+           ("sequence_pool_grad", SequencePoolGrad, DTYPES)]

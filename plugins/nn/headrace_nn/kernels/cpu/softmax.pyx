@@ -7,11 +7,15 @@ X is viewed as [outer, C, inner] around the axis. With inner == 1 (the usual las
 row is contiguous; otherwise the C values of one softmax are ``inner`` apart, and the loops run
 over whole [inner] slices at a time (max, then exp and sum, then scale) so that memory is read
 in order instead of with a stride per element.
+
+softmax_grad reads Out and Out@GRAD: X@GRAD = Out * (Out@GRAD - sum(Out * Out@GRAD)) along the
+axis, with the same [outer, C, inner] view (the dot product accumulated in double).
 """
 cimport numpy as cnp
 from libc.math cimport exp, expf
 from libc.stdlib cimport free, malloc
-from ._common cimport contiguous, empty_like, real, shape_of
+from ._common cimport (contiguous, empty_like, expect_shape, float_array, real,
+                      same_float, shape_of)
 
 cnp.import_array()
 
@@ -143,4 +147,86 @@ cdef class Softmax:
         return (out,)
 
 
-KERNELS = [("softmax", Softmax, DTYPES)]
+cdef void _grad_rows(const real* y, const real* dy, real* dx, Py_ssize_t rows,
+                     Py_ssize_t C) noexcept nogil:
+    cdef Py_ssize_t r, c
+    cdef double s
+    cdef real sr
+    for r in range(rows):
+        s = 0.0
+        for c in range(C):
+            s += <double>y[c] * dy[c]
+        sr = <real>s
+        for c in range(C):
+            dx[c] = y[c] * (dy[c] - sr)
+        y += C
+        dy += C
+        dx += C
+
+
+cdef int _grad_strided(const real* y, const real* dy, real* dx, Py_ssize_t outer, Py_ssize_t C,
+                       Py_ssize_t inner) noexcept nogil:
+    cdef double* sm = <double*>malloc(inner * sizeof(double))
+    cdef Py_ssize_t o, c, i, k
+    if sm == NULL:
+        return -1
+    for o in range(outer):
+        k = o * C * inner
+        for i in range(inner):
+            sm[i] = 0.0
+        for c in range(C):
+            for i in range(inner):
+                sm[i] += <double>y[k + c * inner + i] * dy[k + c * inner + i]
+        for c in range(C):
+            for i in range(inner):
+                dx[k + c * inner + i] = <real>(y[k + c * inner + i] *
+                                               (dy[k + c * inner + i] - sm[i]))
+    free(sm)
+    return 0
+
+
+cdef class SoftmaxGrad:
+    """softmax_grad(Out, Out@GRAD) -> (X@GRAD,)."""
+    cdef int axis
+
+    def __init__(self, dict attrs, info=None):
+        self.axis = attrs.get("axis", -1)
+
+    def __call__(self, out, dout):
+        name = "softmax_grad"
+        cdef cnp.ndarray y = float_array(out, name, "Out")
+        cdef cnp.ndarray dy = float_array(dout, name, "Out@GRAD")
+        same_float(y, dy, name, "Out", "Out@GRAD")
+        expect_shape(dy, shape_of(y), name, "Out@GRAD", "the shape of Out")
+        outer, C, inner = split_axis(shape_of(y), self.axis, name)
+        cdef Py_ssize_t o = outer, c = C, i = inner
+        cdef cnp.ndarray dx = empty_like(y)
+        cdef int rc = 0
+        if o * c * i == 0:
+            return (dx,)
+        if cnp.PyArray_TYPE(y) == cnp.NPY_FLOAT32:
+            with nogil:
+                if i == 1:
+                    _grad_rows(<const float*>cnp.PyArray_DATA(y),
+                               <const float*>cnp.PyArray_DATA(dy),
+                               <float*>cnp.PyArray_DATA(dx), o, c)
+                else:
+                    rc = _grad_strided(<const float*>cnp.PyArray_DATA(y),
+                                       <const float*>cnp.PyArray_DATA(dy),
+                                       <float*>cnp.PyArray_DATA(dx), o, c, i)
+        else:
+            with nogil:
+                if i == 1:
+                    _grad_rows(<const double*>cnp.PyArray_DATA(y),
+                               <const double*>cnp.PyArray_DATA(dy),
+                               <double*>cnp.PyArray_DATA(dx), o, c)
+                else:
+                    rc = _grad_strided(<const double*>cnp.PyArray_DATA(y),
+                                       <const double*>cnp.PyArray_DATA(dy),
+                                       <double*>cnp.PyArray_DATA(dx), o, c, i)
+        if rc:
+            raise MemoryError("softmax_grad: no memory for the scratch buffer")
+        return (dx,)
+
+
+KERNELS = [("softmax", Softmax, DTYPES), ("softmax_grad", SoftmaxGrad, DTYPES)]
