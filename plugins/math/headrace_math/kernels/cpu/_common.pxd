@@ -1,12 +1,10 @@
-# Small inline helpers every CPU kernel module of this plugin shares (cimported, no runtime cost).
-# Each plugin keeps its own copy: plugins build in isolation, without the core or each other.
+# Helpers of this plugin's CPU kernels; the ones every plugin shares are in
+# headrace/kernels/common.pxd (cimported from the core).
 cimport numpy as cnp
+from headrace.kernels.common cimport empty, typenum
 from cpython.object cimport PyObject
 from cpython.ref cimport _Py_REFCNT
 
-ctypedef fused real:
-    float
-    double
 
 ctypedef fused number:
     float
@@ -22,81 +20,6 @@ cdef inline bint is_nan(number v) noexcept nogil:
         return v != v
     else:
         return False
-
-
-cdef inline bint behaved(cnp.ndarray a):
-    """Aligned and in native byte order: raw pointers of the dtype's C type may read it."""
-    return cnp.PyArray_ISALIGNED(a) and cnp.PyArray_ISNOTSWAPPED(a)
-
-
-cdef inline cnp.ndarray _normalized(object x):
-    """A C-contiguous, aligned, native-endian copy of ``x`` (``x`` itself if it is one).
-    Not np.ascontiguousarray: it turns a 0-D array into shape [1]."""
-    import numpy as np
-    cdef cnp.ndarray a = np.asarray(x)
-    if not a.dtype.isnative:
-        return a.astype(a.dtype.newbyteorder("="), order="C")
-    if cnp.PyArray_IS_C_CONTIGUOUS(a) and cnp.PyArray_ISALIGNED(a):
-        return a
-    return np.array(a, order="C", copy=True)
-
-
-cdef inline cnp.ndarray contiguous(object x):
-    """``x`` as a C-contiguous, aligned, native-endian ndarray (no copy when it already is one).
-
-    Alignment and byte order matter as much as contiguity: kernels read through typed C
-    pointers, and PyArray_TYPE reports float32 for a big-endian '>f4' array too.
-    """
-    if type(x) is cnp.ndarray and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>x) and \
-            behaved(<cnp.ndarray>x):
-        return <cnp.ndarray>x
-    return _normalized(x)
-
-
-cdef inline str dtype_name(object a):
-    """The dtype's name for messages (``str(a.dtype)`` would show the byte order)."""
-    return (<object>a).dtype.name
-
-
-cdef inline cnp.ndarray empty_like(cnp.ndarray x):
-    return cnp.PyArray_EMPTY(cnp.PyArray_NDIM(x), cnp.PyArray_DIMS(x), cnp.PyArray_TYPE(x), 0)
-
-
-cdef inline cnp.ndarray empty(tuple shape, int typenum):
-    # 64 = NPY_MAXDIMS of NumPy 2; NumPy itself refuses more, so this only guards the stack.
-    cdef cnp.npy_intp dims[64]
-    cdef int i, nd = len(shape)
-    if nd > 64:
-        raise ValueError(f"a result of rank {nd} exceeds NumPy's 64 dims")
-    for i in range(nd):
-        dims[i] = shape[i]
-    return cnp.PyArray_EMPTY(nd, dims, typenum, 0)
-
-
-cdef inline tuple shape_of(cnp.ndarray a):
-    """The shape as a Python tuple (``a.shape`` on a typed ndarray is the C pointer)."""
-    cdef int i, nd = cnp.PyArray_NDIM(a)
-    cdef cnp.npy_intp* d = cnp.PyArray_DIMS(a)
-    return tuple([d[i] for i in range(nd)])
-
-
-cdef inline bint same_shape(cnp.ndarray a, cnp.ndarray b):
-    cdef int i, nd = cnp.PyArray_NDIM(a)
-    if nd != cnp.PyArray_NDIM(b):
-        return False
-    for i in range(nd):
-        if cnp.PyArray_DIMS(a)[i] != cnp.PyArray_DIMS(b)[i]:
-            return False
-    return True
-
-
-cdef inline int typenum(cnp.ndarray a) noexcept:
-    """PyArray_TYPE with NumPy's second 64-bit integer code (``np.longlong``, also named
-    int64 on LP64 systems) folded into NPY_INT64, so kernels dispatch on one code per dtype."""
-    cdef int t = cnp.PyArray_TYPE(a)
-    if t == cnp.NPY_LONGLONG and sizeof(long long) == sizeof(cnp.npy_int64):
-        return cnp.NPY_INT64
-    return t
 
 
 cdef inline bint wanted(object info, str slot):

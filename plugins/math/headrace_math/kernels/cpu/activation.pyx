@@ -18,8 +18,8 @@ cimport numpy as cnp
 from libc.math cimport (ceil, cos, erfc, exp, expm1, fabs, floor, isinf, log, log1p, pow,
                         round, sin, sqrt, tanh)
 from cpython.object cimport PyObject
-from ._common cimport (contiguous, dtype_name, real, recycled, same_shape, shape_of,
-                      typenum)
+from headrace.kernels.common cimport contiguous, dtype_name, real, same_shape, shape_of, typenum
+from ._common cimport recycled
 from ._fastmath cimport fexp, fgelu, fsigmoid, ftanh
 
 cnp.import_array()

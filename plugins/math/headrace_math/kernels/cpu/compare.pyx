@@ -7,7 +7,7 @@ row, outside the element loop. NaN compares as in C and NumPy: only != holds.
 """
 cimport numpy as cnp
 from ._broadcast cimport Bcast, Walk, broadcast, walk_next, walk_start
-from ._common cimport contiguous, dtype_name, same_shape, typenum
+from headrace.kernels.common cimport contiguous, dtype_name, same_shape, typenum
 
 cnp.import_array()
 

@@ -11,8 +11,8 @@ cimport numpy as cnp
 from libc.math cimport log, pow as cpow, powf
 from ._broadcast cimport Bcast, Walk, broadcast, walk_next, walk_start
 from cpython.object cimport PyObject
-from ._common cimport (contiguous, dtype_name, is_nan, real, recycled, same_shape, shape_of,
-                      typenum, wanted)
+from headrace.kernels.common cimport contiguous, dtype_name, real, same_shape, shape_of, typenum
+from ._common cimport is_nan, recycled, wanted
 
 cnp.import_array()
 

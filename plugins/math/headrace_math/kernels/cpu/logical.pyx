@@ -7,7 +7,7 @@ built from arbitrary bytes gives a proper bool result. Broadcasting comes from t
 """
 cimport numpy as cnp
 from ._broadcast cimport Bcast, Walk, broadcast, walk_next, walk_start
-from ._common cimport contiguous, dtype_name, empty_like, same_shape, typenum
+from headrace.kernels.common cimport contiguous, dtype_name, empty_like, same_shape, typenum
 
 cnp.import_array()
 

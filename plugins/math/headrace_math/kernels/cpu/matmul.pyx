@@ -11,8 +11,8 @@ a column-major matrix being a transposed row-major one) and copies only an opera
 cimport numpy as cnp
 from scipy.linalg.cython_blas cimport dgemm, sgemm
 from cpython.object cimport PyObject
-from ._common cimport (_normalized, behaved, contiguous, dtype_name, recycled, shape_of,
-                      typenum, wanted)
+from headrace.kernels.common cimport _normalized, behaved, contiguous, dtype_name, shape_of, typenum
+from ._common cimport recycled, wanted
 
 import numpy as np
 

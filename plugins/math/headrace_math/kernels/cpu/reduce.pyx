@@ -14,7 +14,8 @@ int64; max and min propagate NaN as NumPy does.
 """
 cimport numpy as cnp
 from cpython.object cimport PyObject
-from ._common cimport contiguous, dtype_name, empty, is_nan, real, recycled, shape_of, typenum
+from headrace.kernels.common cimport contiguous, dtype_name, empty, real, shape_of, typenum
+from ._common cimport is_nan, recycled
 
 import numpy as np
 from headrace import dtypes

@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """scale: Out = scale * X + bias (bias_after_scale) or scale * (X + bias)."""
 cimport numpy as cnp
-from ._common cimport contiguous, empty_like, real
+from headrace.kernels.common cimport contiguous, empty_like, real
 
 cnp.import_array()
 

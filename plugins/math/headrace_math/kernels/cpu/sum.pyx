@@ -10,7 +10,7 @@ in Paddle), matching the shape rule.
 cimport numpy as cnp
 from libc.stdlib cimport calloc, free
 from libc.string cimport memcpy
-from ._common cimport contiguous, dtype_name, same_shape, shape_of, typenum
+from headrace.kernels.common cimport contiguous, dtype_name, same_shape, shape_of, typenum
 
 cnp.import_array()
 

@@ -1,61 +1,7 @@
-# Small inline helpers every CPU kernel module of this plugin shares (cimported, no runtime cost).
-# Each plugin keeps its own copy: plugins build in isolation, without the core or each other.
+# Helpers of this plugin's CPU kernels; the ones every plugin shares are in
+# headrace/kernels/common.pxd (cimported from the core).
 cimport numpy as cnp
-
-ctypedef fused real:
-    float
-    double
-
-
-cdef inline cnp.ndarray contiguous(object x):
-    """``x`` as a C-contiguous ndarray (no copy when it already is one)."""
-    if type(x) is cnp.ndarray and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>x) and \
-            cnp.PyArray_ISBEHAVED_RO(<cnp.ndarray>x):
-        return <cnp.ndarray>x
-    import numpy as np
-    a = np.asarray(x, order="C")  # not ascontiguousarray: that turns 0-D into [1]
-    # Kernels read raw pointers: a byte-swapped or unaligned array would be read as garbage.
-    if not a.dtype.isnative or not a.flags.aligned:
-        a = np.array(a, dtype=a.dtype.newbyteorder("="), order="C", copy=True)
-    return a
-
-
-cdef inline cnp.ndarray empty_like(cnp.ndarray x):
-    return cnp.PyArray_EMPTY(cnp.PyArray_NDIM(x), cnp.PyArray_DIMS(x), cnp.PyArray_TYPE(x), 0)
-
-
-cdef inline cnp.ndarray empty(tuple shape, int typenum):
-    cdef cnp.npy_intp dims[32]
-    cdef int i, nd = len(shape)
-    for i in range(nd):
-        dims[i] = shape[i]
-    return cnp.PyArray_EMPTY(nd, dims, typenum, 0)
-
-
-cdef inline tuple shape_of(cnp.ndarray a):
-    """The shape as a Python tuple (``a.shape`` on a typed ndarray is the C pointer)."""
-    cdef int i, nd = cnp.PyArray_NDIM(a)
-    cdef cnp.npy_intp* d = cnp.PyArray_DIMS(a)
-    return tuple([d[i] for i in range(nd)])
-
-
-cdef inline bint same_shape(cnp.ndarray a, cnp.ndarray b):
-    cdef int i, nd = cnp.PyArray_NDIM(a)
-    if nd != cnp.PyArray_NDIM(b):
-        return False
-    for i in range(nd):
-        if cnp.PyArray_DIMS(a)[i] != cnp.PyArray_DIMS(b)[i]:
-            return False
-    return True
-
-
-cdef inline Py_ssize_t prod(tuple dims):
-    """The product of a shape (1 for ``()``)."""
-    cdef Py_ssize_t n = 1
-    for d in dims:
-        n *= <Py_ssize_t>d
-    return n
-
+from headrace.kernels.common cimport contiguous, shape_of
 
 
 cdef inline bint bound(object info, str slot):

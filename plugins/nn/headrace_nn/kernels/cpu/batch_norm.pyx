@@ -22,8 +22,8 @@ X@GRAD = Scale * inv * dY. One pass for the sums, one for X@GRAD, in double.
 """
 cimport numpy as cnp
 from libc.math cimport sqrt
-from ._common cimport (bound, contiguous, empty_like, expect_shape, float_array, prod, real,
-                      shape_of)
+from headrace.kernels.common cimport contiguous, empty_like, prod, real, shape_of
+from ._common cimport bound, expect_shape, float_array
 
 import numpy as np
 

@@ -33,7 +33,8 @@ cimport numpy as cnp
 from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memcpy, memset
 from scipy.linalg.cython_blas cimport dgemm, sgemm
-from ._common cimport bound, contiguous, empty, expect_shape, float_array, real, shape_of
+from headrace.kernels.common cimport contiguous, empty, real, shape_of
+from ._common cimport bound, expect_shape, float_array
 
 import numpy as np
 

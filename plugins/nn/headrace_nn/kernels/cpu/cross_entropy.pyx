@@ -25,8 +25,8 @@ Gradients (ignored rows get 0; labels are checked as in the forward kernels):
 cimport numpy as cnp
 from libc.math cimport exp, log
 from libc.stdlib cimport free, malloc
-from ._common cimport (bound, contiguous, empty, expect_shape, float_array, prod, real,
-                      same_float, shape_of)
+from headrace.kernels.common cimport contiguous, empty, prod, real, shape_of
+from ._common cimport bound, expect_shape, float_array, same_float
 
 import numpy as np
 

@@ -18,7 +18,8 @@ dropout_grad(Out@GRAD, Mask) -> X@GRAD: training X@GRAD = Out@GRAD where Mask is
 Out@GRAD itself (upscale_in_train), as the test-mode forward is a plain scaling.
 """
 cimport numpy as cnp
-from ._common cimport bound, contiguous, empty_like, expect_shape, float_array, real, shape_of
+from headrace.kernels.common cimport contiguous, empty_like, real, shape_of
+from ._common cimport bound, expect_shape, float_array
 
 import numpy as np
 

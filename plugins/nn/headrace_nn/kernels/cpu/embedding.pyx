@@ -13,7 +13,8 @@ gradient; headrace has no selected_rows, so the gradient is dense either way.
 """
 cimport numpy as cnp
 from libc.string cimport memcpy, memset
-from ._common cimport bound, contiguous, empty, expect_shape, float_array, real, shape_of
+from headrace.kernels.common cimport contiguous, empty, real, shape_of
+from ._common cimport bound, expect_shape, float_array
 
 import numpy as np
 

@@ -10,7 +10,7 @@ result is exactly that of a stable descending sort.
 """
 cimport numpy as cnp
 from libc.stdlib cimport free, malloc
-from ._common cimport contiguous, empty, prod, shape_of
+from headrace.kernels.common cimport contiguous, empty, prod, shape_of
 
 import numpy as np
 

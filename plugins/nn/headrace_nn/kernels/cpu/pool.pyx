@@ -22,8 +22,8 @@ and the common 2x2/stride-2 max pooling has an unrolled, branch-free path for it
 cimport numpy as cnp
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
-from ._common cimport (bound, contiguous, empty, expect_shape, float_array, real,
-                      same_float, shape_of)
+from headrace.kernels.common cimport contiguous, empty, real, shape_of
+from ._common cimport bound, expect_shape, float_array, same_float
 
 import numpy as np
 

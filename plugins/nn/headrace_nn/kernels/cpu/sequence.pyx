@@ -17,8 +17,8 @@ Out@GRAD row back: AVERAGE / len, SUM as is, SQRT / sqrt(len), MAX to the row Ma
 cimport numpy as cnp
 from libc.math cimport sqrt
 from libc.string cimport memcpy
-from ._common cimport (bound, contiguous, empty, expect_shape, float_array, prod, real,
-                      shape_of)
+from headrace.kernels.common cimport contiguous, empty, prod, real, shape_of
+from ._common cimport bound, expect_shape, float_array
 
 import numpy as np
 

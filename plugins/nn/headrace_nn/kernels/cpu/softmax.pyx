@@ -14,8 +14,8 @@ axis, with the same [outer, C, inner] view (the dot product accumulated in doubl
 cimport numpy as cnp
 from libc.math cimport exp, expf
 from libc.stdlib cimport free, malloc
-from ._common cimport (contiguous, empty_like, expect_shape, float_array, real,
-                      same_float, shape_of)
+from headrace.kernels.common cimport contiguous, empty_like, real, shape_of
+from ._common cimport expect_shape, float_array, same_float
 
 cnp.import_array()
 
