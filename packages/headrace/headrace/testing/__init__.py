@@ -3,6 +3,8 @@ from .build import build_op, infer_shapes
 from .optest import TOLERANCES, available_places, check_op, run_op
 from .references import load_references
 from .gradcheck import check_grad
+from .plugin_checks import definition_problems, op_definitions
 
 __all__ = ["build_op", "infer_shapes", "TOLERANCES", "available_places", "check_op", "run_op",
-           "load_references", "check_grad"]
+           "load_references", "check_grad",
+           "definition_problems", "op_definitions"]
