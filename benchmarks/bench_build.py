@@ -6,10 +6,9 @@ parameters, as the fc layer builds them. Reports build, serialize and parse time
 
     python benchmarks/bench_build.py [--layers 200] [--repeat 5]
 """
+import _bench  # noqa: F401  (pins threads before NumPy loads)
+
 import argparse
-import json
-import os
-import platform
 import time
 
 import headrace as hr
@@ -50,15 +49,10 @@ def main():
     t_parse, parsed = best(lambda: hr.Program.parse_from_string(data), args.repeat)
     assert parsed.serialize_to_string() == data
     n_ops = sum(len(b.ops) for b in prog.blocks)
-    print(json.dumps({
-        "benchmark": "build_fc_program", "layers": args.layers, "ops": n_ops,
-        "bytes": len(data), "build_ms": round(t_build * 1e3, 2),
-        "build_us_per_op": round(t_build * 1e6 / n_ops, 2),
-        "serialize_ms": round(t_ser * 1e3, 3), "parse_ms": round(t_parse * 1e3, 3),
-        "threads": {k: os.environ.get(k, "unset") for k in ("OMP_NUM_THREADS",
-                                                            "OPENBLAS_NUM_THREADS")},
-        "python": platform.python_version(), "machine": platform.machine(),
-    }))
+    _bench.report("build_fc_program", layers=args.layers, ops=n_ops, bytes=len(data),
+                  build_ms=round(t_build * 1e3, 2),
+                  build_us_per_op=round(t_build * 1e6 / n_ops, 2),
+                  serialize_ms=round(t_ser * 1e3, 3), parse_ms=round(t_parse * 1e3, 3))
 
 
 if __name__ == "__main__":
