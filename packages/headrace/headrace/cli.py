@@ -55,6 +55,9 @@ def cmd_ops(args, out):
         print(_describe_op(d, registry, args.brief), file=out)
     if not args.types:
         print(f"{len(defs)} ops from {len(registry.plugins)} plugins", file=out)
+    for device, errors in registry.unavailable.items():
+        for e in errors:
+            print(f"note: {device} kernels unavailable here: {e}", file=out)
     return 0
 
 
