@@ -5,10 +5,7 @@ the op through the Executor with :func:`headrace.testing.check_op`, except where
 cannot express the op:
 - batch_norm updates Mean/Variance in place (MeanOut must be the Mean variable, and check_op
   names outputs itself), so it runs in a hand-built program with the running statistics as
-  persistable variables of a Scope, and the in-place update is checked there;
-- sequence_pool is a LoD kernel (it receives and returns Tensors); where the installed core
-  does not pass Tensors to such kernels yet (see ``lod_kernels_supported``), the kernel object
-  is called directly with Tensors instead.
+  persistable variables of a Scope, and the in-place update is checked there.
 """
 import copy
 
@@ -32,18 +29,6 @@ def make_kernel(op_type, attrs=None, dtype="float32", info=None):
     return default_registry().kernel(op_type, "cpu", dtype).fn(full, info)
 
 
-def _probe_lod_kernels():
-    """Does the executor hand Tensors to kernels with lod_kernel = True?"""
-    from headrace.testing import run_op
-    x = Tensor(np.ones((3, 1), np.float32), [[0, 1, 3]])
-    try:
-        out = run_op("sequence_pool", {"X": x}, ["Out"], {"pooltype": "SUM"})["Out"][0]
-    except Exception:
-        return False
-    return out.numpy().shape == (2, 1)
-
-
-LOD_KERNELS = _probe_lod_kernels()
 
 
 def _tolerance(expected, rtol, atol):
@@ -110,12 +95,6 @@ def check_ref(op_type, inputs, attrs=None, rtol=None, atol=None, expected=None):
             slot = "MeanOut" if name == "mean" else "VarianceOut"
             assert_matches(scope.find(name).data, expected[slot], f"scope '{name}'", rtol, atol)
         return got
-    if op_type == "sequence_pool" and not LOD_KERNELS:
-        kernel = make_kernel(op_type, attrs, inputs["X"].dtype)
-        got = dict(zip(("Out", "MaxIndex"), kernel(inputs["X"])))
-        for slot, exp in expected.items():
-            assert_matches(got[slot], exp, f"sequence_pool output {slot}", rtol, atol)
-        return got
     check_op(op_type, inputs, expected, attrs=attrs, rtol=rtol, atol=atol)
     return expected
 
@@ -153,9 +132,3 @@ def run_bn():
     """``run_bn(inputs, attrs)`` -> (outputs by slot, scope): batch_norm in a program whose
     Mean/Variance are persistable variables of the scope, updated in place."""
     return run_batch_norm
-
-
-@pytest.fixture
-def lod_kernels():
-    """Whether the executor passes Tensors to LoD kernels (skip end-to-end LoD tests if not)."""
-    return LOD_KERNELS

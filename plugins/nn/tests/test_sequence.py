@@ -101,9 +101,7 @@ def test_max_index_names_the_rows_of_x(kernel):
 
 
 @pytest.mark.parametrize("pooltype", POOL_TYPES)
-def test_runs_through_the_executor(lod_kernels, pooltype):
-    if not lod_kernels:
-        pytest.skip("the core's executor does not pass Tensors to lod_kernel kernels yet")
+def test_runs_through_the_executor(pooltype):
     x = Tensor(np.random.default_rng(1).standard_normal((6, 3)).astype(np.float32),
                [[0, 1, 3], [0, 2, 2, 6]])
     attrs = {"pooltype": pooltype, "pad_value": -1.0}
