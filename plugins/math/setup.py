@@ -22,5 +22,9 @@ extensions = [
               extra_compile_args=["-O3", "-fno-trapping-math", "-fno-math-errno"])
     for path in sorted(glob.glob(os.path.join(PKG, "kernels", "cpu", "*.pyx")))
 ]
-setup(ext_modules=cythonize(extensions, include_path=INCLUDE, compiler_directives={"language_level": 3},
-                            nthreads=os.cpu_count() or 1))
+setup(
+    ext_modules=cythonize(extensions, include_path=INCLUDE, nthreads=os.cpu_count() or 1,
+                          compiler_directives={"language_level": 3}),
+    # Compile the C files of the kernel modules in parallel too.
+    options={"build_ext": {"parallel": os.cpu_count() or 1}},
+)
