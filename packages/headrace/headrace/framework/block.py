@@ -263,5 +263,3 @@ class Block:
         return f"<Block {self.idx} parent={self.parent_idx} vars={len(self.vars)} " \
                f"ops={len(self.ops)}>"
 
-
-_ = KINDS  # re-exported for type=... values in create_var's documentation
