@@ -156,3 +156,11 @@ def assert_consistent():
 def snapshot_of():
     """The :func:`snapshot` function, for tests that compare two programs."""
     return snapshot
+
+
+@pytest.fixture
+def progs():
+    """Fresh (main, startup), installed as the defaults, with fresh unique names."""
+    main, startup = headrace.Program(), headrace.Program()
+    with headrace.program_guard(main, startup), headrace.unique_name.guard():
+        yield main, startup

@@ -13,11 +13,7 @@ from headrace.initializer import (MSRA, Constant, Normal, NumpyArrayInitializer,
 I = hr.initializer
 
 
-@pytest.fixture
-def progs():
-    main, startup = hr.Program(), hr.Program()
-    with hr.program_guard(main, startup), hr.unique_name.guard():
-        yield main, startup
+# `progs` is a fixture of conftest.py.
 
 
 def param(shape, init, dtype="float32", name=None):

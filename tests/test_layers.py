@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import headrace as hr
+from headrace.testing import op_types, run_programs
 from headrace import LayerError, VariableError
 from headrace.framework.program import OP_ROLE_FORWARD
 from headrace.ops import default_registry
@@ -12,23 +13,8 @@ from headrace.ops import default_registry
 L = hr.layers
 
 
-@pytest.fixture
-def progs():
-    """Fresh (main, startup), installed as the defaults, with fresh unique names."""
-    main, startup = hr.Program(), hr.Program()
-    with hr.program_guard(main, startup), hr.unique_name.guard():
-        yield main, startup
-
-
-def types(program, block=0):
-    return [op.type for op in program.block(block).ops]
-
-
-def run(main, startup, feed=None, fetch=()):
-    scope = hr.Scope()
-    exe = hr.Executor(hr.CPUPlace())
-    exe.run(startup, scope=scope)
-    return exe.run(main, feed=feed or {}, fetch_list=list(fetch), scope=scope)
+# `progs` is a fixture of conftest.py.
+types, run = op_types, run_programs
 
 
 def test_every_op_used_here_runs_on_cpu():
