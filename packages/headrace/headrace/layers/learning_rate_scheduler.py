@@ -58,39 +58,39 @@ def _rate(fn, name, value):
     return check_number(fn, name, value, minimum=0.0)
 
 
+def _decay_args(fn, learning_rate, decay_steps, decay_rate, staircase):
+    """(lr, rate, step / decay_steps) checked for one of the three step-ratio schedules; the
+    ratio is floored with ``staircase``."""
+    lr = _rate(fn, "learning_rate", learning_rate)
+    steps = check_number(fn, "decay_steps", decay_steps, above=0.0)
+    rate = _rate(fn, "decay_rate", decay_rate)
+    div = _step() / steps
+    if check_bool(fn, "staircase", staircase):
+        div = ops.floor(div)
+    return lr, rate, div
+
+
 @_lr_schedule
 def exponential_decay(learning_rate, decay_steps, decay_rate, staircase=False):
     """lr * decay_rate ** (step / decay_steps) (the exponent floored with ``staircase``)."""
-    lr = _rate("exponential_decay", "learning_rate", learning_rate)
-    steps = check_number("exponential_decay", "decay_steps", decay_steps, above=0.0)
-    rate = _rate("exponential_decay", "decay_rate", decay_rate)
-    div = _step() / steps
-    if check_bool("exponential_decay", "staircase", staircase):
-        div = ops.floor(div)
+    lr, rate, div = _decay_args("exponential_decay", learning_rate, decay_steps, decay_rate,
+                                staircase)
     return (rate ** div) * lr
 
 
 @_lr_schedule
 def natural_exp_decay(learning_rate, decay_steps, decay_rate, staircase=False):
     """lr * exp(-decay_rate * step / decay_steps)."""
-    lr = _rate("natural_exp_decay", "learning_rate", learning_rate)
-    steps = check_number("natural_exp_decay", "decay_steps", decay_steps, above=0.0)
-    rate = _rate("natural_exp_decay", "decay_rate", decay_rate)
-    div = _step() / steps
-    if check_bool("natural_exp_decay", "staircase", staircase):
-        div = ops.floor(div)
+    lr, rate, div = _decay_args("natural_exp_decay", learning_rate, decay_steps, decay_rate,
+                                staircase)
     return ops.exp(div * -rate) * lr
 
 
 @_lr_schedule
 def inverse_time_decay(learning_rate, decay_steps, decay_rate, staircase=False):
     """lr / (1 + decay_rate * step / decay_steps)."""
-    lr = _rate("inverse_time_decay", "learning_rate", learning_rate)
-    steps = check_number("inverse_time_decay", "decay_steps", decay_steps, above=0.0)
-    rate = _rate("inverse_time_decay", "decay_rate", decay_rate)
-    div = _step() / steps
-    if check_bool("inverse_time_decay", "staircase", staircase):
-        div = ops.floor(div)
+    lr, rate, div = _decay_args("inverse_time_decay", learning_rate, decay_steps, decay_rate,
+                                staircase)
     return lr / (div * rate + 1.0)
 
 
