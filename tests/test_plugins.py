@@ -16,6 +16,7 @@ from headrace.ops import (AUTOLOAD_ENV, ENTRY_POINT_GROUP, In, OpDef, Out, Plugi
                           set_default_registry)
 from headrace.ops import plugins as plugins_mod
 from headrace.ops.shape import same_as
+from headrace.core_ops.plugin import NAME as CORE
 
 FIRST_PARTY = ["headrace-tensor", "headrace-math", "headrace-nn", "headrace-optim",
                "headrace-control"]
@@ -170,9 +171,9 @@ def test_autoload_switch(site, monkeypatch, value, enabled):
         reg, _ = _build_all()
     else:
         reg = build_registry(plugins=[("explicit", _plugin_of("explicit_op"))])
-        assert reg.plugins == ["explicit"] and list(reg) == ["explicit_op"]
+        assert reg.plugins == [CORE, "explicit"] and list(reg) == ["explicit_op"]
     assert (op in reg) == enabled and (name in reg.plugins) == enabled
-    assert build_registry(autoload=False).plugins == []  # the argument wins over the env
+    assert build_registry(autoload=False).plugins == [CORE]  # the argument wins over the env
 
 
 # -- isolated registries ---------------------------------------------------------------------------
@@ -201,11 +202,11 @@ def _plugin_of(*op_types, kernels=(), fail_in=None):
 def test_isolated_registry_has_only_its_plugins_ops():
     reg = build_registry(plugins=[("mine", _plugin_of("a_op", "b_op"))], autoload=False)
     assert list(reg) == ["a_op", "b_op"] and len(reg) == 2
-    assert reg.plugins == ["mine"] and reg.failed == {}
+    assert reg.plugins == [CORE, "mine"] and reg.failed == {}
     assert reg.get("a_op").plugin == "mine" and "scale" not in reg
     assert [d.type for d in reg.ops()] == ["a_op", "b_op"]
     unnamed = _plugin_of("c_op")
-    assert build_registry(plugins=[unnamed], autoload=False).plugins == [unnamed.__name__]
+    assert build_registry(plugins=[unnamed], autoload=False).plugins == [CORE, unnamed.__name__]
 
 
 def test_duplicate_op_type_fails_the_second_plugin():
@@ -215,7 +216,7 @@ def test_duplicate_op_type_fails_the_second_plugin():
                                       ("second", _plugin_of("only_second", "dup"))],
                              autoload=False)
     assert list(reg) == ["dup", "only_first"] and reg.get("dup").plugin == "first"
-    assert reg.plugins == ["first"] and isinstance(reg.failed["second"], PluginError)
+    assert reg.plugins == [CORE, "first"] and isinstance(reg.failed["second"], PluginError)
 
 
 class _BadHookArgs:
@@ -249,7 +250,7 @@ def test_a_broken_explicit_plugin_is_isolated(bad, error):
     message = str(record[0].message)
     assert message.startswith("headrace plugin 'bad' failed and was skipped: ")
     assert error in message
-    assert list(reg) == ["good_op"] and reg.plugins == ["good"] and list(reg.failed) == ["bad"]
+    assert list(reg) == ["good_op"] and reg.plugins == [CORE, "good"] and list(reg.failed) == ["bad"]
     assert reg.kernels_for("p_op") == {"cpu": ("float32", "float64")}  # only good's kernel
     assert reg.kernel("p_op", "cpu").plugin == "good"
 

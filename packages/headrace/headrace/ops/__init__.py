@@ -5,7 +5,7 @@ from .hookspecs import hookimpl, hookspec
 from .infer import DictInferContext, InferContext, VarMeta
 from .plugins import (AUTOLOAD_ENV, ENTRY_POINT_GROUP, PluginWarning, build_registry,
                       default_registry, discover, registry_guard, set_default_registry)
-from .registry import Kernel, Registry
+from .registry import KERNEL_KINDS, Kernel, Registry
 from .package import iter_op_modules, register_ops_package
 from . import shape
 
@@ -13,5 +13,5 @@ __all__ = [
     "ATTR_TYPES", "COMMON_ATTRS", "REQUIRED", "Attr", "AttrDef", "In", "OpDef", "Out", "Slot",
     "hookimpl", "hookspec", "DictInferContext", "InferContext", "VarMeta", "AUTOLOAD_ENV",
     "ENTRY_POINT_GROUP", "PluginWarning", "build_registry", "default_registry", "discover",
-    "registry_guard", "set_default_registry", "Kernel", "Registry", "shape", "iter_op_modules", "register_ops_package",
+    "registry_guard", "set_default_registry", "KERNEL_KINDS", "Kernel", "Registry", "shape", "iter_op_modules", "register_ops_package",
 ]

@@ -58,7 +58,9 @@ def build_registry(plugins=(), autoload=None):
     registry = Registry()
     pm = pluggy.PluginManager("headrace")
     pm.add_hookspecs(hookspecs)
-    candidates = []
+    # The core's own plugin comes first, always: it owns the ops the core emits.
+    from ..core_ops import plugin as core_plugin
+    candidates = [(core_plugin.NAME, lambda: core_plugin)]
     for p in plugins:
         name, obj = p if isinstance(p, tuple) else (getattr(p, "__name__", repr(p)), p)
         candidates.append((name, lambda obj=obj: obj))

@@ -11,23 +11,30 @@ import importlib
 from ..errors import KernelNotFoundError, PluginError, UnknownOpError
 from .definition import OpDef
 
-__all__ = ["Registry", "Kernel"]
+__all__ = ["Registry", "Kernel", "KERNEL_KINDS"]
+
+# How the plan calls a kernel, declared when it is registered (never guessed from the object):
+#   array  kernel(*arrays) -> tuple of arrays, one entry per output slot (the common case)
+#   lod    kernel(*Tensors) -> tuple of Tensors: the kernel computes its outputs' LoD itself
+#   frame  kernel(frame): reads and writes by slot name through a Frame (control flow, arrays)
+KERNEL_KINDS = ("array", "lod", "frame")
 
 
 class Kernel:
-    """A kernel for one op on one device, for the dtypes it supports.
+    """A kernel for one op on one device, for the dtypes it supports, of a declared ``kind``.
 
     ``fn`` may be given as a ``"module:attribute"`` string; it is imported on first use so that
     device modules load only when their device is used.
     """
-    __slots__ = ("op_type", "device", "dtypes", "_fn", "plugin")
+    __slots__ = ("op_type", "device", "dtypes", "_fn", "plugin", "kind")
 
-    def __init__(self, op_type, device, fn, dtypes=None, plugin=None):
+    def __init__(self, op_type, device, fn, dtypes=None, plugin=None, kind="array"):
         self.op_type = op_type
         self.device = device
         self.dtypes = tuple(dtypes) if dtypes is not None else None  # None: any dtype
         self._fn = fn
         self.plugin = plugin
+        self.kind = kind
 
     @property
     def fn(self):
@@ -106,11 +113,15 @@ class Registry:
         return [self._ops[t] for t in sorted(self._ops)]
 
     # -- kernels ---------------------------------------------------------------------------
-    def add_kernel(self, op_type, device, fn, dtypes=None):
-        """Register ``fn`` (callable or ``"module:attr"``) for ``op_type`` on ``device``."""
+    def add_kernel(self, op_type, device, fn, dtypes=None, *, kind="array"):
+        """Register ``fn`` (callable or ``"module:attr"``) for ``op_type`` on ``device``;
+        ``kind`` (one of :data:`KERNEL_KINDS`) says how the plan calls it."""
         if not isinstance(device, str) or not device:
             raise PluginError(f"plugin {self._plugin!r}: device must be a name like 'cpu'")
-        k = Kernel(op_type, device, fn, dtypes, self._plugin)
+        if kind not in KERNEL_KINDS:
+            raise PluginError(f"plugin {self._plugin!r}: kernel {op_type}/{device}: kind must "
+                              f"be one of {', '.join(KERNEL_KINDS)}, got {kind!r}")
+        k = Kernel(op_type, device, fn, dtypes, self._plugin, kind)
         self._kernels.setdefault((op_type, device), []).append(k)
         if self._added is not None:
             self._added.append(("kernel", (op_type, device), k))
@@ -119,7 +130,8 @@ class Registry:
     def add_kernel_package(self, package, device):
         """Register every kernel of ``package`` for ``device``, lazily: the package's modules
         are imported the first time a kernel for ``device`` is looked up. Each module lists
-        its kernels in ``KERNELS = [(op_type, maker, dtypes), ...]``."""
+        its kernels in ``KERNELS = [(op_type, maker, dtypes), ...]``, an entry optionally
+        ending in the kernel's kind: ``(op_type, maker, dtypes, "lod")``."""
         self._pending.setdefault(device, []).append((self._plugin, package))
         if self._added is not None:
             self._added.append(("package", device, (self._plugin, package)))
@@ -140,8 +152,10 @@ class Registry:
                 continue
             self._plugin = plugin
             try:
-                for op_type, maker, dtypes in found:
-                    self.add_kernel(op_type, device, maker, dtypes)
+                for entry in found:
+                    op_type, maker, dtypes, *kind = entry
+                    self.add_kernel(op_type, device, maker, dtypes, kind=kind[0] if kind
+                                    else "array")
             finally:
                 self._plugin = None
 
