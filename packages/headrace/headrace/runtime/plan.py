@@ -99,7 +99,7 @@ class Plan:
         for op in block.ops:
             if op_filter is not None and not op_filter(op):
                 continue
-            if op.type in ("feed", "fetch"):
+            if op.opdef is not None and op.opdef.no_kernel:
                 continue  # the executor binds feeds and fetches to slots directly
             self.instrs.append(self._compile(op))
         self.local_ids = tuple(slots.slot(v) for v in block.vars.values())
