@@ -155,6 +155,26 @@ def test_equality_stays_identity_and_hashable(prog):
     np.testing.assert_array_equal(evaluate(prog, ne), XV != 2.0)
 
 
+def test_operators_are_a_visible_mixin():
+    # Variable inherits its operators from VariableMathMixin: they are in the MRO and in
+    # help(Variable), not attached to the class by an import side effect.
+    from headrace.framework.math_ops import VariableMathMixin
+    from headrace.framework.variable import Variable
+    assert Variable.__bases__ == (VariableMathMixin,)
+    for name in ("__add__", "__radd__", "__rsub__", "__truediv__", "__pow__", "__matmul__",
+                 "__lt__", "__neg__", "__abs__", "astype", "equal", "not_equal"):
+        assert name in VariableMathMixin.__dict__, name
+        assert name not in Variable.__dict__, name
+    assert "__eq__" not in VariableMathMixin.__dict__  # identity stays Variable's own
+
+
+def test_scalar_operand_constant_takes_no_gradient(prog):
+    i = prog.global_block().var("i")
+    out = i + 2  # an integer operand: fill_constant + elementwise_add
+    const = prog.global_block().var(out.op.input("Y")[0])
+    assert const.op.type == "fill_constant" and const.stop_gradient
+
+
 def test_astype_abs_matmul(prog):
     b = prog.global_block()
     x, i = b.var("x"), b.var("i")

@@ -11,10 +11,11 @@ A clip applies to a parameter through ``ParamAttr(gradient_clip=...)``, through
 :func:`set_gradient_clip` (all, or the listed, parameters of a program), or as the optimizer's
 ``grad_clip`` (parameters without their own). Clipping runs before regularization.
 """
+from .checks import check_number
 from .errors import LayerError
 from .framework import Parameter, default_main_program
+from .framework.builder import append_simple, constant
 from .framework.program import OP_ROLE_OPTIMIZE
-from .layer_helper import append_simple, check_number, constant
 
 __all__ = ["BaseGradientClip", "GradientClipByValue", "GradientClipByNorm",
            "GradientClipByGlobalNorm", "set_gradient_clip", "append_gradient_clip_ops"]

@@ -1,135 +1,31 @@
 """LayerHelper: the work layer functions share (seeds: python_api, "Layer Function").
 
-A layer function makes a helper from its own arguments, ``LayerHelper("fc", **locals())``, and
-asks it for inputs, parameters (with default initializers, created in the main program and,
-with their initializer op, in the startup program), temporaries, the bias and the activation.
-Names: the helper is ``fc_0`` (a unique name per layer type); its parameters ``fc_0.w_0``,
-``fc_0.b_0``; its temporaries ``fc_0.tmp_0``...
+A layer function makes a helper from its own arguments, passed by name,
+``LayerHelper("fc", input=input, param_attr=param_attr, bias_attr=bias_attr, act=act,
+name=name)``, and asks it for inputs, parameters (with default initializers, created in the
+main program and, with their initializer op, in the startup program), temporaries, the bias and
+the activation. Names: the helper is ``fc_0`` (a unique name per layer type); its parameters
+``fc_0.w_0``, ``fc_0.b_0``; its temporaries ``fc_0.tmp_0``...
 
-The module also holds the small argument checks and op-building functions that layers,
-optimizers, regularizers and clipping share (:func:`check_*`, :func:`append_simple`,
-:func:`constant`).
+The argument checks live in :mod:`headrace.checks`, the op-building functions the helper shares
+with optimizers, regularizers, clipping and the Variable operators in
+:mod:`headrace.framework.builder`; both sit below this module in the import graph.
 """
 import copy
-import numbers
-
-import numpy as np
 
 from . import dtypes, unique_name
 from .errors import LayerError
 from .framework import Parameter, Variable, default_main_program, default_startup_program
+from .framework.builder import tmp_var, unique_global_name
 from .initializer import Constant, Xavier
 from .param_attr import ParamAttr
 
-__all__ = ["LayerHelper", "ACTIVATIONS", "check_variable", "check_int", "check_number",
-           "check_bool", "check_choice", "check_ints", "check_dtype", "append_simple",
-           "constant", "tmp_var", "dtype_enum"]
+__all__ = ["LayerHelper", "ACTIVATIONS"]
 
 # Activation ops a layer's ``act`` may name (those registered in the running registry).
 ACTIVATIONS = ("relu", "sigmoid", "tanh", "softmax", "leaky_relu", "elu", "gelu", "relu6",
                "softplus", "softsign", "swish", "silu", "hard_sigmoid", "exp", "log", "sqrt",
                "rsqrt", "square", "abs", "reciprocal", "sin", "cos", "ceil", "floor", "round")
-
-
-# -- argument checks (every message names the function and the argument) ------------------
-
-def check_variable(fn, arg, value, dtypes_=None):
-    if not isinstance(value, Variable):
-        raise LayerError(f"{fn}: argument '{arg}' must be a Variable, got "
-                         f"{type(value).__name__} {value!r}"[:300])
-    if dtypes_ is not None:
-        check_dtype(fn, arg, value, dtypes_)
-    return value
-
-
-def check_dtype(fn, arg, var, allowed):
-    if var.dtype not in allowed:
-        raise LayerError(f"{fn}: argument '{arg}' ({var.name}) must have dtype "
-                         f"{' or '.join(allowed)}, found {var.dtype}")
-    return var
-
-
-def check_int(fn, arg, value, minimum=None, maximum=None):
-    if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)):
-        raise LayerError(f"{fn}: argument '{arg}' must be an int, got "
-                         f"{type(value).__name__} {value!r}")
-    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
-        bounds = " and ".join(b for b in (f">= {minimum}" if minimum is not None else "",
-                                          f"<= {maximum}" if maximum is not None else "") if b)
-        raise LayerError(f"{fn}: argument '{arg}' must be {bounds}, got {value}")
-    return int(value)
-
-
-def check_number(fn, arg, value, minimum=None, maximum=None, above=None):
-    if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.number)):
-        raise LayerError(f"{fn}: argument '{arg}' must be a number, got "
-                         f"{type(value).__name__} {value!r}")
-    value = float(value)
-    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum) \
-            or (above is not None and value <= above):
-        bounds = [f">= {minimum}" if minimum is not None else "",
-                  f"> {above}" if above is not None else "",
-                  f"<= {maximum}" if maximum is not None else ""]
-        raise LayerError(f"{fn}: argument '{arg}' must be {' and '.join(b for b in bounds if b)}"
-                         f", got {value}")
-    return value
-
-
-def check_bool(fn, arg, value):
-    if not isinstance(value, (bool, np.bool_)):
-        raise LayerError(f"{fn}: argument '{arg}' must be a bool, got {type(value).__name__} "
-                         f"{value!r}")
-    return bool(value)
-
-
-def check_choice(fn, arg, value, choices):
-    if value not in choices:
-        raise LayerError(f"{fn}: argument '{arg}' must be one of "
-                         f"{', '.join(repr(c) for c in choices)}, got {value!r}")
-    return value
-
-
-def check_ints(fn, arg, value, n, minimum=None):
-    """An int or a list of ``n`` ints -> a list of ``n`` ints."""
-    if isinstance(value, (numbers.Integral, np.integer)) and not isinstance(value, bool):
-        value = [int(value)] * n
-    if not isinstance(value, (list, tuple)) or len(value) != n:
-        raise LayerError(f"{fn}: argument '{arg}' must be an int or a list of {n} ints, got "
-                         f"{value!r}")
-    return [check_int(fn, arg, v, minimum) for v in value]
-
-
-def dtype_enum(dtype):
-    return int(dtypes.to_proto(dtype))
-
-
-# -- op building in a given block ----------------------------------------------------------
-
-def tmp_var(block, key, dtype, stop_gradient=False):
-    """A new temporary of ``block`` named ``<key>_N`` (unique in the program)."""
-    return block.create_var(name=block.program._unique_var_name(key), dtype=dtype,
-                            stop_gradient=stop_gradient)
-
-
-def append_simple(block, op_type, inputs, attrs=None, dtype=None, key="tmp", out_slot="Out"):
-    """Append a one-output op to ``block``; return its output (a new temporary)."""
-    if dtype is None:
-        first = next(iter(inputs.values()))
-        dtype = (first[0] if isinstance(first, (list, tuple)) else first).dtype
-    out = tmp_var(block, key, dtype)
-    block.append_op(op_type, inputs, {out_slot: out}, attrs or {})
-    return out
-
-
-def constant(block, value, dtype="float32", shape=(1,), key="tmp"):
-    """A ``fill_constant`` of ``shape`` and ``dtype`` in ``block``."""
-    out = tmp_var(block, key, dtype, stop_gradient=True)
-    block.append_op("fill_constant", {}, {"Out": out},
-                    {"shape": list(shape), "dtype": dtype_enum(dtype), "value": float(value)})
-    return out
-
-
-# -- the helper ----------------------------------------------------------------------------
 
 class LayerHelper:
     """Shared work of one layer call; ``kwargs`` are the layer's arguments (``input``,
@@ -216,11 +112,8 @@ class LayerHelper:
 
     # -- parameters ------------------------------------------------------------------------
     def _unique_param_name(self, suffix):
-        main, startup = self.main_program.global_block(), self.startup_program.global_block()
-        while True:
-            name = unique_name.generate(f"{self.name}.{suffix}")
-            if name not in main.vars and name not in startup.vars:
-                return name
+        return unique_global_name(f"{self.name}.{suffix}", self.main_program.global_block(),
+                                  self.startup_program.global_block())
 
     def create_parameter(self, attr, shape, dtype="float32", is_bias=False,
                          default_initializer=None):

@@ -7,14 +7,14 @@ lives in persistable accumulators ``<param>_<name>_0`` (``fc_0.w_0_velocity_0``)
 the startup program. Update ops (and clipping, regularization, Adam's beta-power ``scale``
 ops) carry op_role optimize, so ``Program.clone(for_test=True)`` drops them.
 """
-from . import unique_name
 from .autodiff import append_backward
+from .checks import check_bool, check_number
 from .clip import BaseGradientClip, append_gradient_clip_ops
 from .errors import LayerError
 from .framework import Parameter, Variable, default_startup_program, program_guard
+from .framework.builder import append_simple, unique_global_name
 from .framework.program import OP_ROLE_LRSCHED, OP_ROLE_OPTIMIZE
 from .initializer import Constant
-from .layer_helper import check_bool, check_number
 from .regularizer import WeightDecayRegularizer, append_regularization_ops
 
 __all__ = ["Optimizer", "SGD", "Momentum", "Adagrad", "Adam", "RMSProp", "SGDOptimizer",
@@ -60,10 +60,7 @@ class Optimizer:
             self._learning_rate_map[program] = lr
             return
         gblock = program.global_block()
-        while True:
-            name = unique_name.generate("learning_rate")
-            if name not in gblock.vars and name not in startup.global_block().vars:
-                break
+        name = unique_global_name("learning_rate", gblock, startup.global_block())
         var = gblock.create_var(name=name, shape=[1], dtype="float32", persistable=True,
                                 stop_gradient=True)
         Constant(lr)(var, startup.global_block())
@@ -83,10 +80,8 @@ class Optimizer:
             return lr
         block = program.global_block()
         with program.op_role_guard(OP_ROLE_LRSCHED | OP_ROLE_OPTIMIZE):
-            out = block.create_var(name=program._unique_var_name(f"{param.name}_learning_rate"),
-                                   dtype=lr.dtype, stop_gradient=True)
-            block.append_op("scale", {"X": lr}, {"Out": out}, {"scale": float(mult)})
-        return out
+            return append_simple(block, "scale", {"X": lr}, {"scale": float(mult)},
+                                 key=f"{param.name}_learning_rate", stop_gradient=True)
 
     # -- accumulators ----------------------------------------------------------------------
     def _add_accumulator(self, name, param, dtype=None, fill_value=0.0, shape=None):
@@ -99,10 +94,7 @@ class Optimizer:
                              f"'{param.name}' already exists")
         gblock = program.global_block()
         sblock = self._startup.global_block()
-        while True:
-            var_name = unique_name.generate(f"{param.name}_{name}")
-            if var_name not in gblock.vars and var_name not in sblock.vars:
-                break
+        var_name = unique_global_name(f"{param.name}_{name}", gblock, sblock)
         var = gblock.create_var(name=var_name, shape=list(shape or param.shape),
                                 dtype=dtype or param.dtype, persistable=True,
                                 stop_gradient=True)

@@ -1,6 +1,9 @@
 """ParamAttr: how a layer creates one of its parameters (name, initializer, learning rate,
 regularizer, trainable, gradient clipping)."""
+from .clip import BaseGradientClip
 from .errors import LayerError
+from .initializer import Initializer
+from .regularizer import WeightDecayRegularizer
 
 __all__ = ["ParamAttr"]
 
@@ -18,9 +21,6 @@ class ParamAttr:
 
     def __init__(self, name=None, initializer=None, learning_rate=1.0, regularizer=None,
                  trainable=True, gradient_clip=None, do_model_average=False):
-        from .clip import BaseGradientClip
-        from .initializer import Initializer
-        from .regularizer import WeightDecayRegularizer
         if name is not None and (not isinstance(name, str) or not name):
             raise LayerError(f"ParamAttr: argument 'name' must be a non-empty str, got {name!r}")
         if initializer is not None and not isinstance(initializer, Initializer):
@@ -53,8 +53,6 @@ class ParamAttr:
         """A ParamAttr (or False: no parameter) from what a layer's ``param_attr`` /
         ``bias_attr`` argument may be: None, a ParamAttr, a name, an initializer, a
         regularizer, a bool, or a list of those (one per input)."""
-        from .initializer import Initializer
-        from .regularizer import WeightDecayRegularizer
         if arg is None:
             return ParamAttr()
         if isinstance(arg, (list, tuple)):

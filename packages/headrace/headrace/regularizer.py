@@ -6,9 +6,10 @@ gradient in place by a ``sum`` op (a sparse ``selected_rows`` gradient gets a de
 ``<grad>@NEWGRAD`` instead). A parameter's own regularizer (``ParamAttr(regularizer=...)``) wins
 over the optimizer's ``regularization``. The ops carry op_role optimize.
 """
+from .checks import check_number
 from .errors import LayerError
+from .framework.builder import append_simple, constant, dtype_enum, tmp_var
 from .framework.program import OP_ROLE_OPTIMIZE
-from .layer_helper import append_simple, check_number, constant, dtype_enum
 
 __all__ = ["WeightDecayRegularizer", "L1Decay", "L2Decay", "L1DecayRegularizer",
            "L2DecayRegularizer", "append_regularization_ops"]
@@ -81,8 +82,8 @@ def append_regularization_ops(params_grads, regularization=None):
             term = reg(param, grad, block)
             new_grad = grad
             if grad.kind == "selected_rows":
-                new_grad = block.create_var(name=block.program._unique_var_name(
-                    f"{grad.name}@NEWGRAD"), dtype=param.dtype, shape=param.shape)
+                new_grad = tmp_var(block, f"{grad.name}@NEWGRAD", param.dtype,
+                                   shape=param.shape)
             block.append_op("sum", {"X": [grad, term]}, {"Out": new_grad},
                             {"op_role_var": [param.name, grad.name]})
         out.append((param, new_grad))

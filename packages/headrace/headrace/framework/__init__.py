@@ -4,7 +4,6 @@ from .operator import Operator
 from .program import (PROGRAM_VERSION, Program, default_main_program, default_startup_program,
                       program_guard, switch_main_program, switch_startup_program)
 from .variable import Parameter, Variable
-from . import math_ops  # noqa: F401  (installs the Python operators on Variable)
 
 __all__ = ["Block", "Operator", "PROGRAM_VERSION", "Program", "default_main_program",
            "default_startup_program", "program_guard", "switch_main_program",

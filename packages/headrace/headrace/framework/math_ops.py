@@ -1,5 +1,9 @@
 """Python operators on Variables: ``a + b``, ``x * 2``, ``-x``, ``x < y``, ``x.astype("int64")``.
 
+They are the methods of :class:`VariableMathMixin`, a base class of
+:class:`~headrace.framework.variable.Variable` (``class Variable(VariableMathMixin)``): visible
+in the class's MRO and in ``help(Variable)``, nothing is attached at import time.
+
 Each operator appends an ordinary op to the *current block of the variable's program* (the
 variable's own block outside control-flow sub-blocks; inside a ``while`` body the op lands in
 the body, as in Fluid) and returns a new temporary variable ``tmp_N``; shapes come from the op's
@@ -23,9 +27,9 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import LayerError
-from .variable import Variable
+from .builder import append_simple, constant
 
-__all__ = ["binary_op", "compare_op", "cast_op"]
+__all__ = ["VariableMathMixin", "binary_op", "compare_op", "cast_op"]
 
 _FLOATS = ("float16", "bfloat16", "float32", "float64")
 
@@ -34,75 +38,61 @@ def _is_scalar(v):
     return isinstance(v, (numbers.Number, np.number)) and not isinstance(v, complex)
 
 
+def _is_var(v):
+    # Every Variable is a VariableMathMixin: testing the mixin keeps this module below
+    # variable.py in the import graph.
+    return isinstance(v, VariableMathMixin)
+
+
 def _block(var):
+    """Where an operator's op goes: the current block of the variable's program."""
     return var.block.program.current_block()
 
 
-def _tmp(block, dtype):
-    return block.create_var(name=block.program._unique_var_name("tmp"), dtype=dtype)
-
-
-def _const(block, value, dtype):
-    out = _tmp(block, dtype)
-    block.append_op("fill_constant", {}, {"Out": out},
-                    {"shape": [1], "value": float(value), "dtype": int(dtypes.to_proto(dtype))})
-    return out
-
-
 def _scale(var, scale=1.0, bias=0.0):
-    block = _block(var)
-    out = _tmp(block, var.dtype)
-    block.append_op("scale", {"X": var}, {"Out": out},
-                    {"scale": float(scale), "bias": float(bias), "bias_after_scale": True})
-    return out
+    return append_simple(_block(var), "scale", {"X": var},
+                         {"scale": float(scale), "bias": float(bias), "bias_after_scale": True})
 
 
 def binary_op(op_type, x, y, axis=-1):
     """``op_type`` (an elementwise op) of two Variables or a Variable and a scalar."""
-    ref = x if isinstance(x, Variable) else y
-    if not isinstance(ref, Variable):
+    ref = x if _is_var(x) else y
+    if not _is_var(ref):
         raise LayerError(f"{op_type}: at least one operand must be a Variable, got "
                          f"{type(x).__name__} and {type(y).__name__}")
     block = _block(ref)
-    x = _const(block, x, ref.dtype) if _is_scalar(x) else x
-    y = _const(block, y, ref.dtype) if _is_scalar(y) else y
+    x = constant(block, x, ref.dtype) if _is_scalar(x) else x
+    y = constant(block, y, ref.dtype) if _is_scalar(y) else y
     for name, v in (("x", x), ("y", y)):
-        if not isinstance(v, Variable):
+        if not _is_var(v):
             raise LayerError(f"{op_type}: operand {name} must be a Variable or a number, got "
                              f"{type(v).__name__}")
-    out = _tmp(block, x.dtype)
-    block.append_op(op_type, {"X": x, "Y": y}, {"Out": out}, {"axis": axis})
-    return out
+    return append_simple(block, op_type, {"X": x, "Y": y}, {"axis": axis}, dtype=x.dtype)
 
 
 def compare_op(op_type, x, y):
     """``op_type`` (less_than, equal, ...) of a Variable and a Variable or scalar: bool."""
     block = _block(x)
     if _is_scalar(y):
-        y = _const(block, y, x.dtype)
-    if not isinstance(y, Variable):
+        y = constant(block, y, x.dtype)
+    if not _is_var(y):
         raise LayerError(f"{op_type}: cannot compare a Variable with {type(y).__name__}")
-    out = _tmp(block, "bool")
-    out.stop_gradient = True
-    block.append_op(op_type, {"X": x, "Y": y}, {"Out": out}, {})
-    return out
+    return append_simple(block, op_type, {"X": x, "Y": y}, dtype="bool", stop_gradient=True)
 
 
 def cast_op(x, dtype):
     """``cast`` of ``x`` to ``dtype``."""
     dtype = dtypes.canonical(dtype)
-    block = _block(x)
-    out = _tmp(block, dtype)
-    block.append_op("cast", {"X": x}, {"Out": out},
-                    {"in_dtype": int(dtypes.to_proto(x.dtype)),
-                     "out_dtype": int(dtypes.to_proto(dtype))})
-    return out
+    return append_simple(_block(x), "cast", {"X": x},
+                         {"in_dtype": int(dtypes.to_proto(x.dtype)),
+                          "out_dtype": int(dtypes.to_proto(dtype))}, dtype=dtype)
 
 
 def _arith(op_type, reverse=False, fast=None):
-    """A dunder method; ``fast(var, scalar)`` is the one-scale-op form for float variables."""
+    """A binary dunder method; ``fast(var, scalar)`` is the one-``scale``-op form for float
+    variables (None where it does not apply, as division by 0)."""
     def method(self, other):
-        if not (isinstance(other, Variable) or _is_scalar(other)):
+        if not (_is_var(other) or _is_scalar(other)):
             return NotImplemented
         if _is_scalar(other) and fast is not None and self.dtype in _FLOATS:
             result = fast(self, float(other))
@@ -110,77 +100,65 @@ def _arith(op_type, reverse=False, fast=None):
                 return result
         return binary_op(op_type, other, self) if reverse else binary_op(op_type, self, other)
     method.__name__ = f"__{'r' if reverse else ''}{op_type.split('_')[1]}__"
+    method.__doc__ = f"``{op_type}``{' (reflected)' if reverse else ''}."
     return method
 
 
 def _compare(op_type):
     def method(self, other):
-        if not (isinstance(other, Variable) or _is_scalar(other)):
+        if not (_is_var(other) or _is_scalar(other)):
             return NotImplemented
         return compare_op(op_type, self, other)
+    method.__doc__ = f"``{op_type}``: a bool Variable."
     return method
 
 
-def _neg(self):
-    if self.dtype in _FLOATS:
-        return _scale(self, -1.0)
-    return binary_op("elementwise_mul", self, -1)
+class VariableMathMixin:
+    """The Python operators of :class:`Variable`; each appends one op (see the module doc).
 
+    ``==`` and ``!=`` are deliberately absent: Variable keeps identity comparison."""
 
-def _abs(self):
-    block = _block(self)
-    out = _tmp(block, self.dtype)
-    block.append_op("abs", {"X": self}, {"Out": out}, {})
-    return out
+    __slots__ = ()
 
+    __add__ = _arith("elementwise_add", fast=lambda v, s: _scale(v, 1.0, s))
+    __radd__ = _arith("elementwise_add", True, fast=lambda v, s: _scale(v, 1.0, s))
+    __sub__ = _arith("elementwise_sub", fast=lambda v, s: _scale(v, 1.0, -s))
+    __rsub__ = _arith("elementwise_sub", True, fast=lambda v, s: _scale(v, -1.0, s))
+    __mul__ = _arith("elementwise_mul", fast=lambda v, s: _scale(v, s))
+    __rmul__ = _arith("elementwise_mul", True, fast=lambda v, s: _scale(v, s))
+    __truediv__ = _arith("elementwise_div", fast=lambda v, s: _scale(v, 1.0 / s) if s else None)
+    __rtruediv__ = _arith("elementwise_div", True)
+    __pow__ = _arith("elementwise_pow")
+    __rpow__ = _arith("elementwise_pow", True)
+    __lt__ = _compare("less_than")
+    __le__ = _compare("less_equal")
+    __gt__ = _compare("greater_than")
+    __ge__ = _compare("greater_equal")
 
-def _matmul(self, other):
-    if not isinstance(other, Variable):
-        return NotImplemented
-    block = _block(self)
-    out = _tmp(block, self.dtype)
-    block.append_op("matmul", {"X": self, "Y": other}, {"Out": out}, {})
-    return out
+    def __neg__(self):
+        """``-x``: ``scale(-1)`` (integers: ``elementwise_mul`` by -1)."""
+        if self.dtype in _FLOATS:
+            return _scale(self, -1.0)
+        return binary_op("elementwise_mul", self, -1)
 
+    def __abs__(self):
+        """``abs(x)``: the ``abs`` op."""
+        return append_simple(_block(self), "abs", {"X": self})
 
-def _equal(self, other):
-    """Elementwise ``self == other`` as a bool Variable (the ``equal`` op)."""
-    return compare_op("equal", self, other)
+    def __matmul__(self, other):
+        """``x @ y``: the ``matmul`` op."""
+        if not _is_var(other):
+            return NotImplemented
+        return append_simple(_block(self), "matmul", {"X": self, "Y": other})
 
+    def equal(self, other):
+        """Elementwise ``self == other`` as a bool Variable (the ``equal`` op)."""
+        return compare_op("equal", self, other)
 
-def _not_equal(self, other):
-    """Elementwise ``self != other`` as a bool Variable (the ``not_equal`` op)."""
-    return compare_op("not_equal", self, other)
+    def not_equal(self, other):
+        """Elementwise ``self != other`` as a bool Variable (the ``not_equal`` op)."""
+        return compare_op("not_equal", self, other)
 
-
-def _astype(self, dtype):
-    """This variable cast to ``dtype`` (a ``cast`` op)."""
-    return cast_op(self, dtype)
-
-
-_METHODS = {
-    "__add__": _arith("elementwise_add", fast=lambda v, s: _scale(v, 1.0, s)),
-    "__radd__": _arith("elementwise_add", True, fast=lambda v, s: _scale(v, 1.0, s)),
-    "__sub__": _arith("elementwise_sub", fast=lambda v, s: _scale(v, 1.0, -s)),
-    "__rsub__": _arith("elementwise_sub", True, fast=lambda v, s: _scale(v, -1.0, s)),
-    "__mul__": _arith("elementwise_mul", fast=lambda v, s: _scale(v, s)),
-    "__rmul__": _arith("elementwise_mul", True, fast=lambda v, s: _scale(v, s)),
-    "__truediv__": _arith("elementwise_div", fast=lambda v, s: _scale(v, 1.0 / s) if s else None),
-    "__rtruediv__": _arith("elementwise_div", True),
-    "__pow__": _arith("elementwise_pow"),
-    "__rpow__": _arith("elementwise_pow", True),
-    "__lt__": _compare("less_than"),
-    "__le__": _compare("less_equal"),
-    "__gt__": _compare("greater_than"),
-    "__ge__": _compare("greater_equal"),
-    "__neg__": _neg,
-    "__abs__": _abs,
-    "__matmul__": _matmul,
-    "equal": _equal,
-    "not_equal": _not_equal,
-    "astype": _astype,
-}
-
-for _name, _fn in _METHODS.items():
-    setattr(Variable, _name, _fn)
-del _name, _fn
+    def astype(self, dtype):
+        """This variable cast to ``dtype`` (a ``cast`` op)."""
+        return cast_op(self, dtype)

@@ -6,7 +6,9 @@ desc (the op that writes the variable, a parameter's optimizer attributes and re
 """
 from .. import dtypes
 from ..errors import VariableError
+from ..ops.infer import VarMeta
 from ..proto import framework_pb2 as pb
+from .math_ops import VariableMathMixin
 
 __all__ = ["Variable", "Parameter", "KINDS"]
 
@@ -96,11 +98,12 @@ def init_desc(desc, name, kind, shape, dtype, lod_level, persistable, stop_gradi
         desc.need_check_feed = True
 
 
-class Variable:
+class Variable(VariableMathMixin):
     """A named value in a block: the input or output of operators.
 
     ``op`` is the operator that last wrote the variable (None for data, parameters and
-    variables nobody writes yet).
+    variables nobody writes yet). The Python operators (``+ - * / ** @ < <= > >=``, unary
+    ``-``, ``abs``, ``astype``, ``equal``) come from :class:`VariableMathMixin`.
     """
 
     def __init__(self, block, desc):
@@ -208,7 +211,6 @@ class Variable:
 
     def meta(self):
         """The inference view (:class:`headrace.ops.VarMeta`) of this variable."""
-        from ..ops.infer import VarMeta
         return VarMeta(self.name, self.shape, self.dtype, self.lod_level, self.kind)
 
     def to_string(self):
@@ -234,7 +236,7 @@ class Variable:
     # Variables are graph nodes: identity semantics, usable as dict keys. ``==`` and ``!=``
     # stay identity comparisons on purpose (``v in list``, ``list.index``, dict lookups rely on
     # them); ``Variable.equal`` / ``layers.equal`` build the elementwise comparison op. The other
-    # operators (+ - * / ** @ < <= > >= unary -, astype) are installed by framework/math_ops.py.
+    # operators (+ - * / ** @ < <= > >= unary -, astype) are VariableMathMixin's.
     __hash__ = object.__hash__
     __eq__ = object.__eq__
     __ne__ = object.__ne__

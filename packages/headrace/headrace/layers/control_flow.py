@@ -1,6 +1,8 @@
 """Control-flow building blocks: counters, comparisons, logical ops, tensor arrays."""
+from ..checks import check_bool, check_number, check_variable
 from ..framework import Variable
-from ..layer_helper import LayerHelper, check_bool, check_number, check_variable, constant
+from ..framework.builder import constant
+from ..layer_helper import LayerHelper
 
 __all__ = ["increment", "less_than", "less_equal", "greater_than", "greater_equal", "equal",
            "not_equal", "logical_and", "logical_or", "logical_xor", "logical_not",
@@ -9,7 +11,7 @@ __all__ = ["increment", "less_than", "less_equal", "greater_than", "greater_equa
 
 def increment(x, value=1.0, in_place=True):
     """x + value for a one-element x (a loop counter); in place by default."""
-    helper = LayerHelper("increment", **locals())
+    helper = LayerHelper("increment")
     check_variable("increment", "x", x)
     out = x if check_bool("increment", "in_place", in_place) else \
         helper.create_variable_for_type_inference(x.dtype)
@@ -19,7 +21,7 @@ def increment(x, value=1.0, in_place=True):
 
 
 def _compare(op_type, x, y, force_cpu, cond):
-    helper = LayerHelper(op_type, x=x, y=y)
+    helper = LayerHelper(op_type)
     check_variable(op_type, "x", x)
     if not isinstance(y, Variable):
         y = constant(helper.main_program.current_block(), check_number(op_type, "y", y),
@@ -65,7 +67,7 @@ def not_equal(x, y, force_cpu=None, cond=None):
 
 
 def _logical(op_type, x, y=None, out=None, name=None):
-    helper = LayerHelper(op_type, x=x, name=name)
+    helper = LayerHelper(op_type, name=name)
     check_variable(op_type, "x", x, ("bool",))
     inputs = {"X": x}
     if y is not None or op_type != "logical_not":
@@ -98,7 +100,7 @@ def logical_not(x, out=None, name=None):
 
 def create_array(dtype):
     """An empty tensor array (a LOD_TENSOR_ARRAY variable)."""
-    helper = LayerHelper("array", dtype=dtype)
+    helper = LayerHelper("array")
     return helper.create_variable(name=f"{helper.name}.out", type="lod_tensor_array",
                                   dtype=dtype)
 
@@ -106,7 +108,7 @@ def create_array(dtype):
 def array_write(x, i, array=None):
     """array[i] = x (``write_to_array``); i is an int64 [1] Variable. A new array when
     ``array`` is None. Returns the array."""
-    helper = LayerHelper("array_write", **locals())
+    helper = LayerHelper("array_write")
     check_variable("array_write", "x", x)
     check_variable("array_write", "i", i, ("int64",))
     if array is None:
@@ -119,7 +121,7 @@ def array_write(x, i, array=None):
 
 def array_read(array, i):
     """array[i] (``read_from_array``); i is an int64 [1] Variable."""
-    helper = LayerHelper("array_read", **locals())
+    helper = LayerHelper("array_read")
     if not isinstance(array, Variable) or array.kind != "lod_tensor_array":
         raise helper.error(f"argument 'array' must be a tensor array Variable, got {array!r}")
     check_variable("array_read", "i", i, ("int64",))

@@ -1,8 +1,9 @@
 """Data layers: the variables a program is fed."""
 from .. import dtypes
+from ..checks import check_bool, check_int
 from ..errors import LayerError
 from ..framework.variable import KINDS
-from ..layer_helper import LayerHelper, check_bool, check_int
+from ..layer_helper import LayerHelper
 
 __all__ = ["data"]
 
@@ -16,7 +17,7 @@ def data(name, shape, dtype="float32", lod_level=0, append_batch_size=True, stop
     ``data("img", shape=[-1, 1, 8, 8])``. Data variables are checked against what is fed
     (``need_check_feed``) and get no gradient (``stop_gradient``).
     """
-    helper = LayerHelper("data", **locals())
+    helper = LayerHelper("data", name=name)
     if not isinstance(name, str) or not name:
         raise LayerError(f"data: argument 'name' must be a non-empty str, got {name!r}")
     if not isinstance(shape, (list, tuple)):

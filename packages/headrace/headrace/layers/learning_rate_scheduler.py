@@ -10,11 +10,12 @@ Pass the result as an optimizer's ``learning_rate``.
 import functools
 import math
 
+from ..checks import check_bool, check_int, check_number
 from ..errors import LayerError
 from ..framework import Variable, default_main_program
 from ..framework.program import OP_ROLE_LRSCHED
 from ..initializer import Constant
-from ..layer_helper import LayerHelper, check_bool, check_int, check_number
+from ..layer_helper import LayerHelper
 from . import ops, tensor
 
 __all__ = ["autoincreased_step_counter", "exponential_decay", "natural_exp_decay",

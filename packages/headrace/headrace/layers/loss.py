@@ -2,7 +2,8 @@
 
 They return per-example losses; take their ``mean`` for the scalar loss a backward pass needs.
 """
-from ..layer_helper import LayerHelper, check_bool, check_int, check_variable
+from ..checks import check_bool, check_int, check_variable
+from ..layer_helper import LayerHelper
 
 __all__ = ["cross_entropy", "softmax_with_cross_entropy", "square_error_cost"]
 
@@ -13,7 +14,7 @@ def cross_entropy(input, label, soft_label=False, ignore_index=-100):
     """-log(input[label]) per example for probabilities ``input`` [..., C] and int64 labels
     [..., 1] (``cross_entropy2``); with ``soft_label``, -sum(label * log(input)) for label
     distributions shaped like input (``cross_entropy``)."""
-    helper = LayerHelper("cross_entropy", **locals())
+    helper = LayerHelper("cross_entropy")
     check_variable("cross_entropy", "input", input)
     soft_label = check_bool("cross_entropy", "soft_label", soft_label)
     check_variable("cross_entropy", "label", label,
@@ -37,7 +38,7 @@ def softmax_with_cross_entropy(logits, label, soft_label=False, ignore_index=-10
     """Cross entropy of softmax(logits) against ``label``, computed stably in one op. Returns
     the loss (shape of logits with dim ``axis`` = 1), or (loss, softmax) with
     ``return_softmax``."""
-    helper = LayerHelper("softmax_with_cross_entropy", **locals())
+    helper = LayerHelper("softmax_with_cross_entropy")
     check_variable("softmax_with_cross_entropy", "logits", logits)
     soft_label = check_bool("softmax_with_cross_entropy", "soft_label", soft_label)
     check_variable("softmax_with_cross_entropy", "label", label,
@@ -63,7 +64,7 @@ def softmax_with_cross_entropy(logits, label, soft_label=False, ignore_index=-10
 
 def square_error_cost(input, label):
     """(input - label) ** 2 elementwise (``elementwise_sub`` then ``square``)."""
-    helper = LayerHelper("square_error_cost", **locals())
+    helper = LayerHelper("square_error_cost")
     check_variable("square_error_cost", "input", input)
     check_variable("square_error_cost", "label", label, (input.dtype,))
     minus = helper.create_variable_for_type_inference(input.dtype)

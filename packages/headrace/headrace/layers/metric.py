@@ -1,13 +1,14 @@
 """Metric layers: topk and accuracy (no gradients)."""
+from ..checks import check_int, check_variable
 from ..errors import LayerError
-from ..layer_helper import LayerHelper, check_int, check_variable
+from ..layer_helper import LayerHelper
 
 __all__ = ["topk", "accuracy"]
 
 
 def topk(input, k, name=None):
     """(values, int64 indices) of the k largest entries along the last dim (``top_k``)."""
-    helper = LayerHelper("top_k", **locals())
+    helper = LayerHelper("top_k", name=name)
     check_variable("topk", "input", input)
     k = check_int("topk", "k", k, minimum=1)
     if input.shape and input.shape[-1] >= 0 and k > input.shape[-1]:
@@ -22,7 +23,7 @@ def topk(input, k, name=None):
 def accuracy(input, label, k=1, correct=None, total=None):
     """The fraction of rows whose int64 ``label`` [N, 1] is among the top ``k`` entries of
     ``input`` [N, C] (``top_k`` then ``accuracy``); shape [1], float32."""
-    helper = LayerHelper("accuracy", **locals())
+    helper = LayerHelper("accuracy")
     check_variable("accuracy", "input", input)
     check_variable("accuracy", "label", label, ("int64", "int32"))
     values, indices = topk(input, k)

@@ -9,9 +9,10 @@ import math
 
 import numpy as np
 
+from ..checks import (check_bool, check_choice, check_int, check_ints, check_number,
+                      check_variable)
 from ..initializer import Constant, Normal
-from ..layer_helper import (LayerHelper, check_bool, check_choice, check_int, check_ints,
-                            check_number, check_variable)
+from ..layer_helper import LayerHelper
 from ..param_attr import ParamAttr
 
 __all__ = ["fc", "embedding", "conv2d", "pool2d", "batch_norm", "dropout", "softmax"]
@@ -32,7 +33,8 @@ def fc(input, size, num_flatten_dims=1, param_attr=None, bias_attr=None, act=Non
     rest form the rows of the weight [prod(dims[num_flatten_dims:]), size]. The result has shape
     input.dims[:num_flatten_dims] + [size]. ``bias_attr=False`` drops the bias.
     """
-    helper = LayerHelper("fc", **locals())
+    helper = LayerHelper("fc", input=input, param_attr=param_attr, bias_attr=bias_attr, act=act,
+                          name=name)
     size = check_int("fc", "size", size, minimum=1)
     num_flatten_dims = check_int("fc", "num_flatten_dims", num_flatten_dims, minimum=1)
     dtype = helper.input_dtype()
@@ -68,7 +70,7 @@ def embedding(input, size, is_sparse=False, is_distributed=False, padding_idx=No
     padding_idx: an id whose rows come out as zeros (negative counts from the vocabulary end).
     is_sparse: the table's gradient is a selected_rows (only the looked-up rows).
     """
-    helper = LayerHelper("embedding", **locals())
+    helper = LayerHelper("embedding", param_attr=param_attr)
     check_variable("embedding", "input", input, ("int64", "int32"))
     if not isinstance(size, (list, tuple)) or len(size) != 2:
         raise helper.error(f"argument 'size' must be [vocab_size, embedding_dim], got {size!r}")
@@ -108,7 +110,8 @@ def conv2d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, gro
     left, right], 'SAME' or 'VALID'. The default filter initializer is Normal(0, sqrt(2 / (C *
     kh * kw))).
     """
-    helper = LayerHelper("conv2d", **locals())
+    helper = LayerHelper("conv2d", param_attr=param_attr, bias_attr=bias_attr, act=act,
+                          name=name)
     check_variable("conv2d", "input", input)
     check_choice("conv2d", "data_format", data_format, ("NCHW", "NHWC"))
     if len(input.shape) != 4:
@@ -151,7 +154,7 @@ def pool2d(input, pool_size=-1, pool_type="max", pool_stride=1, pool_padding=0,
     pool_size, pool_stride: an int or a pair; pool_padding as conv2d's padding.
     global_pooling pools each whole feature map. exclusive: average over real elements only.
     """
-    helper = LayerHelper("pool2d", **locals())
+    helper = LayerHelper("pool2d", name=name)
     check_variable("pool2d", "input", input)
     check_choice("pool2d", "pool_type", pool_type, ("max", "avg"))
     check_choice("pool2d", "data_format", data_format, ("NCHW", "NHWC"))
@@ -183,7 +186,8 @@ def batch_norm(input, act=None, is_test=False, momentum=0.9, epsilon=1e-5, param
     mean and variance are non-trainable persistable parameters (init 0 and 1) that the op
     updates in place while training (``running = momentum running + (1 - momentum) batch``).
     """
-    helper = LayerHelper("batch_norm", **locals())
+    helper = LayerHelper("batch_norm", param_attr=param_attr, bias_attr=bias_attr, act=act,
+                          name=name)
     check_variable("batch_norm", "input", input, ("float16", "float32", "float64"))
     check_choice("batch_norm", "data_layout", data_layout, ("NCHW", "NHWC"))
     if len(input.shape) < 2:
@@ -234,7 +238,7 @@ def dropout(x, dropout_prob, is_test=False, seed=None, name=None,
     downgrade_in_infer: training keeps x, testing multiplies by (1 - p). upscale_in_train:
     training divides the kept elements by (1 - p), testing passes x. ``seed`` fixes the mask.
     """
-    helper = LayerHelper("dropout", **locals())
+    helper = LayerHelper("dropout", name=name)
     check_variable("dropout", "x", x)
     dropout_prob = check_number("dropout", "dropout_prob", dropout_prob, 0.0, 1.0)
     check_choice("dropout", "dropout_implementation", dropout_implementation,
@@ -253,7 +257,7 @@ def dropout(x, dropout_prob, is_test=False, seed=None, name=None,
 
 def softmax(input, use_cudnn=False, name=None, axis=-1):
     """exp(x) / sum(exp(x)) along ``axis`` (numerically stable)."""
-    helper = LayerHelper("softmax", **locals())
+    helper = LayerHelper("softmax", name=name)
     check_variable("softmax", "input", input)
     rank = len(input.shape)
     axis = check_int("softmax", "axis", axis, minimum=-max(rank, 1), maximum=max(rank - 1, 0))

@@ -1,6 +1,7 @@
 """Math layers: elementwise binary ops, activations, reductions, mean, mul, matmul, scale."""
+from ..checks import check_bool, check_int, check_number, check_variable
 from ..errors import LayerError
-from ..layer_helper import LayerHelper, check_bool, check_int, check_number, check_variable
+from ..layer_helper import LayerHelper
 
 __all__ = [
     "elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div",
@@ -16,7 +17,7 @@ __all__ = [
 # -- elementwise binary --------------------------------------------------------------------
 
 def _elementwise(op_type, x, y, axis, act, name):
-    helper = LayerHelper(op_type, x=x, y=y, act=act, name=name)
+    helper = LayerHelper(op_type, act=act, name=name)
     check_variable(op_type, "x", x)
     check_variable(op_type, "y", y)
     axis = check_int(op_type, "axis", axis, minimum=-1)
@@ -63,7 +64,7 @@ def elementwise_pow(x, y, axis=-1, act=None, name=None):
 # -- activations and other unary ops -------------------------------------------------------
 
 def _unary(op_type, x, name, attrs=None):
-    helper = LayerHelper(op_type, x=x, name=name)
+    helper = LayerHelper(op_type, name=name)
     check_variable(op_type, "x", x)
     out = helper.create_variable_for_type_inference(x.dtype)
     helper.append_op(op_type, {"X": x}, {"Out": out}, attrs or {})
@@ -198,7 +199,7 @@ def hard_sigmoid(x, slope=0.2, offset=0.5, name=None):
 # -- reductions ----------------------------------------------------------------------------
 
 def _reduce(op_type, input, dim, keep_dim, name):
-    helper = LayerHelper(op_type, input=input, name=name)
+    helper = LayerHelper(op_type, name=name)
     check_variable(op_type, "input", input)
     rank = len(input.shape)
     if dim is None:
@@ -252,7 +253,7 @@ def mean(x, name=None):
 
 def mul(x, y, x_num_col_dims=1, y_num_col_dims=1, name=None):
     """Matrix product of x flattened at ``x_num_col_dims`` and y at ``y_num_col_dims``."""
-    helper = LayerHelper("mul", **locals())
+    helper = LayerHelper("mul", name=name)
     check_variable("mul", "x", x)
     check_variable("mul", "y", y)
     attrs = {"x_num_col_dims": check_int("mul", "x_num_col_dims", x_num_col_dims, 1,
@@ -266,7 +267,7 @@ def mul(x, y, x_num_col_dims=1, y_num_col_dims=1, name=None):
 
 def matmul(x, y, transpose_x=False, transpose_y=False, alpha=1.0, name=None):
     """alpha * op(x) @ op(y), NumPy matmul with optional transposes of the last two dims."""
-    helper = LayerHelper("matmul", **locals())
+    helper = LayerHelper("matmul", name=name)
     check_variable("matmul", "x", x)
     check_variable("matmul", "y", y)
     out = helper.create_variable_for_type_inference(x.dtype)
@@ -279,7 +280,7 @@ def matmul(x, y, transpose_x=False, transpose_y=False, alpha=1.0, name=None):
 
 def scale(x, scale=1.0, bias=0.0, bias_after_scale=True, act=None, name=None):
     """scale * x + bias (``bias_after_scale``) or scale * (x + bias)."""
-    helper = LayerHelper("scale", **locals())
+    helper = LayerHelper("scale", act=act, name=name)
     check_variable("scale", "x", x)
     out = helper.create_variable_for_type_inference(x.dtype)
     helper.append_op("scale", {"X": x}, {"Out": out},

@@ -2,11 +2,12 @@
 import numpy as np
 
 from .. import dtypes
+from ..checks import check_bool, check_int, check_number, check_variable
 from ..errors import LayerError
 from ..framework import Variable
-from ..initializer import Constant, _VALUE_ATTRS
-from ..layer_helper import (LayerHelper, check_bool, check_int, check_number, check_variable,
-                            dtype_enum)
+from ..framework.builder import dtype_enum
+from ..initializer import _VALUE_ATTRS, Constant
+from ..layer_helper import LayerHelper
 from ..param_attr import ParamAttr
 
 __all__ = ["fill_constant", "zeros", "ones", "zeros_like", "assign", "sums", "create_tensor",
@@ -38,7 +39,7 @@ def _dtype(fn, dtype):
 
 def fill_constant(shape, dtype, value, force_cpu=False, out=None):
     """A tensor of ``shape`` and ``dtype`` filled with ``value`` (``fill_constant``)."""
-    helper = LayerHelper("fill_constant", **locals())
+    helper = LayerHelper("fill_constant")
     shape = _shape("fill_constant", shape)
     dtype = _dtype("fill_constant", dtype)
     value = check_number("fill_constant", "value", value)
@@ -65,7 +66,7 @@ def ones(shape, dtype, force_cpu=False):
 
 def zeros_like(x, out=None):
     """Zeros shaped like ``x`` (``fill_zeros_like``)."""
-    helper = LayerHelper("zeros_like", **locals())
+    helper = LayerHelper("zeros_like")
     check_variable("zeros_like", "x", x)
     out = out if out is not None else helper.create_variable_for_type_inference(x.dtype)
     helper.append_op("fill_zeros_like", {"X": x}, {"Out": out})
@@ -76,7 +77,7 @@ def zeros_like(x, out=None):
 def assign(input, output=None):
     """Copy ``input`` (a Variable: ``assign``; a NumPy array or Python data: ``assign_value``)
     into ``output`` (a new variable by default)."""
-    helper = LayerHelper("assign", **locals())
+    helper = LayerHelper("assign")
     if output is not None:
         check_variable("assign", "output", output)
     if isinstance(input, Variable):
@@ -108,7 +109,7 @@ def assign(input, output=None):
 
 def sums(input, out=None):
     """The elementwise sum of a list of Variables (``sum``)."""
-    helper = LayerHelper("sums", **locals())
+    helper = LayerHelper("sums", input=input)
     inputs = helper.multiple_input()
     out = out if out is not None else helper.create_variable_for_type_inference(inputs[0].dtype)
     helper.append_op("sum", {"X": inputs}, {"Out": out})
@@ -117,7 +118,7 @@ def sums(input, out=None):
 
 def create_tensor(dtype, name=None, persistable=False):
     """An empty variable of the current block, to be written by a later op."""
-    helper = LayerHelper("create_tensor", **locals())
+    helper = LayerHelper("create_tensor", name=name)
     return helper.create_variable(name=helper.name, dtype=_dtype("create_tensor", dtype),
                                   persistable=persistable)
 
@@ -125,7 +126,7 @@ def create_tensor(dtype, name=None, persistable=False):
 def create_parameter(shape, dtype, name=None, attr=None, is_bias=False,
                      default_initializer=None):
     """A parameter (main program) with its initializer op (startup program)."""
-    helper = LayerHelper("create_parameter", **locals())
+    helper = LayerHelper("create_parameter", name=name)
     shape = _shape("create_parameter", shape)
     if attr is None:
         attr = ParamAttr(name=name)
@@ -141,7 +142,7 @@ def create_global_var(shape, value, dtype, persistable=True, force_cpu=False, na
     persistable values between runs, so a non-persistable variable filled by the startup
     program would be gone when the main program runs.
     """
-    helper = LayerHelper("global_var", **locals())
+    helper = LayerHelper("global_var", name=name)
     shape = _shape("create_global_var", shape)
     if name is None:
         name = helper.name
@@ -157,7 +158,7 @@ def create_global_var(shape, value, dtype, persistable=True, force_cpu=False, na
 
 def cast(x, dtype):
     """``x`` converted to ``dtype`` (``cast``)."""
-    helper = LayerHelper("cast", **locals())
+    helper = LayerHelper("cast")
     check_variable("cast", "x", x)
     dtype = _dtype("cast", dtype)
     out = helper.create_variable_for_type_inference(dtype)
@@ -168,7 +169,7 @@ def cast(x, dtype):
 
 def concat(input, axis=0, name=None):
     """The Variables of ``input`` joined along ``axis`` (``concat``)."""
-    helper = LayerHelper("concat", **locals())
+    helper = LayerHelper("concat", input=input, name=name)
     inputs = helper.multiple_input()
     axis = check_int("concat", "axis", axis)
     out = helper.create_variable_for_type_inference(helper.input_dtype())
@@ -179,7 +180,7 @@ def concat(input, axis=0, name=None):
 def reshape(x, shape, actual_shape=None, act=None, inplace=False, name=None):
     """``x`` with a new shape (``reshape2``): 0 copies x's dim at that index, one -1 is
     inferred. ``actual_shape`` (an int32 Variable) overrides ``shape`` at run time."""
-    helper = LayerHelper("reshape2", **locals())
+    helper = LayerHelper("reshape2", act=act, name=name)
     check_variable("reshape", "x", x)
     shape = _shape("reshape", shape, allow_unknown=True)
     if shape.count(-1) > 1:
@@ -199,7 +200,7 @@ def reshape(x, shape, actual_shape=None, act=None, inplace=False, name=None):
 
 def transpose(x, perm, name=None):
     """``x`` with its dims permuted by ``perm`` (``transpose2``)."""
-    helper = LayerHelper("transpose", **locals())
+    helper = LayerHelper("transpose", name=name)
     check_variable("transpose", "x", x)
     if not isinstance(perm, (list, tuple)) or \
             sorted(check_int("transpose", "perm", p) for p in perm) != list(range(len(x.shape))):
@@ -216,7 +217,7 @@ def transpose(x, perm, name=None):
 def split(input, num_or_sections, dim=-1, name=None):
     """``input`` cut along ``dim`` into ``num_or_sections`` equal pieces (an int) or pieces of
     the listed sizes (one may be -1). Returns a list of Variables."""
-    helper = LayerHelper("split", **locals())
+    helper = LayerHelper("split", name=name)
     check_variable("split", "input", input)
     rank = len(input.shape)
     dim = check_int("split", "dim", dim, minimum=-rank, maximum=rank - 1)
