@@ -216,6 +216,12 @@ def _write(tmp_path, files):
     ({"pkg/__init__.py": "from . import a\n", "pkg/a.py": "from . import b\n",
       "pkg/b.py": "import pkg.a\n"},
      ["pkg.a", "pkg.b", "pkg.a"]),
+    # a Cython module's Python imports count (cimports and comments do not)
+    ({"pkg/__init__.py": "", "pkg/helper.py": "from ._fast import kernel\n",
+      "pkg/_fast.pyx": "# from pkg import nothing (a comment)\ncimport numpy as cnp\n"
+                       "import numpy as np\n\ndef f():\n    from pkg import (\n"
+                       "        helper)\n"},
+     ["pkg._fast", "pkg.helper", "pkg._fast"]),
 ])
 def test_cycle_finder_sees_hidden_and_relative_cycles(tmp_path, files, expected):
     cycles = find_cycles(import_edges(_write(tmp_path, files)))
@@ -235,7 +241,7 @@ def test_cycle_finder_accepts_a_layered_graph(tmp_path):
 def test_no_star_star_locals():
     # Layer functions name what they hand to LayerHelper; **locals() hides the data flow.
     found = []
-    for key, (path, _) in collect_modules().items():
+    for path, _ in collect_modules().values():
         if path.suffix != ".py":
             continue
         for node in ast.walk(ast.parse(path.read_text(), str(path))):

@@ -39,7 +39,8 @@ def normalize_shape(shape, name):
     try:
         dims = list(shape)
     except TypeError:
-        raise VariableError(f"variable '{name}': shape must be a list of ints, got {shape!r}")
+        raise VariableError(f"variable '{name}': shape must be a list of ints, "
+                            f"got {shape!r}") from None
     out = []
     for d in dims:
         if d is None:

@@ -9,8 +9,7 @@ import math
 
 import numpy as np
 
-from ..checks import (check_bool, check_choice, check_int, check_ints, check_number,
-                      check_variable)
+from ..checks import check_bool, check_choice, check_int, check_ints, check_number, check_variable
 from ..initializer import Constant, Normal
 from ..layer_helper import LayerHelper
 from ..param_attr import ParamAttr
