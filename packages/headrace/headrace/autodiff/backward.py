@@ -7,6 +7,7 @@ gradients that do not reach a target, (3) renames several contributions to one g
 (validated and shape-inferred like any op, with op_role = backward).
 """
 from ..errors import HeadraceError
+from ..framework.builder import dtype_enum
 from ..framework.program import OP_ROLE_BACKWARD, OP_ROLE_LOSS
 from ..framework.variable import Parameter, Variable
 from ..ops.grad import EMPTY, GRAD_SUFFIX, GradContext, GradOp, grad_name
@@ -185,7 +186,7 @@ def append_backward(loss, parameter_list=None, no_grad_set=None):
     sources = {p.name for p in params if p.name not in no_grad}
     seed = GradOp("fill_constant", {}, {"Out": [grad_name(loss.name)]},
                   {"shape": [1] if loss.shape else [], "value": 1.0,
-                   "dtype": _dtype_enum(loss.dtype), "op_role": OP_ROLE_BACKWARD | OP_ROLE_LOSS})
+                   "dtype": dtype_enum(loss.dtype), "op_role": OP_ROLE_BACKWARD | OP_ROLE_LOSS})
     wanted = _build(block, [loss], [seed], sources, no_grad)
     return [(p, block.var(grad_name(p.name))) for p in params if p.name in wanted]
 
@@ -218,7 +219,3 @@ def gradients(targets, inputs, target_gradients=None, no_grad_set=None):
     wanted = _build(block, targets, seeds, sources, no_grad)
     return [block.var(grad_name(v.name)) if v.name in wanted else None for v in inputs]
 
-
-def _dtype_enum(name):
-    from .. import dtypes
-    return int(dtypes.to_proto(name))
