@@ -171,7 +171,7 @@ def test_one_optimizer_for_two_programs():
     opt = O.Momentum(0.1, 0.9)
     first = scalar_model(opt)
     second = scalar_model(opt)  # same parameter names, another program
-    for main, startup, w, loss, ops, _ in (first, second):
+    for main, startup, w, _loss, ops, _ in (first, second):
         assert ops[0].input("Velocity") == ["w_velocity_0"]
         assert ops[0].input("LearningRate") == ["learning_rate_0"]
         assert [o[0][0] for o in steps(main, startup, [w], [{}] * 2)] == \
