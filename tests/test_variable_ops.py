@@ -165,6 +165,7 @@ def test_operators_are_a_visible_mixin():
                  "__lt__", "__neg__", "__abs__", "astype", "equal", "not_equal"):
         assert name in VariableMathMixin.__dict__, name
         assert name not in Variable.__dict__, name
+        assert VariableMathMixin.__dict__[name].__name__ == name  # help() and tracebacks
     assert "__eq__" not in VariableMathMixin.__dict__  # identity stays Variable's own
 
 

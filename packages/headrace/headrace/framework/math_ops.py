@@ -99,7 +99,9 @@ def _arith(op_type, reverse=False, fast=None):
             if result is not None:
                 return result
         return binary_op(op_type, other, self) if reverse else binary_op(op_type, self, other)
-    method.__name__ = f"__{'r' if reverse else ''}{op_type.split('_')[1]}__"
+    base = {"div": "truediv"}.get(op_type.split("_")[1], op_type.split("_")[1])
+    method.__name__ = f"__{'r' if reverse else ''}{base}__"
+    method.__qualname__ = f"VariableMathMixin.{method.__name__}"
     method.__doc__ = f"``{op_type}``{' (reflected)' if reverse else ''}."
     return method
 
@@ -109,6 +111,9 @@ def _compare(op_type):
         if not (_is_var(other) or _is_scalar(other)):
             return NotImplemented
         return compare_op(op_type, self, other)
+    method.__name__ = {"less_than": "__lt__", "less_equal": "__le__", "greater_than": "__gt__",
+                       "greater_equal": "__ge__"}[op_type]
+    method.__qualname__ = f"VariableMathMixin.{method.__name__}"
     method.__doc__ = f"``{op_type}``: a bool Variable."
     return method
 
