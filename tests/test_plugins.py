@@ -17,6 +17,7 @@ from headrace.ops import (AUTOLOAD_ENV, ENTRY_POINT_GROUP, In, OpDef, Out, Plugi
 from headrace.ops import plugins as plugins_mod
 from headrace.ops.shape import same_as
 from headrace.core_ops.plugin import NAME as CORE
+from headrace.testing.plugin_dists import write_plugin_distribution
 
 FIRST_PARTY = ["headrace-tensor", "headrace-math", "headrace-nn", "headrace-optim",
                "headrace-control"]
@@ -79,7 +80,7 @@ def test_first_party_plugins_load_through_discovery():
     reg, _ = _build_all()
     _accounted_for(reg)
     if "headrace-math:math" in reg.plugins:
-        assert reg.get("scale").plugin == "headrace-math:math"
+        assert reg.plugin_of("scale") == "headrace-math:math"
 
 
 # -- fake installed distributions -----------------------------------------------------------------
@@ -114,16 +115,13 @@ def site(tmp_path, monkeypatch):
         uid = uuid.uuid4().hex[:8]
         dist, module = f"headrace-fake-{label}-{uid}", f"hr_fake_{label}_{uid}"
         op = f"fake_{label}_{uid}"
-        info = tmp_path / f"{dist.replace('-', '_')}-0.1.dist-info"
-        info.mkdir()
-        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1\n")
-        (info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\nops = {module}\n")
-        (tmp_path / f"{module}.py").write_text(PLUGIN_SOURCE.format(
-            preamble=preamble, op=op, module=module, after_op=after_op or "pass",
-            after_kernel=after_kernel or "pass"))
-        (tmp_path / f"{module}_kernels.py").write_text("def forward(x):\n    return x\n")
+        name = write_plugin_distribution(tmp_path, dist, {
+            module: PLUGIN_SOURCE.format(preamble=preamble, op=op, module=module,
+                                         after_op=after_op or "pass",
+                                         after_kernel=after_kernel or "pass"),
+            f"{module}_kernels": "def forward(x):\n    return x\n"})
         modules.extend([module, f"{module}_kernels"])
-        return f"{dist}:ops", op, module
+        return name, op, module
 
     yield install
     for m in modules:
@@ -136,7 +134,7 @@ def test_a_fake_distribution_is_discovered_and_loaded(site):
     assert module not in sys.modules  # discovery alone imports nothing
     reg, warned = _build_all()
     assert not any(name in w for w in warned)
-    assert op in reg and reg.get(op).plugin == name and name in reg.plugins
+    assert op in reg and reg.plugin_of(op) == name and name in reg.plugins
     assert reg.kernel(op, "cpu", "float32").plugin == name
     _accounted_for(reg)
 
@@ -178,9 +176,16 @@ def test_autoload_switch(site, monkeypatch, value, enabled):
 
 # -- isolated registries ---------------------------------------------------------------------------
 
-def _plugin_of(*op_types, kernels=(), fail_in=None):
-    """A module-like plugin class whose hooks register ``op_types`` and ``kernels``."""
+def _plugin_of(*op_types, kernels=(), fail_in=None, devices=()):
+    """A module-like plugin class whose hooks register ``devices``, ``op_types`` and
+    ``kernels``."""
     class Plugin:
+        @staticmethod
+        @hookimpl
+        def headrace_register_devices(registry):
+            for name in devices:
+                registry.add_device(name)
+
         @staticmethod
         @hookimpl
         def headrace_register_ops(registry):
@@ -203,7 +208,7 @@ def test_isolated_registry_has_only_its_plugins_ops():
     reg = build_registry(plugins=[("mine", _plugin_of("a_op", "b_op"))], autoload=False)
     assert list(reg) == ["a_op", "b_op"] and len(reg) == 2
     assert reg.plugins == [CORE, "mine"] and reg.failed == {}
-    assert reg.get("a_op").plugin == "mine" and "scale" not in reg
+    assert reg.plugin_of("a_op") == "mine" and "scale" not in reg
     assert [d.type for d in reg.ops()] == ["a_op", "b_op"]
     unnamed = _plugin_of("c_op")
     assert build_registry(plugins=[unnamed], autoload=False).plugins == [CORE, unnamed.__name__]
@@ -215,7 +220,7 @@ def test_duplicate_op_type_fails_the_second_plugin():
         reg = build_registry(plugins=[("first", _plugin_of("dup", "only_first")),
                                       ("second", _plugin_of("only_second", "dup"))],
                              autoload=False)
-    assert list(reg) == ["dup", "only_first"] and reg.get("dup").plugin == "first"
+    assert list(reg) == ["dup", "only_first"] and reg.plugin_of("dup") == "first"
     assert reg.plugins == [CORE, "first"] and isinstance(reg.failed["second"], PluginError)
 
 
@@ -238,7 +243,7 @@ class _BadAddOp:
     (_plugin_of("p_op", fail_in="ops"), "RuntimeError: ops hook failed"),
     (_plugin_of("p_op", kernels=[("p_op", "cpu", len)], fail_in="kernels"),
      "RuntimeError: kernels hook failed"),
-    (_plugin_of("p_op", kernels=[("p_op", "", len)]), "device must be a name"),
+    (_plugin_of("p_op", kernels=[("p_op", "", len)]), "unknown device ''"),
     (_BadHookArgs, "PluginValidationError"),
     (_BadAddOp, "add_op() takes an OpDef, got str"),
 ])
@@ -250,7 +255,8 @@ def test_a_broken_explicit_plugin_is_isolated(bad, error):
     message = str(record[0].message)
     assert message.startswith("headrace plugin 'bad' failed and was skipped: ")
     assert error in message
-    assert list(reg) == ["good_op"] and reg.plugins == [CORE, "good"] and list(reg.failed) == ["bad"]
+    assert list(reg) == ["good_op"] and reg.plugins == [CORE, "good"]
+    assert list(reg.failed) == ["bad"]
     assert reg.kernels_for("p_op") == {"cpu": ("float32", "float64")}  # only good's kernel
     assert reg.kernel("p_op", "cpu").plugin == "good"
 
@@ -263,7 +269,8 @@ def test_string_kernels_are_imported_lazily(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     plugin = _plugin_of("lazy_op", kernels=[("lazy_op", "cpu", f"{module}:forward"),
                                             ("lazy_op", "gpu", f"{module}:missing"),
-                                            ("lazy_op", "tpu", f"{module}_nowhere:forward")])
+                                            ("lazy_op", "tpu", f"{module}_nowhere:forward")],
+                        devices=["gpu", "tpu"])
     try:
         reg = build_registry(plugins=[("lazy", plugin)], autoload=False)
         k = reg.kernel("lazy_op", "cpu", "float32")
@@ -280,7 +287,7 @@ def test_string_kernels_are_imported_lazily(tmp_path, monkeypatch):
 @pytest.mark.parametrize("device, dtype", [("cuda", None), ("cpu", "int8"), ("cuda", "float32")])
 def test_missing_kernel_lists_what_is_registered(device, dtype):
     reg = build_registry(plugins=[("k", _plugin_of("k_op", kernels=[
-        ("k_op", "cpu", len), ("k_op", "numba", "m:f")]))], autoload=False)
+        ("k_op", "cpu", len), ("k_op", "numba", "m:f")], devices=["numba"]))], autoload=False)
     with pytest.raises(KernelNotFoundError) as info:
         reg.kernel("k_op", device, dtype)
     text = str(info.value)
@@ -322,6 +329,11 @@ def test_set_default_registry_checks_its_argument():
 
 def _package_plugin(package, device, fail=False):
     class Plugin:
+        @staticmethod
+        @hookimpl
+        def headrace_register_devices(registry):
+            registry.add_device(device)
+
         @staticmethod
         @hookimpl
         def headrace_register_ops(registry):

@@ -19,7 +19,7 @@ def _slot_text(slot):
 
 
 def _describe_op(opdef, registry, brief):
-    head = f"{opdef.type}  [plugin {opdef.plugin}]"
+    head = f"{opdef.type}  [plugin {registry.plugin_of(opdef.type)}]"
     notes = [n for n, on in (("no gradient", not opdef.differentiable),
                              ("executor-interpreted", opdef.no_kernel)) if on]
     if notes:
@@ -37,7 +37,8 @@ def _describe_op(opdef, registry, brief):
     if opdef.no_kernel:
         text = "interpreted by the executor"
     elif kernels:
-        text = "; ".join(f"{d}: {', '.join(ts) if ts else 'any dtype'}" for d, ts in kernels.items())
+        text = "; ".join(f"{d}: {', '.join(ts) if ts else 'any dtype'}"
+                         for d, ts in kernels.items())
     else:
         text = "none yet"
     lines.append(f"    kernels: {text}")
@@ -61,14 +62,29 @@ def cmd_ops(args, out):
     return 0
 
 
+def _plugin_line(registry, name):
+    line = f"{name}: {len(registry.ops_of(name))} ops"
+    devices = [d for d in registry.known_devices() if registry.device(d).plugin == name]
+    if devices:
+        line += f", devices {', '.join(devices)}"
+    return line
+
+
 def cmd_plugins(args, out):
     from .ops import default_registry
     registry = default_registry()
+    registry.kernels_for(None)  # import every device's kernel packages: overrides, failures
     for name in registry.plugins:
-        n = sum(1 for d in registry.ops() if d.plugin == name)
-        print(f"{name}: {n} ops", file=out)
+        print(_plugin_line(registry, name), file=out)
+    for o in registry.overrides:
+        dtypes = ", ".join(o.dtypes) if o.dtypes else "any dtype"
+        print(f"{o.plugin}: overrides kernel {o.op_type}/{o.device} ({dtypes}) of "
+              f"{', '.join(o.replaced)}", file=out)
     for name, err in registry.failed.items():
         print(f"{name}: FAILED: {type(err).__name__}: {err}", file=out)
+    for device, errors in registry.unavailable.items():
+        for e in errors:
+            print(f"note: {device} kernels unavailable here: {e}", file=out)
     return 1 if registry.failed else 0
 
 

@@ -36,7 +36,7 @@ def test_registered_in_default_registry():
     assert "headrace-math:math" in registry.plugins
     for op in ALL_OPS:
         assert registry.find(op.type) is op, op.type
-        assert op.plugin == "headrace-math:math"
+        assert registry.plugin_of(op.type) == "headrace-math:math"
 
 
 def test_math_registry_holds_exactly_these(math_registry):

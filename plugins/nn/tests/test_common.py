@@ -34,7 +34,7 @@ def registry():
 
 def test_the_plugin_registers_every_nn_op(registry):
     assert "headrace-nn:nn" in registry.plugins
-    mine = {d.type for d in registry.ops() if d.plugin == "headrace-nn:nn"}
+    mine = set(registry.ops_of("headrace-nn:nn"))
     assert mine == NN_OPS | GRAD_OPS
 
 

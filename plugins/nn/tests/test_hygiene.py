@@ -13,7 +13,7 @@ from headrace.ops import default_registry
 from headrace_nn.reference import all_references, all_samples
 
 REGISTRY = default_registry()
-NN_OPS = sorted(d.type for d in REGISTRY.ops() if d.plugin == "headrace-nn:nn")
+NN_OPS = REGISTRY.ops_of("headrace-nn:nn")
 NEED_KERNEL = [t for t in NN_OPS if not REGISTRY.get(t).no_kernel]
 REFERENCES, SAMPLES = all_references(), all_samples()
 

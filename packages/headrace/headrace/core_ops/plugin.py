@@ -1,8 +1,16 @@
 """Hooks of the built-in core plugin, registered before any installed plugin (as pytest
 registers its essential plugins first): its ops cannot be shadowed by a third party."""
+from ..devices import BUILTIN_DEVICES
 from ..ops.hookspecs import hookimpl
 
 NAME = "headrace:core"
+
+
+@hookimpl
+def headrace_register_devices(registry):
+    """The CPU (NumPy arrays) and CUDA (Numba device arrays; numba imported on first use)."""
+    for name, module in BUILTIN_DEVICES.items():
+        registry.add_device(name, module=module)
 
 
 @hookimpl

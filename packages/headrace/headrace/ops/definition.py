@@ -152,7 +152,7 @@ class OpDef:
     version: the op's definition version (written to the program's op_version_map).
     """
     __slots__ = ("type", "inputs", "outputs", "attrs", "doc", "infer", "grad", "differentiable",
-                 "no_kernel", "version", "plugin", "_in", "_out")
+                 "no_kernel", "version", "_in", "_out")
 
     def __init__(self, type, *, inputs=(), outputs=(), attrs=(), doc="", infer=None, grad=None,
                  differentiable=True, no_kernel=False, version=1):
@@ -169,7 +169,6 @@ class OpDef:
         self.differentiable = differentiable
         self.no_kernel = no_kernel
         self.version = version
-        self.plugin = None  # set by the registry: which plugin registered this op
         self._in = {s.name: s for s in self.inputs}
         self._out = {s.name: s for s in self.outputs}
         self._check_schema()

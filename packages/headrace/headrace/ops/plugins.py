@@ -2,12 +2,24 @@
 
 Installed plugins announce themselves in the ``headrace.plugins`` entry-point group. Setting
 ``HEADRACE_DISABLE_PLUGIN_AUTOLOAD=1`` turns discovery off (as PYTEST_DISABLE_PLUGIN_AUTOLOAD
-does for pytest); explicit plugins are still registered. A plugin that fails to import, or whose
-hook raises, is reported with a :class:`PluginWarning` naming it and its error, recorded in
-``registry.failed``, and skipped.
+does for pytest); explicit plugins are still registered.
+
+Order: the core's own plugin first, then the first-party plugins (the distributions of this
+repository), then the others, each group in the order given (discovered ones sorted by name).
+Every hook runs plugin by plugin in that order, so on a conflict (the same op type, device, or
+an overlapping kernel without ``override=True``) the later plugin is the one in error, and a
+third party can never shadow a first-party op whatever its name.
+
+A plugin that fails to import, has a hook that is not in :mod:`headrace.ops.hookspecs` (a
+misspelled name), or whose hook raises anything (SystemExit included) is reported with a
+:class:`PluginWarning` naming it and its error, recorded in ``registry.failed``, and everything it
+registered is withdrawn; the others still load. A KeyboardInterrupt stops the build and is
+re-raised: no registry is returned, and the default registry is published only once complete.
 """
 import contextlib
+import difflib
 import os
+import re
 import threading
 import warnings
 from importlib import metadata
@@ -16,17 +28,20 @@ import pluggy
 
 from ..errors import PluginError
 from . import hookspecs
-from .registry import Registry
+from .registry import PluginWarning, Registry
 
-__all__ = ["ENTRY_POINT_GROUP", "AUTOLOAD_ENV", "PluginWarning", "build_registry",
-           "default_registry", "set_default_registry", "registry_guard", "discover"]
+__all__ = ["ENTRY_POINT_GROUP", "AUTOLOAD_ENV", "FIRST_PARTY", "PluginWarning",
+           "build_registry", "default_registry", "set_default_registry", "registry_guard",
+           "discover"]
 
 ENTRY_POINT_GROUP = "headrace.plugins"
 AUTOLOAD_ENV = "HEADRACE_DISABLE_PLUGIN_AUTOLOAD"
-
-
-class PluginWarning(UserWarning):
-    """A plugin failed to load and was skipped."""
+# Distributions whose plugins load before any third party's (the core is "headrace").
+FIRST_PARTY = ("headrace", "headrace-tensor", "headrace-math", "headrace-nn", "headrace-optim",
+               "headrace-control")
+# The hooks, in the order they run: devices before the kernels that name them, every plugin's
+# ops before any kernels (a kernel may target another plugin's op).
+HOOKS = ("headrace_register_devices", "headrace_register_ops", "headrace_register_kernels")
 
 
 def discover():
@@ -45,48 +60,96 @@ def _autoload_enabled():
     return os.environ.get(AUTOLOAD_ENV, "").strip().lower() in ("", "0", "false", "no")
 
 
+def _distribution(name):
+    """The normalized distribution of plugin ``name`` ("dist:entry point"), or None."""
+    dist, sep, _ = name.partition(":")
+    return re.sub(r"[-_.]+", "-", dist).lower() if sep and dist else None
+
+
 def _report(registry, name, error):
     registry.failed[name] = error
     warnings.warn(f"headrace plugin {name!r} failed and was skipped: "
                   f"{type(error).__name__}: {error}", PluginWarning, stacklevel=3)
 
 
+def _check_hooks(pm, plugin, name):
+    """pluggy's ``check_pending`` for one plugin, plus what pluggy cannot see: a hook function
+    left without ``@hookimpl`` (pluggy ignores it) and hook wrappers (the registry calls each
+    implementation itself, so a wrapper would never run)."""
+    for caller in pm.get_hookcallers(plugin) or ():
+        for impl in caller.get_hookimpls():
+            if impl.plugin is not plugin:
+                continue
+            if not caller.has_spec() and not impl.optionalhook:
+                close = difflib.get_close_matches(caller.name, HOOKS, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise PluginError(f"plugin {name!r}: unknown hook {caller.name!r}{hint} "
+                                  f"(the hooks are {', '.join(HOOKS)})")
+            if impl.hookwrapper or getattr(impl, "wrapper", False):
+                raise PluginError(f"plugin {name!r}: {caller.name} is a hook wrapper; "
+                                  f"headrace hooks are plain functions")
+    marked = {c.name for c in pm.get_hookcallers(plugin) or ()}
+    for hook in HOOKS:
+        if callable(getattr(plugin, hook, None)) and hook not in marked:
+            raise PluginError(f"plugin {name!r}: {hook} is not marked @hookimpl "
+                              f"(from headrace.ops import hookimpl), so it would never run")
+
+
+def _candidates(plugins, autoload):
+    """``(name, distribution, load)`` of every plugin to register, in load order."""
+    from ..core_ops import plugin as core_plugin
+    found = []
+    for p in plugins:
+        name, obj = p if isinstance(p, tuple) else (getattr(p, "__name__", repr(p)), p)
+        found.append((name, _distribution(name), lambda obj=obj: obj))
+    if _autoload_enabled() if autoload is None else autoload:
+        found.extend((name, _distribution(name), ep.load) for name, ep in discover())
+    # sorted() is stable: within each group the given order stays.
+    found.sort(key=lambda c: c[1] not in FIRST_PARTY)
+    return [(core_plugin.NAME, "headrace", lambda: core_plugin)] + found
+
+
 def build_registry(plugins=(), autoload=None):
     """A new Registry from ``plugins`` (modules or objects with hook functions, or
     ``(name, plugin)`` pairs) plus, when ``autoload`` (default: unless the environment turns it
-    off), every installed plugin."""
+    off), every installed plugin; the core's own plugin is always first."""
     registry = Registry()
     pm = pluggy.PluginManager("headrace")
     pm.add_hookspecs(hookspecs)
-    # The core's own plugin comes first, always: it owns the ops the core emits.
-    from ..core_ops import plugin as core_plugin
-    candidates = [(core_plugin.NAME, lambda: core_plugin)]
-    for p in plugins:
-        name, obj = p if isinstance(p, tuple) else (getattr(p, "__name__", repr(p)), p)
-        candidates.append((name, lambda obj=obj: obj))
-    if _autoload_enabled() if autoload is None else autoload:
-        candidates.extend((name, ep.load) for name, ep in discover())
-    for name, load in candidates:
+    order = {}
+    for name, dist, load in _candidates(plugins, autoload):
+        registry.distributions[name] = dist
+        plugin = None
         try:
-            pm.register(load(), name=name)
-        except Exception as e:  # a broken plugin must not take the others down
+            plugin = load()
+            pm.register(plugin, name=name)
+            _check_hooks(pm, plugin, name)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as e:  # a broken plugin, even one calling sys.exit(), is skipped
+            if plugin is not None and pm.is_registered(plugin):
+                pm.unregister(plugin)
             _report(registry, name, e)
-    # Ops first for every plugin, then kernels: a kernel may target another plugin's op.
-    for hook in ("headrace_register_ops", "headrace_register_kernels"):
-        caller = getattr(pm.hook, hook)
-        # get_hookimpls() lists plain impls in registration order (pluggy *calls* them in
-        # reverse); going in registration order makes the earlier plugin win a duplicate op.
-        for impl in caller.get_hookimpls():
+            continue
+        order[name] = len(order)
+    for hook in HOOKS:
+        # Our order, not pluggy's (which tryfirst/trylast could change): the earlier plugin
+        # wins a conflict.
+        impls = sorted(getattr(pm.hook, hook).get_hookimpls(),
+                       key=lambda impl: order[impl.plugin_name])
+        for impl in impls:
             name = impl.plugin_name
             if name in registry.failed:
                 continue
             try:
                 with registry._running(name):
                     impl.function(registry=registry)
-            except Exception as e:
+            except KeyboardInterrupt:
+                raise
+            except BaseException as e:
                 registry.withdraw_plugin(name)
                 _report(registry, name, e)
-    registry.plugins = [n for n, _ in pm.list_name_plugin() if n not in registry.failed]
+    registry.plugins = [n for n in order if n not in registry.failed]
     return registry
 
 
@@ -95,7 +158,8 @@ _default_lock = threading.Lock()
 
 
 def default_registry():
-    """The process-wide registry, built from the installed plugins on first use."""
+    """The process-wide registry, built from the installed plugins on first use (published only
+    once complete: an interrupted build leaves nothing behind, and the next call builds)."""
     global _default
     if _default is None:
         with _default_lock:

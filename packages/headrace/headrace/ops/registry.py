@@ -1,85 +1,117 @@
-"""The registry: op definitions by type and kernels by (op type, device).
+"""The registry: devices, op definitions by type, and kernels by (op type, device).
 
 Registries are instances: the process has a default one built from the installed plugins
 (:func:`headrace.ops.default_registry`), and a test can build its own from explicit plugins
-(:func:`headrace.ops.build_registry`).
+(:func:`headrace.ops.build_registry`). A registry never changes what it is given: definitions
+are shared module-level objects, so who registered what is kept here (:meth:`plugin_of`).
+
+Thread safety: building is single-threaded (the default registry is published only once it is
+complete); afterwards the only mutation is the first-use import of a device's kernel packages,
+done under a lock, and a device's packages leave ``_pending`` only once their kernels are in.
 """
 import contextlib
 import difflib
-import importlib
+import threading
+import warnings
 
 from ..errors import KernelNotFoundError, PluginError, UnknownOpError
 from .definition import OpDef
+from .kernel import Device, Kernel, KernelOverride, check_kernel_args, kernel_entries
 
-__all__ = ["Registry", "Kernel", "KERNEL_KINDS"]
-
-# How the plan calls a kernel, declared when it is registered (never guessed from the object):
-#   array  kernel(*arrays) -> tuple of arrays, one entry per output slot (the common case)
-#   lod    kernel(*Tensors) -> tuple of Tensors: the kernel computes its outputs' LoD itself
-#   frame  kernel(frame): reads and writes by slot name through a Frame (control flow, arrays)
-KERNEL_KINDS = ("array", "lod", "frame")
+__all__ = ["Registry", "PluginWarning"]
 
 
-class Kernel:
-    """A kernel for one op on one device, for the dtypes it supports, of a declared ``kind``.
+class PluginWarning(UserWarning):
+    """A plugin (or one of its kernel packages) failed and was skipped."""
 
-    ``fn`` may be given as a ``"module:attribute"`` string; it is imported on first use so that
-    device modules load only when their device is used.
-    """
-    __slots__ = ("op_type", "device", "dtypes", "_fn", "plugin", "kind")
 
-    def __init__(self, op_type, device, fn, dtypes=None, plugin=None, kind="array"):
-        self.op_type = op_type
-        self.device = device
-        self.dtypes = tuple(dtypes) if dtypes is not None else None  # None: any dtype
-        self._fn = fn
-        self.plugin = plugin
-        self.kind = kind
-
-    @property
-    def fn(self):
-        if isinstance(self._fn, str):
-            module, _, attr = self._fn.partition(":")
-            try:
-                self._fn = getattr(importlib.import_module(module), attr)
-            except (ImportError, AttributeError) as e:
-                raise PluginError(f"kernel {self.op_type}/{self.device} from plugin "
-                                  f"{self.plugin!r}: cannot import {module}:{attr}: {e}") from e
-        return self._fn
-
-    def supports(self, dtype):
-        return self.dtypes is None or dtype in self.dtypes
-
-    def __repr__(self):
-        return f"<Kernel {self.op_type}/{self.device} {list(self.dtypes or ['any'])}>"
+def _did_you_mean(name, known):
+    close = difflib.get_close_matches(str(name), known, n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 class Registry:
-    """Op definitions and kernels, with the plugins they came from and the plugins that failed."""
+    """Devices, op definitions and kernels, with the plugins they came from and the plugins
+    that failed."""
 
     def __init__(self):
-        self._ops = {}
-        self._kernels = {}  # (op_type, device) -> [Kernel]
+        self._ops = {}      # op type -> OpDef
+        self._owners = {}   # op type -> plugin name (never stored on the shared OpDef)
+        self._devices = {}  # device name -> Device
+        self._kernels = {}  # (op_type, device) -> [Kernel], an override first
         self._pending = {}  # device -> [(plugin, package)] kernel packages not imported yet
-        self.unavailable = {}  # device -> [PluginError] kernel packages that failed to import
-        self.plugins = []   # names of plugins that loaded
-        self.failed = {}    # plugin name -> the exception it raised
-        self._plugin = None  # the plugin whose hooks are running
-        self._added = None   # what the running plugin added, for withdrawal on failure
+        self._loading = set()  # devices whose packages are being imported (under the lock)
+        self.unavailable = {}  # device -> [PluginError] kernel packages that failed to load
+        self.overrides = []    # [KernelOverride] kernels that replace an earlier plugin's
+        self.plugins = []      # names of plugins that loaded, in load order
+        self.failed = {}       # plugin name -> the exception it raised
+        self.distributions = {}  # plugin name -> its distribution's name, where known
+        self._lock = threading.RLock()
+        self._plugin = None  # the plugin whose hook (or kernel package) is running
+        self._undo = None    # how to take back what it added, should it fail
+
+    def _who(self, plugin):
+        dist = self.distributions.get(plugin)
+        return f"plugin {plugin!r}" + (f" (distribution {dist})" if dist else "")
+
+    def _record(self, undo):
+        if self._undo is not None:
+            self._undo.append(undo)
+
+    # -- devices ---------------------------------------------------------------------------
+    def add_device(self, name, module=None):
+        """Register device ``name`` (the key kernels are registered under, ``Place.device``);
+        ``module`` is its device module's import name (see :mod:`headrace.devices`), imported
+        on first use by a Place. A device registered twice is an error of the later plugin."""
+        who = self._who(self._plugin)
+        if not isinstance(name, str) or not name.isidentifier():
+            raise PluginError(f"{who}: a device name must be an identifier like 'cpu', "
+                              f"got {name!r}")
+        if module is not None and not isinstance(module, str):
+            raise PluginError(f"{who}: device {name!r}: module must be an import name "
+                              f"('package.module'), got {type(module).__name__}")
+        if name in self._devices:
+            raise PluginError(f"{who}: device {name!r} is already registered by "
+                              f"{self._who(self._devices[name].plugin)}")
+        self._devices[name] = Device(name, module, self._plugin)
+        self._record(lambda: self._devices.pop(name, None))
+        return self._devices[name]
+
+    def device(self, name):
+        """The :class:`~headrace.ops.kernel.Device` registered as ``name``."""
+        try:
+            return self._devices[name]
+        except KeyError:
+            raise PluginError(f"unknown device {name!r}{_did_you_mean(name, self._devices)} "
+                              f"(known devices: {self._known()})") from None
+
+    def known_devices(self):
+        """Names of the registered devices."""
+        return sorted(self._devices)
+
+    def _known(self):
+        return ", ".join(self.known_devices()) or "none"
+
+    def _check_device(self, device, what):
+        if device not in self._devices:
+            shown = device if isinstance(device, str) else repr(device)
+            raise PluginError(f"{self._who(self._plugin)}: {what}: unknown device "
+                              f"{shown!r}{_did_you_mean(device, self._devices)} "
+                              f"(known devices: {self._known()})")
 
     # -- ops -------------------------------------------------------------------------------
     def add_op(self, opdef):
-        """Register an :class:`OpDef`; a type registered twice is an error."""
+        """Register an :class:`OpDef`; a type registered twice is an error of the later
+        plugin. The definition itself is not changed (it may be in other registries too)."""
+        who = self._who(self._plugin)
         if not isinstance(opdef, OpDef):
-            raise PluginError(f"plugin {self._plugin!r}: add_op() takes an OpDef, "
-                              f"got {type(opdef).__name__}")
-        if opdef.type in self._ops:
-            raise PluginError(f"plugin {self._plugin!r}: op '{opdef.type}' is already "
-                              f"registered by plugin {self._ops[opdef.type].plugin!r}")
-        opdef.plugin = self._plugin
-        self._ops[opdef.type] = opdef
-        if self._added is not None:
-            self._added.append(("op", opdef.type))
+            raise PluginError(f"{who}: add_op() takes an OpDef, got {type(opdef).__name__}")
+        t = opdef.type
+        if t in self._ops:
+            raise PluginError(f"{who}: op '{t}' is already registered by "
+                              f"{self._who(self._owners[t])}")
+        self._ops[t], self._owners[t] = opdef, self._plugin
+        self._record(lambda: (self._ops.pop(t, None), self._owners.pop(t, None)))
         return opdef
 
     def get(self, op_type):
@@ -99,6 +131,15 @@ class Registry:
         """The definition of ``op_type`` or None."""
         return self._ops.get(op_type)
 
+    def plugin_of(self, op_type):
+        """The name of the plugin that registered ``op_type`` in this registry."""
+        self.get(op_type)  # an unknown type is an UnknownOpError
+        return self._owners[op_type]
+
+    def ops_of(self, plugin):
+        """The op types ``plugin`` registered, sorted."""
+        return sorted(t for t, p in self._owners.items() if p == plugin)
+
     def __contains__(self, op_type):
         return op_type in self._ops
 
@@ -113,63 +154,128 @@ class Registry:
         return [self._ops[t] for t in sorted(self._ops)]
 
     # -- kernels ---------------------------------------------------------------------------
-    def add_kernel(self, op_type, device, fn, dtypes=None, *, kind="array"):
-        """Register ``fn`` (callable or ``"module:attr"``) for ``op_type`` on ``device``;
-        ``kind`` (one of :data:`KERNEL_KINDS`) says how the plan calls it."""
-        if not isinstance(device, str) or not device:
-            raise PluginError(f"plugin {self._plugin!r}: device must be a name like 'cpu'")
-        if kind not in KERNEL_KINDS:
-            raise PluginError(f"plugin {self._plugin!r}: kernel {op_type}/{device}: kind must "
-                              f"be one of {', '.join(KERNEL_KINDS)}, got {kind!r}")
+    def add_kernel(self, op_type, device, fn, dtypes=None, *, kind="array", override=False):
+        """Register ``fn`` (callable or ``"module:attr"``) for ``op_type`` on ``device``, a
+        registered device; ``kind`` (one of :data:`KERNEL_KINDS`) says how the plan calls it.
+
+        A kernel of another plugin for the same op, device and a common dtype is an error of
+        this plugin unless ``override=True``: then this one takes precedence for its dtypes and
+        the replacement is listed in :attr:`overrides` (and by ``headrace plugins``).
+        """
+        who = self._who(self._plugin)
+        self._check_device(device, f"kernel {op_type}/{device}")
+        dtypes = check_kernel_args(who, op_type, device, fn, dtypes, kind)
+        if device not in self._loading and any(p != self._plugin
+                                                for p, _ in self._pending.get(device, ())):
+            # Kernels are checked against those of earlier plugins, so their packages for
+            # this device are imported now rather than after this kernel.
+            self._load_device(device)
+        key = (op_type, device)
+        kernels = self._kernels.setdefault(key, [])
         k = Kernel(op_type, device, fn, dtypes, self._plugin, kind)
-        self._kernels.setdefault((op_type, device), []).append(k)
-        if self._added is not None:
-            self._added.append(("kernel", (op_type, device), k))
+        replaced = list(dict.fromkeys(e.plugin for e in kernels
+                                      if e.plugin != self._plugin and e.overlaps(dtypes)))
+        if replaced and not override:
+            shown = "/".join(dtypes) if dtypes else "any dtype"
+            raise PluginError(
+                f"{who}: kernel {op_type}/{device} for {shown} is already registered by "
+                f"{', '.join(map(self._who, replaced))}; pass override=True to add_kernel "
+                f"(in a kernel package: list '{op_type}' in the module's OVERRIDES) to "
+                f"replace it")
+        if replaced:
+            kernels.insert(0, k)  # lookups take the first kernel that supports the dtype
+            record = KernelOverride(op_type, device, dtypes, self._plugin, tuple(replaced))
+            self.overrides.append(record)
+            self._record(lambda: self.overrides.remove(record))
+        else:
+            kernels.append(k)
+        self._record(lambda: self._drop_kernel(k))
         return k
 
+    def _drop_kernel(self, k):
+        key = (k.op_type, k.device)
+        self._kernels[key].remove(k)
+        if not self._kernels[key]:
+            del self._kernels[key]
+
     def add_kernel_package(self, package, device):
-        """Register every kernel of ``package`` for ``device``, lazily: the package's modules
-        are imported the first time a kernel for ``device`` is looked up. Each module lists
-        its kernels in ``KERNELS = [(op_type, maker, dtypes), ...]``, an entry optionally
-        ending in the kernel's kind: ``(op_type, maker, dtypes, "lod")``."""
-        self._pending.setdefault(device, []).append((self._plugin, package))
-        if self._added is not None:
-            self._added.append(("package", device, (self._plugin, package)))
+        """Register every kernel of ``package`` for ``device`` (a registered device), lazily:
+        the package's modules are imported the first time a kernel for ``device`` is looked
+        up. Each module lists its kernels in ``KERNELS = [(op_type, maker, dtypes), ...]``, an
+        entry optionally ending in the kernel's kind: ``(op_type, maker, dtypes, "lod")``; op
+        types listed in the module's ``OVERRIDES`` are registered with ``override=True``."""
+        self._check_device(device, f"kernel package {package}")
+        if not isinstance(package, str) or not package:
+            raise PluginError(f"{self._who(self._plugin)}: a kernel package is an import name "
+                              f"('myops.kernels.cpu'), got {package!r}")
+        entry = (self._plugin, package)
+        self._pending.setdefault(device, []).append(entry)
+        self._record(lambda: self._drop_pending(device, entry))
+
+    def _drop_pending(self, device, entry):
+        self._pending[device].remove(entry)
+        if not self._pending[device]:  # else devices() would still list it
+            del self._pending[device]
 
     def _load_device(self, device):
-        """Import the pending kernel packages of ``device``. A package that fails (say the CUDA
-        kernels without numba installed) is recorded in ``unavailable`` and skipped; the
-        others still load, and a lookup that needed it reports why."""
-        from .package import iter_op_modules
-        for plugin, package in self._pending.pop(device, ()):
+        """Import the pending kernel packages of ``device``, in plugin order, under the lock.
+
+        A package that fails (say the CUDA kernels without numba installed, or a malformed
+        KERNELS entry) adds none of its kernels: it is recorded in ``unavailable`` and the
+        others still load; a lookup that needed it reports why. A package leaves ``_pending``
+        only once its kernels are in (or it failed), so another thread never sees a device
+        as loaded while it is being loaded, and a KeyboardInterrupt leaves it to load again.
+        """
+        with self._lock:
+            self._loading.add(device)
             try:
-                found = [entry for module in iter_op_modules(package)
-                         for entry in getattr(module, "KERNELS", ())]
-            except Exception as e:
-                self.unavailable.setdefault(device, []).append(PluginError(
-                    f"plugin {plugin!r}: loading {device} kernels from {package} failed: "
-                    f"{type(e).__name__}: {e}"))
-                continue
-            self._plugin = plugin
-            try:
-                for entry in found:
-                    op_type, maker, dtypes, *kind = entry
-                    self.add_kernel(op_type, device, maker, dtypes, kind=kind[0] if kind
-                                    else "array")
+                self._load_pending(device)
             finally:
-                self._plugin = None
+                self._loading.discard(device)
+
+    def _load_pending(self, device):
+        while self._pending.get(device):
+            entry = plugin, package = self._pending[device][0]
+            try:
+                self._load_package(plugin, package, device)
+            except KeyboardInterrupt:
+                raise
+            except BaseException as e:  # SystemExit in a kernel module included
+                error = PluginError(f"{e} (kernel package {package})") \
+                    if isinstance(e, PluginError) else PluginError(
+                        f"{self._who(plugin)}: loading {device} kernels from {package} "
+                        f"failed: {type(e).__name__}: {e}")
+                self.unavailable.setdefault(device, []).append(error)
+                if not isinstance(e, ImportError):  # a missing optional dependency is no bug
+                    warnings.warn(f"headrace {error}", PluginWarning, stacklevel=5)
+            self._drop_pending(device, entry)
+
+    def _load_package(self, plugin, package, device):
+        from .package import iter_op_modules
+        with self._running(plugin):  # a failing package takes back its own kernels only
+            who = self._who(plugin)
+            for module in iter_op_modules(package):
+                for op_type, maker, dtypes, kind, override in kernel_entries(module, who):
+                    self.add_kernel(op_type, device, maker, dtypes, kind=kind,
+                                    override=override)
+
+    def _ensure_loaded(self, device):
+        if device in self._pending:  # a dict lookup: nothing more once the device is loaded
+            self._load_device(device)
 
     def kernel(self, op_type, device, dtype=None):
         """The kernel for ``op_type`` on ``device`` supporting ``dtype``; KernelNotFoundError
         lists what is registered otherwise (and why a device's kernels could not load)."""
-        if device in self._pending:
-            self._load_device(device)
+        self._ensure_loaded(device)
         for k in self._kernels.get((op_type, device), ()):
             if dtype is None or k.supports(dtype):
                 return k
         have = self.kernels_for(op_type)
         listing = ", ".join(f"{d}: {'/'.join(ts) if ts else 'any'}" for d, ts in have.items())
         why = "; ".join(str(e) for e in self.unavailable.get(device, ()))
+        if device not in self._devices:
+            why = "; ".join(filter(None, [f"unknown device{_did_you_mean(device, self._devices)}"
+                                          f" (known devices: {self._known()})", why]))
         raise KernelNotFoundError(
             f"no kernel for device '{device}'" + (f" and dtype {dtype}" if dtype else "")
             + (f" ({why})" if why else ""),
@@ -181,7 +287,7 @@ class Registry:
         Imports the kernel packages of every device not loaded yet (failures are recorded in
         ``unavailable``, not raised: listing must work on a machine without a GPU stack)."""
         for device in list(self._pending):
-            self._load_device(device)
+            self._ensure_loaded(device)
         out = {}
         for (t, device), ks in sorted(self._kernels.items()):
             if t == op_type:
@@ -192,40 +298,36 @@ class Registry:
         return out
 
     def devices(self):
-        """Devices that have at least one kernel."""
+        """Devices that have at least one kernel (or a kernel package not imported yet)."""
         return sorted({d for _, d in self._kernels} | set(self._pending))
 
     # -- plugin bookkeeping ----------------------------------------------------------------
     @contextlib.contextmanager
     def _running(self, plugin_name):
-        """Attribute what a plugin's hook adds to it; withdraw it all if the hook raises."""
-        self._plugin, self._added = plugin_name, []
+        """Attribute what is added inside to ``plugin_name``; take it all back if it raises
+        (anything, KeyboardInterrupt included: the registry is left as it was)."""
+        saved = self._plugin, self._undo
+        self._plugin, self._undo = plugin_name, []
         try:
             yield
         except BaseException:
-            for entry in reversed(self._added):
-                if entry[0] == "op":
-                    self._ops.pop(entry[1], None)
-                elif entry[0] == "package":
-                    self._pending[entry[1]].remove(entry[2])
-                    if not self._pending[entry[1]]:  # else devices() would still list it
-                        del self._pending[entry[1]]
-                else:
-                    self._kernels[entry[1]].remove(entry[2])
-                    if not self._kernels[entry[1]]:
-                        del self._kernels[entry[1]]
+            for undo in reversed(self._undo):
+                undo()
             raise
         finally:
-            self._plugin, self._added = None, None
+            self._plugin, self._undo = saved
 
     def withdraw_plugin(self, plugin_name):
         """Remove everything ``plugin_name`` registered (its later hook failed)."""
-        for t in [t for t, d in self._ops.items() if d.plugin == plugin_name]:
-            del self._ops[t]
+        for t in self.ops_of(plugin_name):
+            del self._ops[t], self._owners[t]
+        for name in [n for n, d in self._devices.items() if d.plugin == plugin_name]:
+            del self._devices[name]
         for key in list(self._kernels):
             self._kernels[key] = [k for k in self._kernels[key] if k.plugin != plugin_name]
             if not self._kernels[key]:
                 del self._kernels[key]
+        self.overrides = [o for o in self.overrides if o.plugin != plugin_name]
         for device in list(self._pending):
             self._pending[device] = [e for e in self._pending[device] if e[0] != plugin_name]
             if not self._pending[device]:

@@ -8,6 +8,7 @@ the kernels plus the small constant per op of the loop.
 Values of non-persistable variables live only for the run (Fluid's local scope); persistable
 ones (parameters, optimizer state) are read from and written back to the scope.
 """
+import threading
 import weakref
 
 import numpy as np
@@ -128,20 +129,22 @@ class Executor:
         self.place = place
         self._device = place.module()
         self._cache = weakref.WeakKeyDictionary()  # program -> {key: _RunPlan}
+        self._cache_lock = threading.Lock()  # threads' first runs: one prepares, others wait
 
     def close(self):
         self._cache.clear()
 
     def _run_plan(self, program, feed_names, fetch_names, prune):
-        per_program = self._cache.get(program)
-        key = (program.revision, feed_names, fetch_names, prune)
-        if per_program is None or per_program.get("revision") != program.revision:
-            per_program = self._cache[program] = {"revision": program.revision}
-        rp = per_program.get(key)
-        if rp is None:
-            rp = per_program[key] = _RunPlan(program, self.place, feed_names, fetch_names,
-                                             prune)
-        return rp
+        with self._cache_lock:
+            per_program = self._cache.get(program)
+            key = (program.revision, feed_names, fetch_names, prune)
+            if per_program is None or per_program.get("revision") != program.revision:
+                per_program = self._cache[program] = {"revision": program.revision}
+            rp = per_program.get(key)
+            if rp is None:
+                rp = per_program[key] = _RunPlan(program, self.place, feed_names,
+                                                 fetch_names, prune)
+            return rp
 
     def run(self, program=None, feed=None, fetch_list=None, scope=None, return_numpy=True,
             feed_var_name="feed", fetch_var_name="fetch", use_program_cache=True):

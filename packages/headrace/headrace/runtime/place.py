@@ -1,8 +1,14 @@
 """Places: where tensors live and kernels run. A place names a device module, imported on first
-use (tinygrad-style), so a CPU-only program never imports Numba's CUDA module."""
+use (tinygrad-style), so a CPU-only program never imports Numba's CUDA module.
+
+Devices are registered by plugins (``headrace_register_devices``); a Place subclass for a
+plugin's device sets only ``device`` and finds its module through the default registry.
+"""
 import importlib
 
+from ..devices import BUILTIN_DEVICES
 from ..errors import HeadraceError
+from ..ops.plugins import default_registry
 
 __all__ = ["Place", "CPUPlace", "CUDAPlace", "DeviceUnavailableError"]
 
@@ -12,7 +18,9 @@ class DeviceUnavailableError(HeadraceError):
 
 
 class Place:
-    """Base of places. ``device`` is the kernel registry's device key ('cpu', 'cuda')."""
+    """Base of places. ``device`` is the kernel registry's device key ('cpu', 'cuda');
+    ``_module_name`` its device module, or None: the one the default registry has for
+    ``device``."""
     device = None
     _module_name = None
 
@@ -23,7 +31,7 @@ class Place:
         """The device module (headrace.devices.<device>), imported on first use."""
         if self._module is None:
             try:
-                mod = importlib.import_module(self._module_name)
+                mod = importlib.import_module(self._module_name or self._registered_module())
                 mod.check_available(self)
             except DeviceUnavailableError:
                 raise
@@ -33,6 +41,13 @@ class Place:
                     f"{type(e).__name__}: {e}") from e
             self._module = mod
         return self._module
+
+    def _registered_module(self):
+        module = default_registry().device(self.device).module
+        if module is None:
+            raise DeviceUnavailableError(f"{self!r}: device {self.device!r} was registered "
+                                         f"without a device module")
+        return module
 
     def __eq__(self, other):
         return type(self) is type(other) and self.__dict__.get("device_id") == \
@@ -45,7 +60,7 @@ class Place:
 class CPUPlace(Place):
     """The host CPU."""
     device = "cpu"
-    _module_name = "headrace.devices.cpu"
+    _module_name = BUILTIN_DEVICES["cpu"]
 
     def __repr__(self):
         return "CPUPlace()"
@@ -55,7 +70,7 @@ class CUDAPlace(Place):
     """GPU ``device_id`` through Numba CUDA (or Numba's CUDA simulator when
     NUMBA_ENABLE_CUDASIM=1 is set before numba is imported)."""
     device = "cuda"
-    _module_name = "headrace.devices.cuda"
+    _module_name = BUILTIN_DEVICES["cuda"]
 
     def __init__(self, device_id=0):
         super().__init__()

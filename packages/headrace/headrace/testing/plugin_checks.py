@@ -17,8 +17,9 @@ def definition_problems(opdef, plugin, package, registry=None):
     problems = []
     if registry.find(opdef.type) is not opdef:
         problems.append("the default registry holds another definition (or none)")
-    if plugin in registry.failed or opdef.plugin != plugin:
-        problems.append(f"registered by {opdef.plugin!r}, not {plugin!r}")
+    owner = registry.plugin_of(opdef.type) if opdef.type in registry else None
+    if plugin in registry.failed or owner != plugin:
+        problems.append(f"registered by {owner!r}, not {plugin!r}")
     if not opdef.doc.strip():
         problems.append("no doc")
     undocumented = [s.name for s in opdef.inputs + opdef.outputs if not s.doc.strip()]

@@ -1,0 +1,29 @@
+"""Installed-looking plugin distributions for tests: how plugins behave side by side (discovery
+order, conflicts with the first-party plugins) without ``pip install``."""
+import pathlib
+
+from ..ops.plugins import ENTRY_POINT_GROUP
+
+__all__ = ["write_plugin_distribution"]
+
+
+def write_plugin_distribution(folder, dist, modules, entry_point="ops"):
+    """Write distribution ``dist`` into ``folder`` (a directory on ``sys.path``): its metadata,
+    with one ``headrace.plugins`` entry point ``entry_point`` naming the first module of
+    ``modules``, and the modules (``{dotted name: source}``; each package on the way gets an
+    empty ``__init__.py``). Returns the plugin's name as discovery spells it ("dist:ops")."""
+    folder = pathlib.Path(folder)
+    info = folder / f"{dist.replace('-', '_')}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1\n")
+    first = next(iter(modules))
+    (info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\n{entry_point} = {first}\n")
+    for name, source in modules.items():
+        *packages, leaf = name.split(".")
+        where = folder
+        for p in packages:
+            where = where / p
+            where.mkdir(exist_ok=True)
+            (where / "__init__.py").touch()
+        (where / f"{leaf}.py").write_text(source)
+    return f"{dist}:{entry_point}"
