@@ -348,15 +348,14 @@ def test_add_grad_returns_out_grad_only_when_allowed(math_registry):
                          "Out@GRAD": ([2, 3], "float32", 0)},
                         {"X@GRAD": 1, "Y@GRAD": 1}, {"axis": 1}, registry=math_registry)
 
-    class Info:
-        pass
-    info = Info()
-    info.op = op
+    from headrace.runtime.kernel_info import kernel_info
     g = np.ones((2, 3), np.float32)
-    dx, dy = ElementwiseGrad(0, "elementwise_add_grad", {"axis": 1}, info)(g, g[0], g)
+    kernel = ElementwiseGrad(0, "elementwise_add_grad", {"axis": 1}, kernel_info(op))
+    dx, dy = kernel(g, g[0], g)
     assert dx is g and dy.tolist() == [2.0, 2.0, 2.0]
     prog.global_block().var(op.input("Out@GRAD")[0]).persistable = True
-    dx, _ = ElementwiseGrad(0, "elementwise_add_grad", {"axis": 1}, info)(g, g[0], g)
+    kernel = ElementwiseGrad(0, "elementwise_add_grad", {"axis": 1}, kernel_info(op))
+    dx, _ = kernel(g, g[0], g)
     assert dx is not g and np.array_equal(dx, g)
 
 
@@ -368,10 +367,8 @@ def test_grad_kernel_skips_unwanted_outputs(op, math_registry):
     specs = {s: (list(v.shape), "float64", 0) for s, v in inputs.items()}
     prog, gop = build_op(op + "_grad", specs, {"X@GRAD": 1}, {}, registry=math_registry)
 
-    class Info:
-        pass
-    info = Info()
-    info.op = gop
+    from headrace.runtime.kernel_info import kernel_info
+    info = kernel_info(gop)
     args = [inputs[s.name] for s in math_registry.get(op + "_grad").inputs]
     dx, dy = math_registry.kernel(op + "_grad", "cpu", "float64").fn({"axis": -1}, info)(*args)
     assert dy is None and dx.shape == (2, 3)

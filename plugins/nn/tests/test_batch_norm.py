@@ -303,10 +303,10 @@ def test_grad_kernel_matches_reference(check, dtype, shape, layout, mode):
 
 
 def test_grad_kernel_skips_unbound_gradients(kernel):
-    from types import SimpleNamespace
+    from headrace.runtime.kernel_info import KernelInfo, SlotVar
     inputs = _grad_args(np.random.default_rng(10), (4, 3), "NCHW", "float64", {})
     args = [inputs[k] for k in ("X",) + STATS + ("SavedMean", "SavedVariance", "Y@GRAD")]
-    info = SimpleNamespace(op=SimpleNamespace(outputs={"Scale@GRAD": ["s"]}))
+    info = KernelInfo("batch_norm_grad", {}, outputs={"Scale@GRAD": (SlotVar("s"),)})
     full = kernel("batch_norm_grad", {}, "float64")(*args)
     dx, dscale, dbias = kernel("batch_norm_grad", {}, "float64", info)(*args)
     assert dx is None and dbias is None

@@ -282,7 +282,7 @@ def test_a_bad_shape_at_run_time_is_an_op_error():
 
 
 # ---------------------------------------------------------------- gradient
-from types import SimpleNamespace  # noqa: E402
+from headrace.runtime.kernel_info import KernelInfo, SlotVar  # noqa: E402
 
 from headrace.testing import check_grad  # noqa: E402
 
@@ -362,8 +362,8 @@ def test_grad_kernel_lenet_layers_span_several_chunks(check, dtype, layout, shap
 
 
 def _info(*bound):
-    """A stand-in KernelInfo whose op binds only the given output slots."""
-    return SimpleNamespace(op=SimpleNamespace(outputs={s: [s.lower()] for s in bound}))
+    """A KernelInfo whose op binds only the given output slots."""
+    return KernelInfo("conv2d_grad", {}, outputs={s: (SlotVar(s.lower()),) for s in bound})
 
 
 @pytest.mark.parametrize("bound", [("Input@GRAD",), ("Filter@GRAD",), ("Bias@GRAD",),

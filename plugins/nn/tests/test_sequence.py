@@ -136,8 +136,10 @@ def test_kernel_rejects_bad_inputs(kernel, x, error, match):
         kernel("sequence_pool", {"pooltype": "MAX"}, "float64")(x)
 
 
-def test_kernel_declares_itself_a_lod_kernel(kernel):
-    assert kernel("sequence_pool").lod_kernel is True
+@pytest.mark.parametrize("op_type", ["sequence_pool", "sequence_pool_grad"])
+def test_registered_as_a_lod_kernel(op_type):
+    from headrace.ops import default_registry
+    assert default_registry().kernel(op_type, "cpu", "float32").kind == "lod"
 
 
 # ---------------------------------------------------------------- gradient

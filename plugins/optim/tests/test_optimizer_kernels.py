@@ -1,7 +1,6 @@
 """The optimizer update kernels (CPU) against the NumPy references of headrace_optim."""
 # One step through check_op, several steps through an Executor with the state in a Scope and
 # updated in place, and direct calls of the kernel objects with bad inputs.
-import types
 
 import numpy as np
 import pytest
@@ -9,6 +8,7 @@ import pytest
 import headrace
 from headrace.ops import default_registry
 from headrace.runtime import Executor, Scope, Tensor
+from headrace.runtime.kernel_info import kernel_info
 from headrace.testing import check_op
 from headrace_optim.kernels.cpu import adagrad as k_adagrad
 from headrace_optim.kernels.cpu import adam as k_adam
@@ -213,11 +213,11 @@ def test_a_view_of_a_parameter_taken_before_the_update_keeps_the_old_values():
 
 
 def in_place_info(op_type, shape=(4, 3)):
-    """A stand-in KernelInfo whose op binds every output to its (persistable) input."""
+    """A KernelInfo for an op that binds every output to its (persistable) input."""
     block, op = build(op_type, shape=shape, dtype="float64")
     for v in block.vars.values():
         v.persistable = True
-    return types.SimpleNamespace(op=op)
+    return kernel_info(op)
 
 
 def test_direct_call_in_place_and_aliasing():

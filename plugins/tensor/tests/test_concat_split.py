@@ -138,6 +138,7 @@ def test_split_num_must_not_be_negative():
 import numpy as np  # noqa: E402
 
 from headrace.runtime import Tensor  # noqa: E402
+from headrace.runtime.kernel_info import KernelInfo, SlotVar, kernel_info  # noqa: E402
 from headrace.testing import check_op  # noqa: E402
 from headrace_tensor.kernels.cpu import concat_split as kcs  # noqa: E402
 
@@ -287,20 +288,17 @@ def test_split_direct_bad_attributes():
 
 
 def test_split_pieces_must_match_the_outputs():
-    import types
     _, op = build_op("split", {"X": ([6, 2], "float64")}, outputs={"Out": 2},
                      attrs={"num": 2})
-    kernel = kcs.Split({"axis": 0, "num": 3, "sections": []}, types.SimpleNamespace(op=op))
+    kernel = kcs.Split({"axis": 0, "num": 3, "sections": []}, kernel_info(op))
     with pytest.raises(ValueError, match=r"split: 3 pieces for 2 output variables"):
         kernel(np.ones((6, 2)))
 
 
 # == gradients =================================================================================
 
-import types  # noqa: E402
-
 import headrace  # noqa: E402
-from headrace.ops.grad import EMPTY, GradContext  # noqa: E402
+from headrace.ops.grad import GradContext  # noqa: E402
 from headrace.runtime import Executor, Scope  # noqa: E402
 from headrace.testing import check_grad  # noqa: E402
 
@@ -525,8 +523,10 @@ def test_concat_grad_kernel_reads_only_shapes_of_x():
 
 
 def test_concat_grad_kernel_skips_empty_gradients():
-    op = types.SimpleNamespace(outputs={"X@GRAD": ["a@GRAD", EMPTY, "c@GRAD"]})
-    kernel = kcs.ConcatGrad({"axis": 0}, types.SimpleNamespace(op=op))
+    # An @EMPTY@ entry has no variable: None in the info.
+    info = KernelInfo("concat_grad", {"axis": 0},
+                      outputs={"X@GRAD": (SlotVar("a@GRAD"), None, SlotVar("c@GRAD"))})
+    kernel = kcs.ConcatGrad({"axis": 0}, info)
     xs = [np.ones((1, 2)), np.ones((2, 2)), np.ones((3, 2))]
     g = arange((6, 2))
     (dxs,) = kernel(xs, None, g)
@@ -534,8 +534,7 @@ def test_concat_grad_kernel_skips_empty_gradients():
     np.testing.assert_array_equal(dxs[0], g[:1])
     np.testing.assert_array_equal(dxs[2], g[3:])
     # X@GRAD unbound: nothing computed, inputs still checked
-    unbound = kcs.ConcatGrad({"axis": 0}, types.SimpleNamespace(
-        op=types.SimpleNamespace(outputs={})))
+    unbound = kcs.ConcatGrad({"axis": 0}, KernelInfo("concat_grad", {"axis": 0}))
     assert unbound(xs, None, g) == ([],)
     with pytest.raises(ValueError, match=r"hold 6 entries along axis 0, but Out@GRAD has 5"):
         unbound(xs, None, g[:5])

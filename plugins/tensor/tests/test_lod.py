@@ -49,13 +49,12 @@ def test_lod_reset_offsets_from_y_must_be_ints():
 
 # == kernels ===================================================================================
 
-import types  # noqa: E402
-
 import numpy as np  # noqa: E402
 
 import headrace  # noqa: E402
 from headrace.errors import OpError  # noqa: E402
 from headrace.runtime import Executor, Scope, Tensor, TensorArray  # noqa: E402
+from headrace.runtime.kernel_info import kernel_info  # noqa: E402
 from headrace.testing import check_op, run_op  # noqa: E402
 from headrace_tensor.kernels.cpu import lod as klod  # noqa: E402
 
@@ -112,8 +111,9 @@ def test_lod_reset_bad_new_lod_at_run_time(y, attrs, match):
 
 
 def test_lod_reset_is_a_lod_kernel():
+    from headrace.ops import default_registry
+    assert default_registry().kernel("lod_reset", "cpu", "float64").kind == "lod"
     kernel = klod.LodReset({"target_lod": [0, 2, 6], "append": False})
-    assert kernel.lod_kernel is True
     (out,) = kernel(Tensor(X, [[0, 6]]), None)
     assert isinstance(out, Tensor) and out.lod == [[0, 2, 6]]
     assert out.data is X  # same data: a view, not a copy
@@ -124,8 +124,8 @@ def test_lod_reset_is_a_lod_kernel():
 
 def test_lod_reset_persistable_copies():
     prog, op = build_op("lod_reset", {"X": ([6, 3], "float64")}, attrs={"target_lod": [0, 6]})
-    info = types.SimpleNamespace(op=op)
     prog.global_block().var("x_0").persistable = True
+    info = kernel_info(op)
     (out,) = klod.LodReset({"target_lod": [0, 6]}, info)(Tensor(X), None)
     assert not np.shares_memory(out.data, X)
     np.testing.assert_array_equal(out.data, X)

@@ -143,13 +143,12 @@ def test_flatten_errors(start, stop, match):
 
 # == kernels ===================================================================================
 
-import types  # noqa: E402
-
 import numpy as np  # noqa: E402
 
 import headrace  # noqa: E402
 from headrace.errors import OpError  # noqa: E402
 from headrace.runtime import Executor, Scope, Tensor  # noqa: E402
+from headrace.runtime.kernel_info import kernel_info  # noqa: E402
 from headrace.testing import check_op  # noqa: E402
 from headrace_tensor.kernels.cpu import reshape as kreshape  # noqa: E402
 
@@ -229,7 +228,7 @@ def persistable_info(op_type, attrs, persistable):
     prog, op = build_op(op_type, {"X": ([6], "float32")}, attrs=attrs)
     for name in persistable:
         prog.global_block().var(name).persistable = True
-    return types.SimpleNamespace(op=op)
+    return kernel_info(op)
 
 
 @pytest.mark.parametrize("persistable", [["x_0"], ["out_out_0"]])
@@ -449,7 +448,7 @@ def test_reshape_grad_kernel_copies_for_a_persistable_gradient():
                                           "Out@GRAD": ([6], "float32")},
                         outputs={"X@GRAD": 1}, attrs={"shape": [6]})
     prog.global_block().var("x@grad_out_0").persistable = True
-    kernel = kreshape.ReshapeGrad({}, types.SimpleNamespace(op=op))
+    kernel = kreshape.ReshapeGrad({}, kernel_info(op))
     g = np.arange(6, dtype="float32")
     (dx,) = kernel(np.empty((0, 2, 3), "float32"), g)
     assert not np.shares_memory(dx, g)

@@ -3,14 +3,17 @@
 
 This is the only per-op cost beyond the kernels themselves, so it is Cython over cdef-class
 instructions: no attribute dictionaries, no per-op allocation beyond the argument tuple.
+Frame and LoD kernels (``layout`` set) get a Frame over the run's values instead.
 """
+from .frame import Frame
 
 cdef Py_ssize_t _failed = -1
 
 
 cdef class Instr:
     """One kernel call. in_ids/out_ids: per slot an int (slot index; 0 = None input, -1 =
-    unbound output) or a tuple of ints (duplicable slot)."""
+    unbound output) or a tuple of ints (duplicable slot). ``layout``: the FrameLayout of a
+    frame or LoD kernel (called as ``fn(frame)``), None for an array kernel."""
     cdef public object fn
     cdef public tuple in_ids
     cdef public tuple out_ids
@@ -18,17 +21,18 @@ cdef class Instr:
     cdef public bint frame
     cdef public object op
     cdef public tuple lod_share
+    cdef public object layout
 
-    def __init__(self, fn, tuple in_ids, tuple out_ids, op, tuple lod_share):
+    def __init__(self, fn, tuple in_ids, tuple out_ids, op, tuple lod_share, layout=None):
         self.fn = fn
         self.in_ids = in_ids
         self.out_ids = out_ids
         self.simple = all(type(i) is int for i in in_ids) and \
             all(type(i) is int for i in out_ids)
-        # Frame kernels (control flow, tensor arrays) read and write slots themselves.
-        self.frame = getattr(fn, "frame_kernel", False)
+        self.frame = layout is not None
         self.op = op
         self.lod_share = lod_share
+        self.layout = layout
 
 
 def failed_index():
@@ -55,7 +59,7 @@ def run(list instrs, list values, dict lods):
             ids = ins.in_ids
             n = len(ids)
             if ins.frame:
-                ins.fn(values, lods)
+                ins.fn(Frame(ins.layout, values, lods))
                 continue
             if ins.simple:
                 if n == 1:

@@ -1,19 +1,25 @@
 """Prepared plans: a block compiled once into a flat list of kernel calls over numbered slots.
 
-Preparing resolves every variable to a slot index, picks every op's kernel for the place and
-binds its attributes, so a run is a tight loop: gather the input values, call the kernel, store
-the outputs (see ``_loop``). Sub-blocks (while, conditional_block) get plans of their own over
-the same slots; their kernels receive them through ``KernelInfo.subplan``.
+Preparing resolves every variable to a slot index, picks every op's kernel for the place,
+reads the facts its maker may need (:class:`KernelInfo`) and binds its attributes, so a run is
+a tight loop: gather the input values, call the kernel, store the outputs (see ``_loop``).
+
+How a kernel is called is its declared kind (``Kernel.kind``): an array kernel takes and
+returns arrays in slot order; a LoD kernel takes and returns Tensors; a frame kernel takes a
+:class:`Frame` and reads and writes by slot name. Sub-blocks (while, conditional_block) get
+plans of their own over the same slots; their kernels receive them through
+``KernelInfo.subplan``.
 """
 import numpy as np
 
 from ..dtypes import FLOAT_DTYPES
-from ..errors import HeadraceError, OpError
+from ..errors import HeadraceError, OpError, PluginError
 from ..ops.grad import EMPTY
 from ..ops.infer import DictInferContext, VarMeta
 from . import _loop
 from ._loop import Instr
-from .tensor import Tensor
+from .frame import FrameLayout, LoDKernel
+from .kernel_info import KernelInfo, kernel_info
 
 __all__ = ["KernelInfo", "Plan", "SlotMap", "prepare"]
 
@@ -36,53 +42,6 @@ class SlotMap:
 
     def __len__(self):
         return len(self.vars)
-
-
-class KernelInfo:
-    """What a kernel maker may know about the op it is specialized for.
-
-    ``op`` the Operator, ``attrs`` its attributes (dict), ``place`` and ``device`` the device
-    module, ``in_dtypes``/``out_dtypes`` ``{slot: [dtype, ...]}`` from the VarDescs,
-    ``out_shapes`` likewise (build-time shapes, -1 unknown), ``seed`` for random ops (None:
-    nondeterministic), ``subplan(block)`` a Plan for a sub-block over the same slots, and
-    ``in_slots``/``out_slots`` ``{slot: [slot index, ...]}`` for frame kernels: a kernel with
-    ``frame_kernel = True`` is called as ``kernel(values, lods)`` and reads and writes the
-    slots itself (control flow, tensor arrays).
-    """
-
-    def __init__(self, plan, op, attrs, place):
-        self._plan = plan
-        self.op = op
-        self.in_slots = {s: [plan._slot_of(op, n, "input") for n in ns]
-                         for s, ns in op.inputs.items()}
-        self.out_slots = {s: [plan._slot_of(op, n, "output") for n in ns]
-                          for s, ns in op.outputs.items()}
-        self.attrs = attrs
-        self.place = place
-        self.device = place.module()
-        block = op.block
-
-        def meta(names, field):  # None for @EMPTY@ (an unwanted gradient has no variable)
-            return [None if n == EMPTY else getattr(block.var_recursive(n), field)
-                    for n in names]
-        self.in_dtypes = {s: meta(ns, "dtype") for s, ns in op.inputs.items()}
-        self.out_dtypes = {s: meta(ns, "dtype") for s, ns in op.outputs.items()}
-        self.out_shapes = {s: meta(ns, "shape") for s, ns in op.outputs.items()}
-        self.seed = self._seed(op, attrs)
-
-    @staticmethod
-    def _seed(op, attrs):
-        own = attrs.get("seed", 0)
-        if own:
-            return int(own)
-        base = op.block.program.random_seed
-        if not base:
-            return None
-        # Distinct, reproducible streams per op: the program seed mixed with the op's position.
-        return int(np.random.SeedSequence([base, op.block.idx, op.idx]).generate_state(1)[0])
-
-    def subplan(self, block):
-        return self._plan.subplan(block)
 
 
 class Plan:
@@ -158,29 +117,42 @@ class Plan:
         try:
             kernel = self.registry.kernel(op.type, self.place.device, dtype)
             attrs = op.attrs
-            fn = kernel.fn(attrs, KernelInfo(self, op, attrs, self.place))
+            info = kernel_info(op, attrs, self.place, _seed(op, attrs), self.subplan)
+            fn = kernel.fn(attrs, info)
         except OpError as e:
-            raise e.locate(**where)
+            e.locate(**where)
+            raise
         except HeadraceError:
             raise
         except Exception as e:
             raise OpError(f"preparing its kernel failed: {type(e).__name__}: {e}",
                           **where) from e
-        # LoD flows from the first input that has one to outputs that declare LoD, unless the
-        # kernel handles LoD itself (it then receives and returns Tensors: lod_kernel=True).
-        lod_share = ()
-        if getattr(fn, "lod_kernel", False) and not getattr(fn, "frame_kernel", False):
-            fn = _LoDAdapter(fn, in_ids, out_ids)
-            self.lod_slots.update(i for i in _flat(out_ids)
-                                  if i > 0 and self.slots.vars[i].lod_level > 0)
-        elif not getattr(fn, "lod_kernel", False):
+        kind = kernel.kind
+        if kind == "array":
+            _refuse_undeclared_kind(kernel, fn)
+            # LoD flows from the first input that has one to the outputs that declare LoD.
             src = next((i for i in _flat(in_ids) if i in self.lod_slots), None)
-            dst = [i for i in _flat(out_ids) if i > 0 and
-                   self.slots.vars[i].lod_level > 0]
-            if src is not None and dst:
-                lod_share = tuple((src, d) for d in dst)
-                self.lod_slots.update(dst)
-        return Instr(fn, tuple(in_ids), tuple(out_ids), op, lod_share)
+            dst = [i for i in _flat(out_ids) if i > 0 and self.slots.vars[i].lod_level > 0]
+            lod_share = tuple((src, d) for d in dst) if src is not None else ()
+            self.lod_slots.update(i for _, i in lod_share)
+            return Instr(fn, tuple(in_ids), tuple(out_ids), op, lod_share, None)
+        if kind not in ("lod", "frame"):
+            raise PluginError(f"plugin {kernel.plugin!r}: kernel {op.type}/{kernel.device} "
+                              f"has kind {kind!r}, expected one of array, lod, frame")
+        # Every slot of the definition, () when unbound; an @EMPTY@ input reads None (slot 0).
+        layout = FrameLayout(
+            op.type,
+            {s.name: tuple(max(self._slot_of(op, n, "input"), NONE_SLOT)
+                           for n in ins.get(s.name, ())) for s in opdef.inputs},
+            {s.name: tuple(self._slot_of(op, n, "output") for n in outs.get(s.name, ()))
+             for s in opdef.outputs})
+        if kind == "lod":
+            # The kernel computes its outputs' LoD itself.
+            fn = LoDKernel(fn, tuple((s.name, s.duplicable) for s in opdef.inputs),
+                           tuple((s.name, s.duplicable) for s in opdef.outputs))
+        self.lod_slots.update(i for i in _flat(out_ids)
+                              if i > 0 and self.slots.vars[i].lod_level > 0)
+        return Instr(fn, tuple(in_ids), tuple(out_ids), op, (), layout)
 
     def run(self, values, lods):
         """Run every instruction over ``values`` (list by slot) and ``lods`` (slot -> LoD)."""
@@ -221,34 +193,30 @@ class Plan:
         return VarMeta(var.name, shape, dtype, var.lod_level, var.kind)
 
 
-class _LoDAdapter:
-    """Runs a ``lod_kernel`` (it takes and returns Tensors) as a frame kernel over slots."""
-    frame_kernel = True
+def _refuse_undeclared_kind(kernel, fn):
+    """A kernel registered as an array kernel that still carries the attributes the plan once
+    guessed the kind from (``lod_kernel``/``frame_kernel``) was written for another calling
+    convention: calling it with arrays would silently compute wrong values, so refuse it."""
+    for attr, kind in (("frame_kernel", "frame"), ("lod_kernel", "lod")):
+        if getattr(fn, attr, False) is True:
+            raise PluginError(
+                f"plugin {kernel.plugin!r}: kernel {kernel.op_type}/{kernel.device} sets "
+                f"{attr} = True but is registered as an array kernel; the kind is declared at "
+                f"registration: add_kernel(..., kind={kind!r}) or a KERNELS entry ending in "
+                f"{kind!r} (the attribute is no longer read)")
 
-    def __init__(self, fn, in_ids, out_ids):
-        self.fn, self.in_ids, self.out_ids = fn, in_ids, out_ids
 
-    def __call__(self, values, lods):
-        args = []
-        for ids in self.in_ids:
-            if isinstance(ids, tuple):
-                args.append([Tensor(values[i], lods.get(i)) for i in ids])
-            else:
-                args.append(Tensor(values[ids], lods.get(ids)) if ids > 0 else None)
-        results = self.fn(*args)
-        for ids, res in zip(self.out_ids, results):
-            for i, r in zip(ids if isinstance(ids, tuple) else (ids,),
-                            res if isinstance(ids, tuple) else (res,)):
-                if i <= 0 or r is None:
-                    continue
-                if isinstance(r, Tensor):
-                    values[i] = r.data
-                    if r.lod:
-                        lods[i] = r.lod
-                    else:
-                        lods.pop(i, None)
-                else:
-                    values[i] = r
+def _seed(op, attrs):
+    """The seed of a random op: its own ``seed`` attribute, else one derived from the
+    program's ``random_seed`` (None when neither is set: nondeterministic)."""
+    own = attrs.get("seed", 0)
+    if own:
+        return int(own)
+    base = op.block.program.random_seed
+    if not base:
+        return None
+    # Distinct, reproducible streams per op: the program seed mixed with the op's position.
+    return int(np.random.SeedSequence([base, op.block.idx, op.idx]).generate_state(1)[0])
 
 
 def _flat(ids):

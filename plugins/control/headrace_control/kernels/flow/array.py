@@ -12,46 +12,36 @@ def _index(device, value, op):
 
 
 class WriteToArray:
-    frame_kernel = True
+    """Out[I] = X (with X's LoD); Out is a new TensorArray value per write."""
 
     def __init__(self, attrs, info):
-        self.x = info.in_slots["X"][0]
-        self.i = info.in_slots["I"][0]
-        self.out = info.out_slots["Out"][0]
         self.device = info.device
 
-    def __call__(self, values, lods):
-        i = _index(self.device, values[self.i], "write_to_array")
-        arr = values[self.out]
+    def __call__(self, frame):
+        i = _index(self.device, frame.input("I"), "write_to_array")
+        arr = frame.output("Out")
         arr = TensorArray() if arr is None else TensorArray(arr)  # a new value per write
         while len(arr) <= i:
             arr.append(None)
-        # Arrays hold their own copy: the slot of X is overwritten by later steps.
-        arr[i] = Tensor(values[self.x].copy(), lods.get(self.x))
-        values[self.out] = arr
+        # Arrays hold their own copy: the variable X is overwritten by later steps.
+        arr[i] = Tensor(frame.input("X").copy(), frame.lod("X"))
+        frame.set_output("Out", arr)
 
 
 class ReadFromArray:
-    frame_kernel = True
+    """Out = X[I], with the LoD it was written with."""
 
     def __init__(self, attrs, info):
-        self.arr = info.in_slots["X"][0]
-        self.i = info.in_slots["I"][0]
-        self.out = info.out_slots["Out"][0]
         self.device = info.device
 
-    def __call__(self, values, lods):
-        i = _index(self.device, values[self.i], "read_from_array")
-        arr = values[self.arr] or []
+    def __call__(self, frame):
+        i = _index(self.device, frame.input("I"), "read_from_array")
+        arr = frame.input("X") or []
         if i >= len(arr) or arr[i] is None:
             raise IndexError(f"read_from_array: position {i} of an array of length {len(arr)} "
                              f"was never written")
-        t = arr[i]
-        values[self.out] = t.data
-        if t.lod:
-            lods[self.out] = t.lod
-        else:
-            lods.pop(self.out, None)
+        frame.set_output("Out", arr[i].data, arr[i].lod)
 
 
-KERNELS = [("write_to_array", WriteToArray, None), ("read_from_array", ReadFromArray, None)]
+KERNELS = [("write_to_array", WriteToArray, None, "frame"),
+           ("read_from_array", ReadFromArray, None, "frame")]

@@ -1,28 +1,26 @@
 """conditional_block: run the sub-block's plan once when the condition holds."""
-from ._frame import scalar, snapshot
+from ._frame import scalar
 
 
 class ConditionalBlock:
-    frame_kernel = True
 
     def __init__(self, attrs, info):
-        self.plan = info.subplan(attrs["sub_block"])
-        self.conds = info.in_slots["Cond"]
+        self.plan = info.subplan("sub_block")
         self.scalar = attrs["is_scalar_condition"]
-        self.scope_slot = info.out_slots["Scope"][0]
         self.device = info.device
 
-    def __call__(self, values, lods):
+    def __call__(self, frame):
+        conds = frame.inputs("Cond")
         if self.scalar:
-            run = bool(scalar(self.device, values[self.conds[0]], "conditional_block: Cond"))
+            run = bool(scalar(self.device, conds[0], "conditional_block: Cond"))
         else:
             # Fluid's rule without a scalar condition: run when every Cond tensor is non-empty.
-            run = all(values[i] is not None and values[i].size > 0 for i in self.conds)
+            run = all(c is not None and c.size > 0 for c in conds)
         if run:
-            self.plan.run(values, lods)
-            values[self.scope_slot] = [snapshot(values, lods, self.plan.local_ids)]
+            frame.run(self.plan)
+            frame.set_output("Scope", [frame.snapshot(self.plan)])
         else:
-            values[self.scope_slot] = []
+            frame.set_output("Scope", [])
 
 
-KERNELS = [("conditional_block", ConditionalBlock, None)]
+KERNELS = [("conditional_block", ConditionalBlock, None, "frame")]

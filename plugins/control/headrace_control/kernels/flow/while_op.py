@@ -1,30 +1,26 @@
 """while: run the body's plan while Condition holds, keeping one step scope per step."""
-from ._frame import scalar, snapshot, writes
+from ._frame import scalar
 
 
 class While:
-    frame_kernel = True
 
     def __init__(self, attrs, info):
-        body = attrs["sub_block"]
-        cond_name = info.op.input("Condition")[0]
-        if not writes(body, cond_name):
+        if not info.sub_block_writes("sub_block", "Condition"):
             # Refuse what would be an endless loop rather than hang.
-            raise ValueError(f"the body (block {body.idx}) never writes Condition "
-                             f"'{cond_name}', so the loop could never end")
-        self.plan = info.subplan(body)
-        self.cond = info.in_slots["Condition"][0]
-        self.steps_slot = info.out_slots["StepScopes"][0]
+            cond = ", ".join(f"'{v.name}'" for v in info.inputs["Condition"])
+            raise ValueError(f"the body (sub_block) never writes Condition {cond}, so the "
+                             f"loop could never end")
+        self.plan = info.subplan("sub_block")
         self.keep = not attrs["is_test"]
         self.device = info.device
 
-    def __call__(self, values, lods):
+    def __call__(self, frame):
         steps = []
-        while scalar(self.device, values[self.cond], "while: Condition"):
-            self.plan.run(values, lods)
+        while scalar(self.device, frame.input("Condition"), "while: Condition"):
+            frame.run(self.plan)
             if self.keep:
-                steps.append(snapshot(values, lods, self.plan.local_ids))
-        values[self.steps_slot] = steps
+                steps.append(frame.snapshot(self.plan))
+        frame.set_output("StepScopes", steps)
 
 
-KERNELS = [("while", While, None)]
+KERNELS = [("while", While, None, "frame")]

@@ -22,17 +22,6 @@ cdef inline bint is_nan(number v) noexcept nogil:
         return False
 
 
-cdef inline bint wanted(object info, str slot):
-    """Whether a grad kernel must compute output ``slot``: bound to a variable other than
-    @EMPTY@ (a gradient nobody needs). Without ``info`` (a kernel called directly), yes."""
-    if info is None:
-        return True
-    for n in info.op.outputs.get(slot, ()):
-        if n != "@EMPTY@":
-            return True
-    return False
-
-
 cdef inline cnp.ndarray recycled(PyObject* prev, tuple shape, int typenum):
     """An output array for a kernel that keeps its last result (``prev``, passed as a borrowed
     pointer: ``<PyObject*>self._out``): ``prev`` itself when the kernel's own reference is the

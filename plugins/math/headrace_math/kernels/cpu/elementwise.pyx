@@ -12,7 +12,7 @@ from libc.math cimport log, pow as cpow, powf
 from ._broadcast cimport Bcast, Walk, broadcast, walk_next, walk_start
 from cpython.object cimport PyObject
 from headrace.kernels.common cimport contiguous, dtype_name, real, same_shape, shape_of, typenum
-from ._common cimport is_nan, recycled, wanted
+from ._common cimport is_nan, recycled
 
 cnp.import_array()
 
@@ -320,23 +320,6 @@ cdef void _sum_rows(bint for_x, const real* d, double* acc, const Bcast* bc) noe
             return
 
 
-cdef bint _may_alias(object info, tuple slots):
-    """A gradient may be returned as Out@GRAD itself (no copy) when the op is known and none
-    of the variables involved is persistable (docs/kernels.md: views of inputs are fine
-    unless the input or the output is persistable)."""
-    if info is None:
-        return False
-    op = info.op
-    names = [n for s in slots for n in op.inputs.get(s, op.outputs.get(s, ()))]
-    for n in names:
-        if n == "@EMPTY@":
-            continue
-        v = op.block._find_var_recursive(n)
-        if v is None or v.persistable:
-            return False
-    return True
-
-
 cdef class ElementwiseGrad:
     """<op>_grad: (X, Y, Out@GRAD) -> (X@GRAD, Y@GRAD); elementwise_div_grad takes
     (X, Y, Out, Out@GRAD). Gradients nobody wants are not computed (None). add and sub pass
@@ -349,9 +332,12 @@ cdef class ElementwiseGrad:
     def __init__(self, int code, str name, dict attrs, info=None):
         self.code, self.name = code, name
         self.axis = attrs.get("axis", -1)
-        self.want_x = wanted(info, "X@GRAD")
-        self.want_y = wanted(info, "Y@GRAD")
-        self.alias = _may_alias(info, ("Out@GRAD", "X@GRAD", "Y@GRAD"))
+        self.want_x = info is None or info.wants("X@GRAD")
+        self.want_y = info is None or info.wants("Y@GRAD")
+        # A gradient may be Out@GRAD itself (no copy) unless a variable involved is
+        # persistable (docs/kernels.md); called directly, without an info, it is copied.
+        self.alias = info is not None and info.may_alias("Out@GRAD", "X@GRAD") and \
+            info.may_alias("Out@GRAD", "Y@GRAD")
 
     def __call__(self, x, y, third, fourth=None):
         cdef bint reads_out = self.code == DIV

@@ -12,7 +12,7 @@ cimport numpy as cnp
 from scipy.linalg.cython_blas cimport dgemm, sgemm
 from cpython.object cimport PyObject
 from headrace.kernels.common cimport _normalized, behaved, contiguous, dtype_name, shape_of, typenum
-from ._common cimport recycled, wanted
+from ._common cimport recycled
 
 import numpy as np
 
@@ -322,8 +322,8 @@ cdef class MulGrad:
     def __init__(self, dict attrs, info=None):
         self.xn = attrs["x_num_col_dims"]
         self.yn = attrs["y_num_col_dims"]
-        self.want_x = wanted(info, "X@GRAD")
-        self.want_y = wanted(info, "Y@GRAD")
+        self.want_x = info is None or info.wants("X@GRAD")
+        self.want_y = info is None or info.wants("Y@GRAD")
 
     def __call__(self, x, y, dout):
         cdef cnp.ndarray a = contiguous(x)
@@ -430,8 +430,8 @@ cdef class MatmulGrad:
 
     def __init__(self, str name, bint tx, bint ty, double alpha, info=None):
         self.name, self.tx, self.ty, self.alpha = name, tx, ty, alpha
-        self.want_x = wanted(info, "X@GRAD")
-        self.want_y = wanted(info, "Y@GRAD")
+        self.want_x = info is None or info.wants("X@GRAD")
+        self.want_y = info is None or info.wants("Y@GRAD")
 
     def __call__(self, x, y, dout):
         cdef cnp.ndarray a = contiguous(x)

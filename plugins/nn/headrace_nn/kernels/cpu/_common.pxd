@@ -4,15 +4,6 @@ cimport numpy as cnp
 from headrace.kernels.common cimport contiguous, shape_of
 
 
-cdef inline bint bound(object info, str slot):
-    """Is output ``slot`` bound to a variable? Grad kernels skip the gradients nobody wants
-    (an unbound optional output, or ``@EMPTY@``); a direct call without ``info`` computes all."""
-    if info is None:
-        return True
-    names = info.op.outputs.get(slot)
-    return bool(names) and names[0] != "@EMPTY@"
-
-
 cdef inline cnp.ndarray float_array(object v, str op, str slot):
     """``v`` as a C-contiguous float32/float64 ndarray, or a TypeError naming op and slot."""
     if v is None:

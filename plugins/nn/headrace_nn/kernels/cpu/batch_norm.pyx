@@ -23,7 +23,7 @@ X@GRAD = Scale * inv * dY. One pass for the sums, one for X@GRAD, in double.
 cimport numpy as cnp
 from libc.math cimport sqrt
 from headrace.kernels.common cimport contiguous, empty_like, prod, real, shape_of
-from ._common cimport bound, expect_shape, float_array
+from ._common cimport expect_shape, float_array
 
 import numpy as np
 
@@ -239,9 +239,9 @@ cdef class BatchNormGrad:
         self.global_stats = test_mode or attrs.get("use_global_stats", False)
         self.nhwc = attrs.get("data_layout", "NCHW") == "NHWC"
         self.eps = attrs.get("epsilon", 1e-5)
-        self.want_x = bound(info, "X@GRAD")
-        self.want_scale = bound(info, "Scale@GRAD")
-        self.want_bias = bound(info, "Bias@GRAD")
+        self.want_x = info is None or info.wants("X@GRAD")
+        self.want_scale = info is None or info.wants("Scale@GRAD")
+        self.want_bias = info is None or info.wants("Bias@GRAD")
 
     def __call__(self, x, scale, bias, mean, variance, saved_mean, saved_variance, dy):
         name = "batch_norm_grad"

@@ -34,7 +34,7 @@ from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memcpy, memset
 from scipy.linalg.cython_blas cimport dgemm, sgemm
 from headrace.kernels.common cimport contiguous, empty, real, shape_of
-from ._common cimport bound, expect_shape, float_array
+from ._common cimport expect_shape, float_array
 
 import numpy as np
 
@@ -519,10 +519,10 @@ cdef class Conv2DGrad(Conv2D):
     def __init__(self, dict attrs, info=None):
         Conv2D.__init__(self, attrs, info)
         self.name = "conv2d_grad"
-        self.want_x = bound(info, "Input@GRAD")
-        self.want_w = bound(info, "Filter@GRAD")
-        self.want_b = bound(info, "Bias@GRAD")
-        self.want_r = bound(info, "ResidualData@GRAD")
+        self.want_x = info is None or info.wants("Input@GRAD")
+        self.want_w = info is None or info.wants("Filter@GRAD")
+        self.want_b = info is None or info.wants("Bias@GRAD")
+        self.want_r = info is None or info.wants("ResidualData@GRAD")
 
     def __call__(self, input, filter, dout):
         name = "conv2d_grad"

@@ -26,7 +26,7 @@ cimport numpy as cnp
 from libc.math cimport exp, log
 from libc.stdlib cimport free, malloc
 from headrace.kernels.common cimport contiguous, empty, prod, real, shape_of
-from ._common cimport bound, expect_shape, float_array, same_float
+from ._common cimport expect_shape, float_array, same_float
 
 import numpy as np
 
@@ -319,7 +319,7 @@ cdef class CrossEntropyGrad:
     def __init__(self, dict attrs, info=None):
         self.soft = attrs.get("soft_label", False)
         self.ignore = attrs.get("ignore_index", -100)
-        self.want = bound(info, "X@GRAD")
+        self.want = info is None or info.wants("X@GRAD")
 
     def __call__(self, x, label, dy):
         name = "cross_entropy_grad"
@@ -386,7 +386,7 @@ cdef class CrossEntropyGrad2:
 
     def __init__(self, dict attrs, info=None):
         self.ignore = attrs.get("ignore_index", -100)
-        self.want = bound(info, "X@GRAD")
+        self.want = info is None or info.wants("X@GRAD")
 
     def __call__(self, matchx, label, xshape, dy):
         name = "cross_entropy_grad2"
@@ -480,7 +480,7 @@ cdef class SoftmaxWithCrossEntropyGrad:
         self.ignore = attrs.get("ignore_index", -100)
         self.axis = attrs.get("axis", -1)
         self.use_softmax = attrs.get("use_softmax", True)
-        self.want = bound(info, "Logits@GRAD")
+        self.want = info is None or info.wants("Logits@GRAD")
 
     def __call__(self, softmax, label, dloss):
         name = "softmax_with_cross_entropy_grad"

@@ -19,7 +19,7 @@ Out@GRAD itself (upscale_in_train), as the test-mode forward is a plain scaling.
 """
 cimport numpy as cnp
 from headrace.kernels.common cimport contiguous, empty_like, real, shape_of
-from ._common cimport bound, expect_shape, float_array
+from ._common cimport expect_shape, float_array
 
 import numpy as np
 
@@ -122,7 +122,7 @@ cdef class DropoutGrad:
         self.is_test = attrs.get("is_test", False)
         self.upscale = attrs.get("dropout_implementation",
                                  "downgrade_in_infer") == "upscale_in_train"
-        self.want = bound(info, "X@GRAD")
+        self.want = info is None or info.wants("X@GRAD")
 
     def __call__(self, dout, mask):
         name = "dropout_grad"

@@ -14,7 +14,7 @@ gradient; headrace has no selected_rows, so the gradient is dense either way.
 cimport numpy as cnp
 from libc.string cimport memcpy, memset
 from headrace.kernels.common cimport contiguous, empty, real, shape_of
-from ._common cimport bound, expect_shape, float_array
+from ._common cimport expect_shape, float_array
 
 import numpy as np
 
@@ -129,7 +129,7 @@ cdef class LookupTableGrad:
         self.v2 = v2
         self.name = "lookup_table_v2_grad" if v2 else "lookup_table_grad"
         self.pad = attrs.get("padding_idx", -1)
-        self.want = bound(info, "W@GRAD")
+        self.want = info is None or info.wants("W@GRAD")
 
     def __call__(self, w, ids, dout):
         name = self.name

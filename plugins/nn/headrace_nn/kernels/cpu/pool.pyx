@@ -23,7 +23,7 @@ cimport numpy as cnp
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 from headrace.kernels.common cimport contiguous, empty, real, shape_of
-from ._common cimport bound, expect_shape, float_array, same_float
+from ._common cimport expect_shape, float_array, same_float
 
 import numpy as np
 
@@ -374,7 +374,7 @@ cdef class Pool2DGrad(Pool2D):
 
     def __init__(self, dict attrs, info=None):
         Pool2D.__init__(self, attrs, info)
-        self.want = bound(info, "X@GRAD")
+        self.want = info is None or info.wants("X@GRAD")
 
     def __call__(self, x, out, dout):
         name = "pool2d_grad"

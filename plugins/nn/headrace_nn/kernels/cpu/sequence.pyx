@@ -18,7 +18,7 @@ cimport numpy as cnp
 from libc.math cimport sqrt
 from libc.string cimport memcpy
 from headrace.kernels.common cimport contiguous, empty, prod, real, shape_of
-from ._common cimport bound, expect_shape, float_array
+from ._common cimport expect_shape, float_array
 
 import numpy as np
 
@@ -78,7 +78,6 @@ cdef void _pool(const real* x, const long long* off, Py_ssize_t S, Py_ssize_t D,
 cdef class SequencePool:
     cdef int kind
     cdef double pad
-    cdef readonly bint lod_kernel
 
     def __init__(self, dict attrs, info=None):
         ptype = attrs.get("pooltype", "AVERAGE")
@@ -86,7 +85,6 @@ cdef class SequencePool:
             raise ValueError(f"sequence_pool: unknown pooltype {ptype!r}")
         self.kind = POOLTYPES[ptype]
         self.pad = attrs.get("pad_value", 0.0)
-        self.lod_kernel = True   # the executor passes Tensors and takes Out's LoD from us
 
     def __call__(self, x):
         from headrace.runtime import Tensor
@@ -165,15 +163,13 @@ cdef class SequencePoolGrad:
     """sequence_pool_grad(X, MaxIndex, Out@GRAD) -> (X@GRAD,); a LoD kernel."""
     cdef int kind
     cdef bint want
-    cdef readonly bint lod_kernel
 
     def __init__(self, dict attrs, info=None):
         ptype = attrs.get("pooltype", "AVERAGE")
         if ptype not in POOLTYPES:
             raise ValueError(f"sequence_pool_grad: unknown pooltype {ptype!r}")
         self.kind = POOLTYPES[ptype]
-        self.want = bound(info, "X@GRAD")
-        self.lod_kernel = True
+        self.want = info is None or info.wants("X@GRAD")
 
     def __call__(self, x, max_index, dout):
         from headrace.runtime import Tensor
@@ -225,5 +221,6 @@ cdef class SequencePoolGrad:
         return (Tensor(dx, [list(level) for level in lod]),)
 
 
-KERNELS = [("sequence_pool", SequencePool, DTYPES),
-           ("sequence_pool_grad", SequencePoolGrad, DTYPES)]
+# LoD kernels: the plan passes Tensors and takes the outputs' LoD from them.
+KERNELS = [("sequence_pool", SequencePool, DTYPES, "lod"),
+           ("sequence_pool_grad", SequencePoolGrad, DTYPES, "lod")]

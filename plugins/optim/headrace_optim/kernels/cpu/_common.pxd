@@ -45,27 +45,6 @@ cdef inline double scalar(object x, str op, str slot) except? -1.0:
     return float(x.reshape(-1)[0])
 
 
-cdef inline bint in_place(object info, str in_slot, str out_slot):
-    """Whether ``out_slot`` may be written into the existing array of ``in_slot``: both are
-    bound to the same variable, and it is persistable. Persistable values belong to the scope,
-    whose Tensor keeps the same array from run to run, so updating it in place is what the
-    program asks for; a non-persistable value may be a caller's fed array or shared with
-    another variable's value, and it is dropped after the run anyway, so it is not worth the
-    risk. Without an info (a kernel called directly) nothing is in place."""
-    if info is None:
-        return False
-    op = info.op
-    ins = list(op.inputs.get(in_slot, ()))
-    if len(ins) != 1 or ins != list(op.outputs.get(out_slot, ())):
-        return False
-    return bool(op.block.var_recursive(ins[0]).persistable)
-
-
-cdef inline bint bound(object info, str out_slot):
-    """Whether an (optional) output slot is bound; True without an info."""
-    return info is None or bool(info.op.outputs.get(out_slot))
-
-
 cdef inline cnp.ndarray target(cnp.ndarray a, object given, bint inplace, list reads,
                                int own):
     """Where the update of input ``a`` (``given`` as the kernel received it) is written.

@@ -7,7 +7,7 @@ Param and Moment are updated in place when their outputs are bound to them (pers
 cimport numpy as cnp
 from libc.math cimport sqrt
 from headrace.kernels.common cimport real
-from ._common cimport dense, in_place, like_param, scalar, target
+from ._common cimport dense, like_param, scalar, target
 
 cnp.import_array()
 
@@ -31,8 +31,8 @@ cdef class Adagrad:
 
     def __init__(self, dict attrs, info=None):
         self.eps = attrs.get("epsilon", 1e-6)
-        self.inplace_p = in_place(info, "Param", "ParamOut")
-        self.inplace_m = in_place(info, "Moment", "MomentOut")
+        self.inplace_p = info is not None and info.in_place("Param", "ParamOut")
+        self.inplace_m = info is not None and info.in_place("Moment", "MomentOut")
 
     def __call__(self, param, grad, learning_rate, moment):
         cdef cnp.ndarray p = dense(param, "adagrad", "Param")

@@ -11,7 +11,7 @@ _common.pxd.
 cimport numpy as cnp
 from libc.math cimport sqrt
 from headrace.kernels.common cimport real
-from ._common cimport bound, dense, in_place, like_param, scalar, target
+from ._common cimport dense, like_param, scalar, target
 
 import numpy as np
 
@@ -51,15 +51,16 @@ cdef class Adam:
         self.eps = attrs.get("epsilon", 1e-8)
         if not (0 <= self.b1 < 1 and 0 <= self.b2 < 1):
             raise ValueError(f"adam: beta1 ({self.b1}) and beta2 ({self.b2}) must be in [0, 1)")
-        self.inplace_p = in_place(info, "Param", "ParamOut")
-        self.inplace_m1 = in_place(info, "Moment1", "Moment1Out")
-        self.inplace_m2 = in_place(info, "Moment2", "Moment2Out")
-        b1_out, b2_out = bound(info, "Beta1PowOut"), bound(info, "Beta2PowOut")
+        self.inplace_p = info is not None and info.in_place("Param", "ParamOut")
+        self.inplace_m1 = info is not None and info.in_place("Moment1", "Moment1Out")
+        self.inplace_m2 = info is not None and info.in_place("Moment2", "Moment2Out")
+        b1_out = info is None or info.wants("Beta1PowOut")
+        b2_out = info is None or info.wants("Beta2PowOut")
         if b1_out != b2_out:
             raise ValueError("adam: outputs Beta1PowOut and Beta2PowOut go together")
         self.pows_out = b1_out
-        self.inplace_b1 = in_place(info, "Beta1Pow", "Beta1PowOut")
-        self.inplace_b2 = in_place(info, "Beta2Pow", "Beta2PowOut")
+        self.inplace_b1 = info is not None and info.in_place("Beta1Pow", "Beta1PowOut")
+        self.inplace_b2 = info is not None and info.in_place("Beta2Pow", "Beta2PowOut")
 
     def __call__(self, param, grad, learning_rate, moment1, moment2, beta1_pow, beta2_pow):
         cdef cnp.ndarray p = dense(param, "adam", "Param")

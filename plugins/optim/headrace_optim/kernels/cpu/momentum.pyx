@@ -8,7 +8,7 @@ see ``target`` in _common.pxd.
 """
 cimport numpy as cnp
 from headrace.kernels.common cimport real
-from ._common cimport dense, in_place, like_param, scalar, target
+from ._common cimport dense, like_param, scalar, target
 
 cnp.import_array()
 
@@ -42,8 +42,8 @@ cdef class Momentum:
             raise ValueError(f"momentum: regularization_method {method!r} is not '' or "
                              f"'l2_decay'")
         self.decay = attrs.get("regularization_coeff", 0.0) if method == "l2_decay" else 0.0
-        self.inplace_p = in_place(info, "Param", "ParamOut")
-        self.inplace_v = in_place(info, "Velocity", "VelocityOut")
+        self.inplace_p = info is not None and info.in_place("Param", "ParamOut")
+        self.inplace_v = info is not None and info.in_place("Velocity", "VelocityOut")
 
     def __call__(self, param, grad, learning_rate, velocity):
         cdef cnp.ndarray p = dense(param, "momentum", "Param")

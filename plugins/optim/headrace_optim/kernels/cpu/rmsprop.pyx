@@ -11,7 +11,7 @@ _common.pxd.
 cimport numpy as cnp
 from libc.math cimport sqrt
 from headrace.kernels.common cimport real
-from ._common cimport bound, dense, in_place, like_param, scalar, target
+from ._common cimport dense, like_param, scalar, target
 
 cnp.import_array()
 
@@ -47,11 +47,11 @@ cdef class RMSProp:
         self.rho = attrs.get("decay", 0.9)
         self.mu = attrs.get("momentum", 0.0)
         self.centered = attrs.get("centered", False)
-        self.mg_out = bound(info, "MeanGradOut")
-        self.inplace_p = in_place(info, "Param", "ParamOut")
-        self.inplace_ms = in_place(info, "MeanSquare", "MeanSquareOut")
-        self.inplace_mg = in_place(info, "MeanGrad", "MeanGradOut")
-        self.inplace_mom = in_place(info, "Moment", "MomentOut")
+        self.mg_out = info is None or info.wants("MeanGradOut")
+        self.inplace_p = info is not None and info.in_place("Param", "ParamOut")
+        self.inplace_ms = info is not None and info.in_place("MeanSquare", "MeanSquareOut")
+        self.inplace_mg = info is not None and info.in_place("MeanGrad", "MeanGradOut")
+        self.inplace_mom = info is not None and info.in_place("Moment", "MomentOut")
 
     def __call__(self, param, grad, learning_rate, mean_square, mean_grad, moment):
         cdef cnp.ndarray p = dense(param, "rmsprop", "Param")

@@ -7,7 +7,7 @@ shared array gets a fresh one instead (see ``target`` in _common.pxd).
 """
 cimport numpy as cnp
 from headrace.kernels.common cimport real
-from ._common cimport dense, in_place, like_param, scalar, target
+from ._common cimport dense, like_param, scalar, target
 
 cnp.import_array()
 
@@ -24,7 +24,7 @@ cdef class SGD:
     cdef bint inplace
 
     def __init__(self, dict attrs, info=None):
-        self.inplace = in_place(info, "Param", "ParamOut")
+        self.inplace = info is not None and info.in_place("Param", "ParamOut")
 
     def __call__(self, param, grad, learning_rate):
         cdef cnp.ndarray p = dense(param, "sgd", "Param")

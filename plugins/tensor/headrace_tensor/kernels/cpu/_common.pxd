@@ -50,29 +50,6 @@ cdef inline int norm_axis(object axis, int rank, str op, str what="axis") except
     return axis + rank if axis < 0 else axis
 
 
-# -- aliasing ---------------------------------------------------------------------------------
-
-cdef inline bint any_persistable(object info, tuple slots):
-    """Whether a variable bound to one of ``slots`` (input or output slot names) is persistable.
-
-    View-returning kernels (reshape, flatten, lod_reset) copy instead when this holds: a
-    persistable variable's array may be updated in place later (optimizer ops write Param and
-    their state into the existing arrays), which would show through a view, and a view output
-    bound to a persistable variable would let such an update write into the input's array.
-    Without an info (a kernel called directly) nothing is known to be persistable.
-    """
-    if info is None:
-        return False
-    op = info.op
-    block = op.block
-    for slot in slots:
-        for names in (op.inputs.get(slot, ()), op.outputs.get(slot, ())):
-            for n in names:
-                if n != "@EMPTY@" and block.var_recursive(n).persistable:
-                    return True
-    return False
-
-
 cdef inline object xshape_of(cnp.ndarray x):
     """The XShape placeholder of reshape2/transpose2/flatten: shape [0] + X.dims, X's dtype,
     no data (only its shape reaches the backward pass)."""

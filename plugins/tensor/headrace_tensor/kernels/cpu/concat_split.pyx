@@ -146,7 +146,7 @@ cdef class Split:
         if (self.num > 0) == bool(self.sections) or self.num < 0:
             raise ValueError(f"split: give exactly one of num (> 0) and sections; got "
                              f"num={self.num}, sections={self.sections}")
-        self.n_out = len(info.op.outputs.get("Out", ())) if info is not None else None
+        self.n_out = info.n_outputs("Out") if info is not None else None
 
     cdef list sizes(self, Py_ssize_t dim, list sections):
         if self.num > 0:
@@ -199,10 +199,7 @@ cdef class ConcatGrad:
 
     def __init__(self, dict attrs, info=None):
         self.axis = attrs["axis"]
-        if info is None:
-            self.wanted = None
-        else:
-            self.wanted = [n != "@EMPTY@" for n in info.op.outputs.get("X@GRAD", ())]
+        self.wanted = info.wanted("X@GRAD") if info is not None else None
 
     def __call__(self, xs, axis_tensor, dout):
         if not isinstance(xs, list) or not xs:

@@ -1,13 +1,13 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """lod_reset: X's data with a new LoD - Y's LoD, Y's data as level-0 offsets, or target_lod.
 
-A LoD kernel (``lod_kernel = True``): it is called with Tensors (``.data``, ``.lod``) and
-returns Tensors, since the LoD is what it computes. The data is X's array itself (a view, no
+A LoD kernel (registered with kind "lod"): it is called with Tensors (``.data``, ``.lod``)
+and returns Tensors, since the LoD is what it computes. The data is X's array itself (a view, no
 copy), unless X or Out is persistable: see reshape.pyx for why sharing is safe otherwise.
 """
 cimport numpy as cnp
 from headrace.kernels.common cimport check_plain
-from ._common cimport any_persistable, int_values
+from ._common cimport int_values
 
 import numpy as np
 
@@ -44,12 +44,10 @@ cdef class LodReset:
     cdef list target
     cdef bint append, own
 
-    lod_kernel = True
-
     def __init__(self, dict attrs, info=None):
         self.target = [int(v) for v in attrs.get("target_lod", [])]
         self.append = attrs.get("append", False)
-        self.own = any_persistable(info, ("X", "Out"))
+        self.own = info is not None and not info.may_alias("X", "Out")
 
     def __call__(self, x, y=None):
         data = x.data if isinstance(x, Tensor) else x
@@ -77,4 +75,4 @@ cdef class LodReset:
         return (Tensor(data, lod),)
 
 
-KERNELS = [("lod_reset", LodReset, ALL_DTYPES)]
+KERNELS = [("lod_reset", LodReset, ALL_DTYPES, "lod")]

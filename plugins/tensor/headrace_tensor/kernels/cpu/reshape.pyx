@@ -17,7 +17,7 @@ shape XShape[1:], a view by the same rules.
 """
 cimport numpy as cnp
 from headrace.kernels.common cimport dtype_name, shape_of, typenum
-from ._common cimport any_persistable, as_array, int_values, ints_of_list, norm_axis, xshape_of
+from ._common cimport as_array, int_values, ints_of_list, norm_axis, xshape_of
 
 cnp.import_array()
 
@@ -85,7 +85,7 @@ cdef class Reshape2:
 
     def __init__(self, dict attrs, info=None):
         self.shape = [int(d) for d in attrs["shape"]]
-        self.own = any_persistable(info, ("X", "Out"))
+        self.own = info is not None and not info.may_alias("X", "Out")
 
     def __call__(self, x, shape=None, shape_tensor=None):
         cdef cnp.ndarray a = as_array(x, "reshape2", "X")
@@ -106,7 +106,7 @@ cdef class FlattenContiguousRange:
 
     def __init__(self, dict attrs, info=None):
         self.start, self.stop = attrs["start_axis"], attrs["stop_axis"]
-        self.own = any_persistable(info, ("X", "Out"))
+        self.own = info is not None and not info.may_alias("X", "Out")
 
     def __call__(self, x):
         cdef cnp.ndarray a = as_array(x, "flatten_contiguous_range", "X")
@@ -147,8 +147,8 @@ cdef class ReshapeGrad:
     cdef bint own
 
     def __init__(self, dict attrs, info=None, op="reshape2_grad"):
-        self.op = info.op.type if info is not None else op
-        self.own = any_persistable(info, ("Out@GRAD", "X@GRAD"))
+        self.op = info.op_type if info is not None else op
+        self.own = info is not None and not info.may_alias("Out@GRAD", "X@GRAD")
 
     def __call__(self, xshape, dout):
         cdef cnp.ndarray g = as_array(dout, self.op, "Out@GRAD")

@@ -1,0 +1,158 @@
+"""What a kernel maker may know about the op it is specialized for, as plain data.
+
+The plan reads the IR once, when it is prepared, and hands each kernel maker a
+:class:`KernelInfo`: the op's type and attributes, the place, and per slot the facts of the
+variables bound to it (dtype, build-time shape, LoD level, persistable, and whether an output
+is wanted at all). Kernels ask these questions through the methods below and never walk the
+Block or the Operator: a kernel is the same whichever program it runs in.
+
+A kernel may also be called without an info (``Kernel(attrs, None)`` in tests and tools); it
+then computes every output and assumes nothing about aliasing.
+"""
+from typing import NamedTuple, Optional, Tuple
+
+__all__ = ["KernelInfo", "SlotVar", "kernel_info"]
+
+
+class SlotVar(NamedTuple):
+    """One variable bound to a slot (``None`` stands for ``@EMPTY@``: a gradient nobody needs,
+    which has no variable)."""
+    name: str
+    dtype: Optional[str] = None
+    shape: Tuple[int, ...] = ()   # build-time shape, -1 where unknown
+    lod_level: int = 0
+    persistable: bool = False
+
+
+class KernelInfo:
+    """The facts of one op, computed when the plan is prepared.
+
+    ``op_type`` and ``attrs`` (every attribute, defaults filled in); ``place`` and ``device``
+    (the device module); ``seed`` for random ops (None: nondeterministic); ``inputs`` and
+    ``outputs``: ``{slot: (SlotVar or None, ...)}`` for the bound slots, ``None`` for an
+    ``@EMPTY@`` entry. ``in_dtypes``/``out_dtypes``/``out_shapes`` give ``{slot: [...]}`` of the
+    same facts for the kernels that only need those.
+    """
+
+    def __init__(self, op_type, attrs, place=None, inputs=None, outputs=None, seed=None,
+                 sub_writes=None, subplan=None):
+        self.op_type = op_type
+        self.attrs = attrs
+        self.place = place
+        self.device = place.module() if place is not None else None
+        self.inputs = dict(inputs or {})
+        self.outputs = dict(outputs or {})
+        self.seed = seed
+        self._sub_writes = dict(sub_writes or {})  # block attribute -> names written in it
+        self._subplan = subplan                    # block attribute -> Plan (from the plan)
+        self.in_dtypes = {s: [v and v.dtype for v in vs] for s, vs in self.inputs.items()}
+        self.out_dtypes = {s: [v and v.dtype for v in vs] for s, vs in self.outputs.items()}
+        self.out_shapes = {s: [v and v.shape for v in vs] for s, vs in self.outputs.items()}
+
+    def __repr__(self):
+        return f"<KernelInfo {self.op_type}>"
+
+    # -- how many -------------------------------------------------------------------------
+    def n_inputs(self, slot):
+        """The number of variables bound to input ``slot`` (0: unbound)."""
+        return len(self.inputs.get(slot, ()))
+
+    def n_outputs(self, slot):
+        """The number of variables bound to output ``slot``, ``@EMPTY@`` entries included."""
+        return len(self.outputs.get(slot, ()))
+
+    # -- which outputs to compute ---------------------------------------------------------
+    def wanted(self, slot):
+        """Per variable of output ``slot``: must the kernel compute it? False for ``@EMPTY@``
+        (a gradient nobody needs). An unbound slot gives ``[]``."""
+        return [v is not None for v in self.outputs.get(slot, ())]
+
+    def wants(self, slot):
+        """Whether at least one variable of output ``slot`` is wanted: a grad kernel skips the
+        gradient of an unbound or ``@EMPTY@`` slot (it returns None there)."""
+        return any(v is not None for v in self.outputs.get(slot, ()))
+
+    # -- persistable and aliasing ---------------------------------------------------------
+    def persistable(self, slot):
+        """Whether a variable bound to ``slot`` (an input or an output of that name) is
+        persistable: its value lives in the scope from run to run."""
+        return any(v is not None and v.persistable
+                   for vs in (self.inputs.get(slot, ()), self.outputs.get(slot, ()))
+                   for v in vs)
+
+    def in_place(self, in_slot, out_slot):
+        """Whether output ``out_slot`` may be written into the existing array of input
+        ``in_slot``: both are bound to the same single variable, and it is persistable.
+
+        Persistable values belong to the scope, which keeps the same array from run to run, so
+        updating it in place is what the program asks for (optimizer updates); a
+        non-persistable value may be a caller's fed array or shared with another variable, and
+        is dropped after the run anyway, so it is not worth the risk."""
+        ins = self.inputs.get(in_slot, ())
+        outs = self.outputs.get(out_slot, ())
+        return (len(ins) == 1 and len(outs) == 1 and ins[0] is not None
+                and outs[0] is not None and ins[0].name == outs[0].name
+                and ins[0].persistable)
+
+    def may_alias(self, in_slot, out_slot):
+        """Whether output ``out_slot`` may share memory with input ``in_slot`` (be the input's
+        array itself or a view of it): neither side is persistable. A persistable array may be
+        updated in place later (optimizers write Param and their state into the existing
+        arrays), which would show through a view; so would an in-place update of a view
+        output bound to a persistable variable."""
+        return not (self.persistable(in_slot) or self.persistable(out_slot))
+
+    # -- sub-blocks -----------------------------------------------------------------------
+    def subplan(self, attr):
+        """The Plan of the sub-block held by block attribute ``attr`` (``"sub_block"``), over
+        the same slots as this op's plan; a frame kernel runs it with ``frame.run(plan)``."""
+        if self._subplan is None:
+            raise ValueError(f"{self.op_type}: no plan is being prepared, so there is no "
+                             f"plan for sub-block attribute '{attr}'")
+        return self._subplan(attr)
+
+    def sub_block_writes(self, attr, in_slot):
+        """Whether an op of the sub-block held by ``attr`` (or of a block nested in it) writes
+        every variable bound to input ``in_slot``: a loop whose body never writes its
+        condition could never end."""
+        written = self._sub_writes.get(attr, frozenset())
+        return all(v is not None and v.name in written for v in self.inputs.get(in_slot, ()))
+
+
+def _slot_var(block, name):
+    if name == "@EMPTY@":
+        return None
+    v = block.var_recursive(name)
+    return SlotVar(name, v.dtype, tuple(v.shape), v.lod_level, bool(v.persistable))
+
+
+def _writes(block):
+    """The names written by the ops of ``block`` and of the blocks nested in it."""
+    out = set()
+    for op in block.ops:
+        out.update(op.output_arg_names)
+        for sub in op.sub_blocks():
+            out |= _writes(sub)
+    return out
+
+
+def kernel_info(op, attrs=None, place=None, seed=None, subplan=None):
+    """A :class:`KernelInfo` for Operator ``op`` (read from the IR here, once).
+
+    ``subplan(block)`` makes the Plan of a sub-block; the plan passes its own. Tests build
+    infos for ops of a hand-made block with ``kernel_info(op)``."""
+    from ..framework.block import Block
+    attrs = op.attrs if attrs is None else attrs
+    block = op.block
+    inputs = {s: tuple(_slot_var(block, n) for n in ns) for s, ns in op.inputs.items()}
+    outputs = {s: tuple(_slot_var(block, n) for n in ns) for s, ns in op.outputs.items()}
+    blocks = {a: v for a, v in attrs.items() if isinstance(v, Block)}
+    sub_writes = {a: frozenset(_writes(b)) for a, b in blocks.items()}
+    make = None
+    if subplan is not None:
+        def make(attr):
+            if attr not in blocks:
+                raise ValueError(f"{op.type}: attribute '{attr}' does not hold a block "
+                                 f"(block attributes: {sorted(blocks) or 'none'})")
+            return subplan(blocks[attr])
+    return KernelInfo(op.type, attrs, place, inputs, outputs, seed, sub_writes, make)
