@@ -192,10 +192,10 @@ GRAD_DTYPES = ("float32", "float64")
 
 cdef class ConcatGrad:
     """concat_grad: (X, AxisTensor, Out@GRAD) -> (X@GRAD,). X@GRAD[i] = the slice of Out@GRAD
-    along axis that X[i] filled; X is read for its shapes only. Entries of X@GRAD bound to
-    @EMPTY@ (gradients nobody wants) are not computed (None)."""
+    along axis that X[i] filled; X is read for its shapes only. Entries of X@GRAD nobody
+    wants (``info.wanted``) are not computed (None)."""
     cdef int axis
-    cdef object wanted  # per X: whether its gradient is bound (None without an op)
+    cdef object wanted  # per X: whether its gradient is wanted (None without an info)
 
     def __init__(self, dict attrs, info=None):
         self.axis = attrs["axis"]
