@@ -150,6 +150,9 @@ def build_registry(plugins=(), autoload=None):
                 registry.withdraw_plugin(name)
                 _report(registry, name, e)
     registry.plugins = [n for n in order if n not in registry.failed]
+    for error in registry._deferred:
+        warnings.warn(f"headrace {error}", PluginWarning, stacklevel=2)
+    registry._deferred = []
     return registry
 
 

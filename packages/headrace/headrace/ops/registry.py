@@ -41,6 +41,7 @@ class Registry:
         self._kernels = {}  # (op_type, device) -> [Kernel], an override first
         self._pending = {}  # device -> [(plugin, package)] kernel packages not imported yet
         self._loading = set()  # devices whose packages are being imported (under the lock)
+        self._deferred = []  # kernel package failures met while a hook was running
         self.unavailable = {}  # device -> [PluginError] kernel packages that failed to load
         self.overrides = []    # [KernelOverride] kernels that replace an earlier plugin's
         self.plugins = []      # names of plugins that loaded, in load order
@@ -229,11 +230,20 @@ class Registry:
         with self._lock:
             self._loading.add(device)
             try:
-                self._load_pending(device)
+                failures = self._load_pending(device)
             finally:
                 self._loading.discard(device)
+        # Warned once the registry is consistent again (a warning may be raised as an error).
+        # Inside another plugin's hook (a load forced by its kernel), build_registry warns
+        # after the hooks, so that an error filter cannot make it that plugin's failure.
+        if self._plugin is not None:
+            self._deferred.extend(failures)
+        else:
+            for error in failures:
+                warnings.warn(f"headrace {error}", PluginWarning, stacklevel=4)
 
     def _load_pending(self, device):
+        failures = []
         while self._pending.get(device):
             entry = plugin, package = self._pending[device][0]
             try:
@@ -247,8 +257,9 @@ class Registry:
                         f"failed: {type(e).__name__}: {e}")
                 self.unavailable.setdefault(device, []).append(error)
                 if not isinstance(e, ImportError):  # a missing optional dependency is no bug
-                    warnings.warn(f"headrace {error}", PluginWarning, stacklevel=5)
+                    failures.append(error)
             self._drop_pending(device, entry)
+        return failures
 
     def _load_package(self, plugin, package, device):
         from .package import iter_op_modules
