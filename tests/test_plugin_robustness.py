@@ -357,3 +357,17 @@ def test_a_lookup_on_an_unknown_device_says_so():
         reg.kernel("k_op", "cudaa")
     with pytest.raises(PluginError, match="unknown device 'gpu'"):
         reg.device("gpu")
+
+
+def test_headrace_plugins_lists_devices_and_failures():
+    with pytest.warns(PluginWarning):
+        reg = build_registry(plugins=[("typo", _Misspelled), ("good", _plugin(ops=["g_op"]))],
+                             autoload=False)
+    out = io.StringIO()
+    with registry_guard(reg):
+        assert cli_main(["plugins"], out=out) == 1
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith(f"{CORE}: ") and lines[0].endswith(" ops, devices cpu, cuda")
+    assert lines[1] == "good: 1 ops"
+    assert lines[2].startswith("typo: FAILED: PluginError: plugin 'typo': unknown hook "
+                               "'headrace_register_op'")
