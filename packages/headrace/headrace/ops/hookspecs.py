@@ -87,8 +87,9 @@ def headrace_register_kernels(registry):
     for: ``add_kernel(..., override=True)``, or, in a kernel package, the op type listed in the
     module's ``OVERRIDES = ["relu", ...]``. The replacement is then used for its dtypes and
     listed in ``registry.overrides`` and by ``headrace plugins``; without it, it is an error of
-    the later plugin. Called after every plugin's ``headrace_register_ops``, so kernels may be
-    registered for ops of other plugins.
+    the later plugin. (To check a kernel given to ``add_kernel`` at once, the earlier plugins'
+    kernel packages for its device are imported then, not on first use.) Called after every
+    plugin's ``headrace_register_ops``, so kernels may be registered for ops of other plugins.
 
     :param headrace.ops.Registry registry: the registry being built.
     """
