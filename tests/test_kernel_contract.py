@@ -192,14 +192,19 @@ class CopyFrame:
 
 
 class OldStyle:
-    """A kernel written for the LoD convention, registered as an array kernel."""
-    lod_kernel = True
+    """A kernel written for the LoD or frame convention (``old`` names the attribute that used
+    to say so), registered as an array kernel."""
+    old = "lod_kernel"
 
     def __init__(self, attrs, info):
-        pass
+        setattr(self, self.old, True)
 
     def __call__(self, x):
         return (x,)
+
+
+class OldFrame(OldStyle):
+    old = "frame_kernel"
 
 
 def _plugin(kernels):
@@ -250,10 +255,11 @@ def test_a_frame_kernel_gets_a_frame():
     assert out.lod == [[0, 3]]
 
 
-def test_old_attributes_on_an_array_kernel_are_refused():
-    reg = build_registry([("contract-old", _plugin({"k_old": (OldStyle, "array")}))],
+@pytest.mark.parametrize("maker", [OldStyle, OldFrame])
+def test_old_attributes_on_an_array_kernel_are_refused(maker):
+    reg = build_registry([("contract-old", _plugin({"k_old": (maker, "array")}))],
                          autoload=False)
-    with pytest.raises(PluginError, match=r"plugin 'contract-old'.*k_old/cpu sets lod_kernel "
+    with pytest.raises(PluginError, match=rf"plugin 'contract-old'.*k_old/cpu sets {maker.old} "
                                           r"= True but is registered as an array kernel"):
         _run(reg, "k_old", np.ones((2, 2), "float32"), lod_level=0)
 

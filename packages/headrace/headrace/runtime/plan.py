@@ -198,7 +198,7 @@ def _refuse_undeclared_kind(kernel, fn):
     guessed the kind from (``lod_kernel``/``frame_kernel``) was written for another calling
     convention: calling it with arrays would silently compute wrong values, so refuse it."""
     for attr, kind in (("frame_kernel", "frame"), ("lod_kernel", "lod")):
-        if getattr(fn, attr, False) is True:
+        if getattr(fn, attr, False):
             raise PluginError(
                 f"plugin {kernel.plugin!r}: kernel {kernel.op_type}/{kernel.device} sets "
                 f"{attr} = True but is registered as an array kernel; the kind is declared at "
