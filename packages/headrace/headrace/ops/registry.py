@@ -299,8 +299,10 @@ class Registry:
         ``unavailable``, not raised: listing must work on a machine without a GPU stack)."""
         for device in list(self._pending):
             self._ensure_loaded(device)
+        with self._lock:  # a snapshot, should a retried load (after Ctrl-C) be under way
+            items = sorted(self._kernels.items())
         out = {}
-        for (t, device), ks in sorted(self._kernels.items()):
+        for (t, device), ks in items:
             if t == op_type:
                 ds = []
                 for k in ks:
