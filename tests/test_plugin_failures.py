@@ -139,7 +139,7 @@ def test_keyboard_interrupt_in_a_hook_takes_back_what_it_added():
         build_registry(plugins=[("int", Interrupted)], autoload=False)
     reg = build_registry(autoload=False)
     with pytest.raises(KeyboardInterrupt):
-        with reg._running("int"):  # what build_registry runs each hook in
+        with reg._running("int", "headrace_register_ops"):  # what build_registry runs hooks in
             Interrupted.headrace_register_ops(reg)
     assert "half_op" not in reg and len(reg) == 0
 

@@ -145,6 +145,34 @@ def test_a_hook_that_would_never_run_is_the_plugins_error(plugin, error):
     assert list(reg) == ["good_op"] and reg.kernels_for("typo_op") == {}
 
 
+class _EarlyKernel:
+    @staticmethod
+    @hookimpl
+    def headrace_register_ops(registry):
+        registry.add_op(_op("early_op"))
+        registry.add_kernel("relu", "cpu", len)  # before the earlier plugins' kernels exist
+
+
+class _LateDevice:
+    @staticmethod
+    @hookimpl
+    def headrace_register_kernels(registry):
+        registry.add_device("late")
+
+
+@pytest.mark.parametrize("plugin, error", [
+    (_EarlyKernel, "add_kernel() is called from headrace_register_ops; it belongs in "
+                   "headrace_register_kernels"),
+    (_LateDevice, "add_device() is called from headrace_register_kernels; it belongs in "
+                  "headrace_register_devices"),
+])
+def test_each_registration_belongs_in_its_hook(plugin, error):
+    with pytest.warns(PluginWarning, match="'early' failed"):
+        reg = build_registry(plugins=[(MATH, math_plugin), ("early", plugin)], autoload=False)
+    assert error in str(reg.failed["early"]) and "early_op" not in reg
+    assert reg.kernel("relu", "cpu", "float32").plugin == MATH
+
+
 def test_an_installed_plugin_with_a_misspelled_hook_is_reported(tmp_path, monkeypatch):
     uid = uuid.uuid4().hex[:8]
     module = f"hr_typo_{uid}"

@@ -21,7 +21,9 @@ A plugin is a module (or object) with functions marked ``@hookimpl``, announced 
 Each hook is called once per registry for every plugin, in order: the core's own plugin, then
 the first-party plugins (the distributions of this repository), then the others; all
 ``headrace_register_devices`` first, then all ``headrace_register_ops``, then all
-``headrace_register_kernels``. On a conflict the later plugin is in error.
+``headrace_register_kernels``. On a conflict the later plugin is in error. Each registration
+is accepted in its own hook only (``add_device`` in the first, ``add_op`` in the second,
+``add_kernel`` and ``add_kernel_package`` in the third), which is what makes that order hold.
 
 A plugin's error withdraws that plugin only: everything it registered is taken back, it is
 reported with a ``PluginWarning`` naming it and its error and listed in ``registry.failed``,

@@ -142,7 +142,7 @@ def build_registry(plugins=(), autoload=None):
             if name in registry.failed:
                 continue
             try:
-                with registry._running(name):
+                with registry._running(name, hook):
                     impl.function(registry=registry)
             except KeyboardInterrupt:
                 raise

@@ -20,6 +20,8 @@ from .kernel import Device, Kernel, KernelOverride, check_kernel_args, kernel_en
 
 __all__ = ["Registry", "PluginWarning"]
 
+KERNELS_HOOK = "headrace_register_kernels"
+
 
 class PluginWarning(UserWarning):
     """A plugin (or one of its kernel packages) failed and was skipped."""
@@ -49,11 +51,19 @@ class Registry:
         self.distributions = {}  # plugin name -> its distribution's name, where known
         self._lock = threading.RLock()
         self._plugin = None  # the plugin whose hook (or kernel package) is running
+        self._hook = None    # the hook running (None: the registry is used directly)
         self._undo = None    # how to take back what it added, should it fail
 
     def _who(self, plugin):
         dist = self.distributions.get(plugin)
         return f"plugin {plugin!r}" + (f" (distribution {dist})" if dist else "")
+
+    def _in_hook(self, method, hook):
+        """Each kind of registration in its own hook: the hooks run one after the other over
+        all plugins, which is what makes "the earlier plugin wins" hold."""
+        if self._hook is not None and self._hook != hook:
+            raise PluginError(f"{self._who(self._plugin)}: {method}() is called from "
+                              f"{self._hook}; it belongs in {hook}")
 
     def _record(self, undo):
         if self._undo is not None:
@@ -65,6 +75,7 @@ class Registry:
         ``module`` is its device module's import name (see :mod:`headrace.devices`), imported
         on first use by a Place. A device registered twice is an error of the later plugin."""
         who = self._who(self._plugin)
+        self._in_hook("add_device", "headrace_register_devices")
         if not isinstance(name, str) or not name.isidentifier():
             raise PluginError(f"{who}: a device name must be an identifier like 'cpu', "
                               f"got {name!r}")
@@ -105,6 +116,7 @@ class Registry:
         """Register an :class:`OpDef`; a type registered twice is an error of the later
         plugin. The definition itself is not changed (it may be in other registries too)."""
         who = self._who(self._plugin)
+        self._in_hook("add_op", "headrace_register_ops")
         if not isinstance(opdef, OpDef):
             raise PluginError(f"{who}: add_op() takes an OpDef, got {type(opdef).__name__}")
         t = opdef.type
@@ -164,6 +176,7 @@ class Registry:
         the replacement is listed in :attr:`overrides` (and by ``headrace plugins``).
         """
         who = self._who(self._plugin)
+        self._in_hook("add_kernel", KERNELS_HOOK)
         self._check_device(device, f"kernel {op_type}/{device}")
         dtypes = check_kernel_args(who, op_type, device, fn, dtypes, kind)
         if device not in self._loading and any(p != self._plugin
@@ -205,6 +218,7 @@ class Registry:
         up. Each module lists its kernels in ``KERNELS = [(op_type, maker, dtypes), ...]``, an
         entry optionally ending in the kernel's kind: ``(op_type, maker, dtypes, "lod")``; op
         types listed in the module's ``OVERRIDES`` are registered with ``override=True``."""
+        self._in_hook("add_kernel_package", KERNELS_HOOK)
         self._check_device(device, f"kernel package {package}")
         if not isinstance(package, str) or not package:
             raise PluginError(f"{self._who(self._plugin)}: a kernel package is an import name "
@@ -263,7 +277,7 @@ class Registry:
 
     def _load_package(self, plugin, package, device):
         from .package import iter_op_modules
-        with self._running(plugin):  # a failing package takes back its own kernels only
+        with self._running(plugin, KERNELS_HOOK):  # a failing package takes back its own only
             who = self._who(plugin)
             for module in iter_op_modules(package):
                 for op_type, maker, dtypes, kind, override in kernel_entries(module, who):
@@ -316,11 +330,11 @@ class Registry:
 
     # -- plugin bookkeeping ----------------------------------------------------------------
     @contextlib.contextmanager
-    def _running(self, plugin_name):
-        """Attribute what is added inside to ``plugin_name``; take it all back if it raises
-        (anything, KeyboardInterrupt included: the registry is left as it was)."""
-        saved = self._plugin, self._undo
-        self._plugin, self._undo = plugin_name, []
+    def _running(self, plugin_name, hook):
+        """Attribute what is added inside (by ``hook``) to ``plugin_name``; take it all back if
+        it raises (anything, KeyboardInterrupt included: the registry is left as it was)."""
+        saved = self._plugin, self._undo, self._hook
+        self._plugin, self._undo, self._hook = plugin_name, [], hook
         try:
             yield
         except BaseException:
@@ -328,7 +342,7 @@ class Registry:
                 undo()
             raise
         finally:
-            self._plugin, self._undo = saved
+            self._plugin, self._undo, self._hook = saved
 
     def withdraw_plugin(self, plugin_name):
         """Remove everything ``plugin_name`` registered (its later hook failed)."""
