@@ -12,9 +12,8 @@ Layouts, both read and written:
 import os
 
 from ..errors import HeadraceError, ProgramParseError
-from ..framework import Program, Variable, default_main_program
+from ..framework import Program, Variable, analysis, default_main_program
 from ..ops import attrs as attr_codec
-from ..ops.grad import EMPTY
 from ..proto import framework_pb2 as pb
 from .atomic import AtomicFileSet
 from .persistables import gather_values, is_persistable, load_vars, select_vars, write_values
@@ -24,36 +23,6 @@ __all__ = ["inference_program", "save_inference_model", "load_inference_model"]
 
 MODEL_FILENAME = "__model__"
 FEED_HOLDER, FETCH_HOLDER = "feed", "fetch"
-
-
-def _sub_names(op, names_of):
-    """Names an op touches through its sub-blocks, minus those local to the sub-blocks."""
-    out = []
-    for sub in op.sub_blocks():
-        local = set(sub.vars)
-        for o in sub.ops:
-            out.extend(n for n in names_of(o) if n not in local)
-    return out
-
-
-def _reads(op):
-    return op.input_arg_names + _sub_names(op, _reads)
-
-
-def _writes(op):
-    # A control-flow op may write outer variables only from its sub-block.
-    return op.output_arg_names + _sub_names(op, _writes)
-
-
-def _reachable_blocks(block):
-    """Indices of ``block`` and every block its ops own, transitively."""
-    seen, todo = {block.idx}, list(block.ops)
-    while todo:
-        for sub in todo.pop().sub_blocks():
-            if sub.idx not in seen:
-                seen.add(sub.idx)
-                todo.extend(sub.ops)
-    return seen
 
 
 def _names(items, what):
@@ -101,22 +70,18 @@ def inference_program(main_program, feeded_var_names, target_vars):
         block.ops[i].desc.ClearField("is_target")
         if block.ops[i].type in ("feed", "fetch"):
             block.remove_op(i)
-    needed, kept = set(targets) - set(feeds), set()
-    for op in reversed(block.ops):
-        if any(n in needed for n in _writes(op)):
-            kept.add(id(op))
-            needed.update(n for n in _reads(op) if n not in feeds)
+    kept = {id(op) for op in analysis.prune(block, targets, feeds)}
     for i in reversed(range(len(block.ops))):
         if id(block.ops[i]) not in kept:
             block.remove_op(i)
     _check_computable(block, feeds, targets)
     for name in targets:  # the last op writing it (fed and persistable targets may have none)
-        writer = next((op for op in reversed(block.ops) if name in _writes(op)), None)
+        writer = next((op for op in reversed(block.ops) if name in analysis.writes(op)), None)
         if writer is not None:
             writer.desc.is_target = True
     # Drop what the pruned ops no longer reach: the loader of a combined parameter file derives
     # the file's contents from the program's persistables, so stale ones must not remain.
-    reachable = _reachable_blocks(block)
+    reachable = analysis.reachable_blocks(block)
     used = set(feeds) | set(targets)
     for b in prog.blocks:
         if b.idx in reachable:
@@ -144,17 +109,14 @@ def inference_program(main_program, feeded_var_names, target_vars):
 def _check_computable(block, feeds, targets):
     """Every value the kept ops read must be fed, persistable, or computed before: otherwise
     the saved model could never run, and the user fed the wrong variables."""
-    have = set(feeds)
-    for op in block.ops:
-        for name in op.input_arg_names:
-            var = block.find_var(name)
-            if name in have or name == EMPTY or var is None or var.persistable:
-                continue
-            raise HeadraceError(
-                f"the targets ({', '.join(targets)}) need variable '{name}' (read by op "
-                f"'{op.type}', op #{op.idx}), which is neither fed nor computed from the fed "
-                f"variables ({', '.join(feeds) or 'none'}): add it to feeded_var_names")
-        have.update(_writes(op))
+    missing = analysis.first_unsatisfied_read(block.ops, feeds)
+    if missing is not None:
+        op, name = missing
+        raise HeadraceError(
+            f"the targets ({', '.join(targets)}) need variable '{name}' (read by op "
+            f"'{op.type}', block {op.block.idx}, op #{op.idx}), which is neither fed nor "
+            f"computed from the fed variables ({', '.join(feeds) or 'none'}): add it to "
+            f"feeded_var_names")
 
 
 def _file_names(dirname, model_filename, params_filename):

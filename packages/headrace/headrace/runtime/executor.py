@@ -14,7 +14,7 @@ import weakref
 import numpy as np
 
 from ..errors import HeadraceError
-from ..framework import Program, Variable, default_main_program
+from ..framework import Program, Variable, analysis, default_main_program
 from . import plan as plan_mod
 from .place import CPUPlace, Place
 from .scope import global_scope
@@ -31,16 +31,6 @@ class FetchError(HeadraceError):
     """A fetch target that is not in the program or has no value."""
 
 
-def _reads(op):
-    """Names an op reads, including what its sub-blocks read from outside themselves."""
-    names = list(op.input_arg_names)
-    for sub in op.sub_blocks():
-        inner = set(sub.vars)
-        for o in sub.ops:
-            names.extend(n for n in _reads(o) if n not in inner)
-    return names
-
-
 class _RunPlan:
     """A root plan plus the bindings of one feed/fetch signature."""
 
@@ -50,7 +40,8 @@ class _RunPlan:
         fetch_vars = [self._var(block, n, FetchError, "fetch target") for n in fetch_names]
         op_filter = None
         if prune:
-            keep = self._needed_ops(block, {v.name for v in fetch_vars}, set(feed_names))
+            keep = {id(op) for op in analysis.prune(block, [v.name for v in fetch_vars],
+                                                    feed_names)}
             op_filter = lambda op: id(op) in keep  # noqa: E731
         self.plan = plan_mod.prepare(block, place, program.registry, op_filter)
         slots = self.plan.slots
@@ -65,7 +56,7 @@ class _RunPlan:
         for i, var in enumerate(slots.vars):
             if var is not None and var.persistable and i not in fed:
                 self.loads.append((i, var.name))
-        self._check_inputs(fed)
+        self._check_inputs(feed_names)
         for ins in self._all_instrs(self.plan):
             for i in plan_mod._flat(ins.out_ids):
                 if i > 0:
@@ -89,34 +80,23 @@ class _RunPlan:
         for sub in plan._subplans.values():
             yield from self._all_instrs(sub)
 
-    def _check_inputs(self, fed):
-        """A non-persistable variable read before anything writes it must be fed."""
-        written, self.must_init = set(fed), []
-        for ins in self.plan.instrs:
-            for i in plan_mod._flat(ins.in_ids):
-                var = self.plan.slots.vars[i] if i > 0 else None
-                if var is not None and i not in written and var.persistable:
-                    self.must_init.append((i, ins.op))
-                    written.add(i)
-                elif var is not None and i not in written:
-                    op = ins.op
-                    raise FeedError(
-                        f"variable '{var.name}' is read by op '{op.type}' (block "
-                        f"{op.block.idx}, op #{op.idx}) but is neither fed nor computed before"
-                        + (" it: add it to feed" if var.need_check_feed else " it"))
-            for i in plan_mod._flat(ins.out_ids):
-                written.add(i)
-
-    @staticmethod
-    def _needed_ops(block, targets, feeds):
-        needed, keep = set(targets) - feeds, set()
-        for op in reversed(block.ops):
-            if op.type in ("feed", "fetch"):
-                continue
-            if any(n in needed for n in op.output_arg_names):
-                keep.add(id(op))
-                needed.update(n for n in _reads(op) if n not in feeds)
-        return keep
+    def _check_inputs(self, feed_names):
+        """A non-persistable variable read before anything writes it must be fed; a
+        persistable one must be in the scope when the run starts (``must_init``)."""
+        ops = [ins.op for ins in self.plan.instrs]
+        missing = analysis.first_unsatisfied_read(ops, feed_names)
+        if missing is not None:
+            op, name = missing
+            var = op.block.find_var(name)
+            raise FeedError(
+                f"variable '{name}' is read by op '{op.type}' (block {op.block.idx}, op "
+                f"#{op.idx}) but is neither fed nor computed before"
+                + (" it: add it to feed" if var.need_check_feed else " it"))
+        self.must_init = []
+        for op, name in analysis.exposed_reads(ops, feed_names):
+            var = op.block.find_var(name)
+            if var is not None and var.persistable:
+                self.must_init.append((self.plan.slots.slot(var), op))
 
 
 class Executor:
