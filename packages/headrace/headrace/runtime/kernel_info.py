@@ -11,6 +11,9 @@ then computes every output and assumes nothing about aliasing.
 """
 from typing import NamedTuple, Optional, Tuple
 
+from ..framework.analysis import block_writes
+from ..framework.block import Block
+
 __all__ = ["KernelInfo", "SlotVar", "kernel_info"]
 
 
@@ -126,28 +129,17 @@ def _slot_var(block, name):
     return SlotVar(name, v.dtype, tuple(v.shape), v.lod_level, bool(v.persistable))
 
 
-def _writes(block):
-    """The names written by the ops of ``block`` and of the blocks nested in it."""
-    out = set()
-    for op in block.ops:
-        out.update(op.output_arg_names)
-        for sub in op.sub_blocks():
-            out |= _writes(sub)
-    return out
-
-
 def kernel_info(op, attrs=None, place=None, seed=None, subplan=None):
     """A :class:`KernelInfo` for Operator ``op`` (read from the IR here, once).
 
     ``subplan(block)`` makes the Plan of a sub-block; the plan passes its own. Tests build
     infos for ops of a hand-made block with ``kernel_info(op)``."""
-    from ..framework.block import Block
     attrs = op.attrs if attrs is None else attrs
     block = op.block
     inputs = {s: tuple(_slot_var(block, n) for n in ns) for s, ns in op.inputs.items()}
     outputs = {s: tuple(_slot_var(block, n) for n in ns) for s, ns in op.outputs.items()}
     blocks = {a: v for a, v in attrs.items() if isinstance(v, Block)}
-    sub_writes = {a: frozenset(_writes(b)) for a, b in blocks.items()}
+    sub_writes = {a: frozenset(block_writes(b)) for a, b in blocks.items()}
     make = None
     if subplan is not None:
         def make(attr):
