@@ -3,11 +3,124 @@
 
 This is the only per-op cost beyond the kernels themselves, so it is Cython over cdef-class
 instructions: no attribute dictionaries, no per-op allocation beyond the argument tuple.
-Frame and LoD kernels (``layout`` set) get a Frame over the run's values instead.
+Frame and LoD kernels (``layout`` set) get a Frame over the run's values instead; Frame is
+here, a cdef class too, since control flow calls it on every loop step (docs/kernels.md).
 """
-from .frame import Frame
+from .tensor import Tensor
 
 cdef Py_ssize_t _failed = -1
+
+
+cdef class Frame:
+    """One op's view of a run's variables, by slot name (``headrace.runtime.frame``).
+
+    Reading: ``input(slot)`` (the value of a slot's single variable, None when unbound),
+    ``inputs(slot)`` (a list, for duplicable slots), ``lod(slot)``, ``tensor(slot)`` /
+    ``tensors(slot)`` (value and LoD together), ``output(slot)`` (an output variable's
+    current value, say an array being appended to). Writing: ``set_output(slot, value,
+    lod=None)`` and ``set_outputs(slot, values, lods=None)``. Sub-blocks: ``run(plan)`` runs a
+    plan from ``info.subplan(attr)`` over the same variables, ``snapshot(plan)`` keeps the
+    values of its local variables (one step scope). A slot name the op's definition does not
+    have is a KeyError naming the op.
+    """
+    # One Frame per call: a plan may run in several threads at once.
+    cdef object _layout
+    cdef dict _ins, _outs, _lods
+    cdef list _values
+
+    def __init__(self, layout, list values, dict lods):
+        self._layout, self._ins, self._outs = layout, layout.ins, layout.outs
+        self._values, self._lods = values, lods
+
+    @property
+    def op_type(self):
+        return self._layout.op_type
+
+    cdef tuple _ids(self, dict table, object slot, str role):
+        ids = table.get(slot)
+        if ids is None:
+            raise self._layout.no_slot(slot, role)
+        return <tuple>ids
+
+    # -- reading --------------------------------------------------------------------------
+    def input(self, slot):
+        cdef tuple ids = self._ids(self._ins, slot, "input")
+        return self._values[<Py_ssize_t>ids[0]] if ids else None
+
+    def inputs(self, slot):
+        return [self._values[<Py_ssize_t>i] for i in self._ids(self._ins, slot, "input")]
+
+    def lod(self, slot):
+        cdef tuple ids = self._ids(self._ins, slot, "input")
+        return self._lods.get(ids[0]) if ids else None
+
+    def tensor(self, slot):
+        """Input ``slot``'s value and LoD as a Tensor (None when unbound)."""
+        cdef tuple ids = self._ids(self._ins, slot, "input")
+        if not ids:
+            return None
+        return Tensor(self._values[<Py_ssize_t>ids[0]], self._lods.get(ids[0]))
+
+    def tensors(self, slot):
+        return [Tensor(self._values[<Py_ssize_t>i], self._lods.get(i))
+                for i in self._ids(self._ins, slot, "input")]
+
+    def output(self, slot):
+        """The current value of output ``slot``'s variable (None before its first write)."""
+        cdef tuple ids = self._ids(self._outs, slot, "output")
+        if ids and <Py_ssize_t>ids[0] > 0:
+            return self._values[<Py_ssize_t>ids[0]]
+        return None
+
+    # -- writing --------------------------------------------------------------------------
+    def set_output(self, slot, value, lod=None):
+        """Store ``value`` (with ``lod``; None clears it) in output ``slot``'s variable.
+        Writing an unbound or ``@EMPTY@`` output is a no-op."""
+        cdef tuple ids = self._ids(self._outs, slot, "output")
+        if ids:
+            self._put(<Py_ssize_t>ids[0], value, lod)
+
+    def set_outputs(self, slot, values, lods=None):
+        """Store one value per variable of a duplicable output slot."""
+        cdef tuple ids = self._ids(self._outs, slot, "output")
+        if len(values) != len(ids):
+            raise ValueError(f"{self.op_type}: {len(values)} values for output '{slot}', "
+                             f"which is bound to {len(ids)} variables")
+        for n in range(len(ids)):
+            self._put(<Py_ssize_t>ids[n], values[n], lods[n] if lods is not None else None)
+
+    def output_ids(self, slot):
+        """The slot indices of output ``slot``'s variables (for the plan's LoD adapter)."""
+        return self._ids(self._outs, slot, "output")
+
+    def store(self, Py_ssize_t i, value, lod):
+        """Store into slot index ``i`` (from ``output_ids``); -1 (``@EMPTY@``) is skipped."""
+        self._put(i, value, lod)
+
+    cdef _put(self, Py_ssize_t i, value, lod):
+        if i <= 0:
+            return
+        self._values[i] = value
+        if lod:
+            self._lods[i] = lod
+        else:
+            self._lods.pop(i, None)
+
+    # -- sub-blocks -----------------------------------------------------------------------
+    def run(self, plan):
+        """Run ``plan`` (from ``info.subplan(attr)``) over this run's variables."""
+        plan.run(self._values, self._lods)
+
+    def snapshot(self, plan):
+        """The values (and LoD) of ``plan``'s local variables now: one kept step scope."""
+        return {i: (self._values[<Py_ssize_t>i], self._lods.get(i)) for i in plan.local_ids}
+
+
+cdef inline Frame _frame(object layout, list values, dict lods):
+    cdef Frame f = Frame.__new__(Frame)
+    f._layout, f._ins, f._outs = layout, layout.ins, layout.outs
+    f._values, f._lods = values, lods
+    return f
 
 
 cdef class Instr:
@@ -59,7 +172,7 @@ def run(list instrs, list values, dict lods):
             ids = ins.in_ids
             n = len(ids)
             if ins.frame:
-                ins.fn(Frame(ins.layout, values, lods))
+                ins.fn(_frame(ins.layout, values, lods))
                 continue
             if ins.simple:
                 if n == 1:
