@@ -1,8 +1,11 @@
-"""Shared fixtures of the core's tests: an isolated registry of fake ops.
+"""Shared fixtures of the core's tests: an isolated registry of fake ops, and one of the core
+alone.
 
-The core's tests never depend on the real op plugins (they are written in parallel): every
-program here is built against ``fake_registry``, a registry holding only the ops below.
+The core's tests never depend on the real op plugins (they are written in parallel): programs
+here are built against ``fake_registry``, a registry holding only the ops below (and the core's
+own, which every registry has), or ``core_registry``, the core with no plugin at all.
 """
+import numpy as np
 import pytest
 
 import headrace
@@ -95,7 +98,9 @@ class FakeOps:
 def fake_registry():
     """A registry holding only the fake ops (no installed plugin is loaded)."""
     reg = build_registry(plugins=[("fake-ops", FakeOps)], autoload=False)
-    assert sorted(reg) == sorted(op.type for op in FAKE_OPS)
+    # (plus the core's own ops, which every registry has: see core_ops/plugin.py)
+    core = build_registry(autoload=False)
+    assert sorted(reg) == sorted([op.type for op in FAKE_OPS] + list(core))
     return reg
 
 
@@ -164,3 +169,68 @@ def progs():
     main, startup = headrace.Program(), headrace.Program()
     with headrace.program_guard(main, startup), headrace.unique_name.guard():
         yield main, startup
+
+
+# -- the core's own ops (headrace.core_ops), tested with nothing but the core installed --------
+
+@pytest.fixture(scope="session")
+def core_registry():
+    """A registry of the core alone: its built-in plugin, no installed plugin."""
+    reg = build_registry(autoload=False)
+    assert not reg.failed, reg.failed
+    return reg
+
+
+@pytest.fixture
+def infer(core_registry):
+    """``infer(op_type, inputs, attrs=None)`` -> ``(shape, dtype)`` of the single Out."""
+    from headrace.testing import infer_shapes
+
+    def run(op_type, inputs, attrs=None, out="Out"):
+        (result,) = infer_shapes(op_type, inputs, attrs=attrs, registry=core_registry)[out]
+        return result
+    return run
+
+
+@pytest.fixture
+def build(core_registry):
+    """``build(op_type, inputs, attrs=None)`` -> the Out variable of a one-op program."""
+    from headrace.testing import build_op
+
+    def run(op_type, inputs, attrs=None, out="Out"):
+        prog, op = build_op(op_type, inputs, attrs=attrs, registry=core_registry)
+        return prog.global_block().var(op.output(out)[0])
+    return run
+
+
+@pytest.fixture
+def check(core_registry):
+    """``check(op_type, inputs, attrs=None, **kw)``: run a core op through the Executor (CPU)
+    and compare every output with its NumPy reference (headrace.core_ops.reference)."""
+    from headrace.testing import check_op
+    from headrace.testing.references import load_references
+    refs = load_references()[0]
+
+    def run(op_type, inputs, attrs=None, **kw):
+        expected = refs[op_type](inputs, dict(attrs or {}))
+        check_op(op_type, inputs, expected, attrs=attrs, registry=core_registry, **kw)
+        return expected
+    return run
+
+
+@pytest.fixture
+def odd_layouts():
+    """``odd_layouts(x)``: ``x`` in layouts the executor never feeds (strided, Fortran-ordered,
+    read-only, big-endian, negative strides), each paired with a label."""
+    def layouts(x):
+        x = np.asarray(x)
+        strided = np.repeat(x, 2, axis=-1)[..., ::2] if x.ndim else x
+        ro = x.copy()
+        ro.flags.writeable = False
+        out = [("strided", strided), ("fortran", np.asfortranarray(x)), ("readonly", ro)]
+        if x.dtype.kind in "fiu" and x.dtype.itemsize > 1:
+            out.append(("bigendian", x.astype(x.dtype.newbyteorder(">"))))
+        if x.ndim:
+            out.append(("reversed", np.flip(np.flip(x, -1).copy(), -1)))
+        return out
+    return layouts

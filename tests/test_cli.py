@@ -27,7 +27,8 @@ def test_ops_lists_every_registered_op():
     assert rc == 0
     registry = hr.ops.default_registry()
     assert f"{len(registry)} ops from {len(registry.plugins)} plugins" in out  # core + 5
-    assert "feed  [plugin headrace-tensor:tensor]  (no gradient, executor-interpreted)" in out
+    assert "feed  [plugin headrace:core]  (no gradient, executor-interpreted)" in out
+    assert "scale  [plugin headrace:core]" in out and "sum  [plugin headrace:core]" in out
 
 
 def test_ops_unknown_type_is_an_error(capsys):

@@ -193,7 +193,8 @@ def test_hand_encoded_ops(hand):
     assert feed.inputs == {"X": ["feed"]} and feed.outputs == {"Out": ["x"]}
     assert mul.inputs == {"X": ["x"], "Y": ["fc_0.w_0"]}
     assert cond.inputs == {"Cond": ["flag"], "Input": []}
-    assert feed.opdef is None and mul.opdef is None  # no plugin of the fake registry
+    assert mul.opdef is None  # no plugin of the fake registry has it
+    assert feed.opdef is hand.registry.get("feed")  # the core's own op, in every registry
     assert dropout.opdef is hand.registry.get("dropout")
     assert dropout.attr("dropout_prob") == 0.25 and dropout.attr("fix_seed") is False
     expected = {"x_num_col_dims": 1, "alpha": 0.5, "eps": 1e-300, "big": 2**40,

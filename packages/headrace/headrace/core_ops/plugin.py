@@ -2,6 +2,7 @@
 registers its essential plugins first): its ops cannot be shadowed by a third party."""
 from ..devices import BUILTIN_DEVICES
 from ..ops.hookspecs import hookimpl
+from ..ops.package import register_ops_package
 
 NAME = "headrace:core"
 
@@ -15,9 +16,12 @@ def headrace_register_devices(registry):
 
 @hookimpl
 def headrace_register_ops(registry):
-    """The core's ops (filled in as they move here from the plugins)."""
+    """The ops the core emits itself (see headrace.core_ops)."""
+    register_ops_package(registry, "headrace.core_ops.ops")
 
 
 @hookimpl
 def headrace_register_kernels(registry):
-    """The core's kernels."""
+    """Their CPU kernels (Cython, imported on first use of the CPU); feed and fetch have none:
+    the executor interprets them."""
+    registry.add_kernel_package("headrace.core_ops.kernels.cpu", "cpu")

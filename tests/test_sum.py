@@ -87,8 +87,8 @@ def test_arrays_do_not_mix(infer):
         infer("sum", {"X": [_var("a", "lod_tensor_array"), _var("b", "lod_tensor")]})
 
 
-def test_differentiable_and_duplicable(math_registry):
-    opdef = math_registry.get("sum")
+def test_differentiable_and_duplicable(core_registry):
+    opdef = core_registry.get("sum")
     assert opdef.differentiable and opdef.input("X").duplicable
     assert not opdef.attrs
 
@@ -103,8 +103,8 @@ def test_non_tensor_input_is_rejected(infer):
 import numpy as np  # noqa: E402
 
 from headrace.runtime.tensor import Tensor, TensorArray  # noqa: E402
-from headrace_math.kernels.cpu.sum import Sum  # noqa: E402
-from headrace_math.reference.sum import REFERENCES  # noqa: E402
+from headrace.core_ops.kernels.cpu.sum import Sum  # noqa: E402
+from headrace.core_ops.reference.sum import REFERENCES  # noqa: E402
 
 NUMBERS = ["float32", "float64", "int32", "int64"]
 
@@ -122,7 +122,7 @@ def test_kernel(check, dtype, n, shape):
     assert out.shape == shape
 
 
-def test_float32_adds_in_input_order(make_kernel):
+def test_float32_adds_in_input_order():
     # ((x0 + x1) + x2): bit-identical to NumPy's left fold, not a reordered sum.
     xs = [np.array([1e8], np.float32), np.array([1.0], np.float32),
           np.array([-1e8], np.float32)]

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from headrace_math.kernels.cpu.scale import Scale
-from headrace_math.reference.scale import scale as scale_ref
+from headrace.core_ops.kernels.cpu.scale import Scale
+from headrace.core_ops.reference.scale import scale as scale_ref
 
 DTYPES = ["float32", "float64"]
 

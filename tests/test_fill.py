@@ -1,4 +1,4 @@
-"""fill_constant, assign_value, fill_zeros_like: shapes, dtype enums, value checks."""
+"""fill_constant, fill_zeros_like (core ops): shapes, dtype enums, value checks, kernels."""
 import pytest
 
 from headrace import dtypes as dt
@@ -14,7 +14,7 @@ def fill(attrs=None, inputs=None):
     return out
 
 
-@pytest.mark.parametrize("op_type", ["fill_constant", "assign_value", "fill_zeros_like"])
+@pytest.mark.parametrize("op_type", ["fill_constant", "fill_zeros_like"])
 def test_no_gradient(op_type):
     assert not default_registry().get(op_type).differentiable
 
@@ -116,51 +116,6 @@ def test_fill_constant_value_tensor():
         fill({"shape": [2]}, {"ValueTensor": ([2], "float32")})
 
 
-# -- assign_value ----------------------------------------------------------------------------
-
-@pytest.mark.parametrize("name, key, values", [
-    ("float32", "fp32_values", [0.5, 1.5, 2.5, 3.5, 4.5, 5.5]),
-    ("float64", "fp64_values", [0.5] * 6),
-    ("int32", "int32_values", [1, 2, 3, 4, 5, 6]),
-    ("int64", "int64_values", [2**40] * 6),
-    ("bool", "bool_values", [True, False] * 3),
-])
-def test_assign_value(name, key, values):
-    (out,) = infer_shapes("assign_value", attrs={"shape": [2, 3], "dtype": dt.to_proto(name),
-                                                 key: values})["Out"]
-    assert out == ((2, 3), name)
-
-
-def test_assign_value_scalar():
-    attrs = {"shape": [], "dtype": 2, "int32_values": [7]}
-    assert infer_shapes("assign_value", attrs=attrs)["Out"] == [((), "int32")]
-
-
-def test_assign_value_count_must_match_shape():
-    with pytest.raises(ShapeError, match=r"'fp32_values' must hold one value per element of "
-                                         r"shape \[2, 3\](.|\n)*expected: 6 values(.|\n)*"
-                                         r"found:    5 values"):
-        infer_shapes("assign_value", attrs={"shape": [2, 3], "fp32_values": [1.0] * 5})
-
-
-def test_assign_value_names_the_list_that_was_given_instead():
-    attrs = {"shape": [2], "dtype": 2, "fp32_values": [1.0, 2.0]}
-    with pytest.raises(ShapeError, match=r"for dtype int32; fp32_values has 2"):
-        infer_shapes("assign_value", attrs=attrs)
-
-
-def test_assign_value_needs_a_known_shape():
-    with pytest.raises(ShapeError, match=r"'shape' of a constant must be fully known"):
-        infer_shapes("assign_value", attrs={"shape": [-1], "fp32_values": [1.0]})
-
-
-@pytest.mark.parametrize("value", [4, 1, 99])  # float16 and int16 have no values attribute
-def test_assign_value_dtype_choices(value):
-    with pytest.raises(OpValidationError, match=r"valid: 0 \(bool\), 2 \(int32\), 3 \(int64\), "
-                                                r"5 \(float32\), 6 \(float64\)"):
-        infer_shapes("assign_value", attrs={"shape": [1], "dtype": value})
-
-
 # -- fill_zeros_like -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("spec", [
@@ -186,7 +141,7 @@ import numpy as np  # noqa: E402
 from headrace.errors import OpError  # noqa: E402
 from headrace.runtime import Tensor, TensorArray  # noqa: E402
 from headrace.testing import check_op, run_op  # noqa: E402
-from headrace_tensor.kernels.cpu import fill as kfill  # noqa: E402
+from headrace.core_ops.kernels.cpu import fill as kfill  # noqa: E402
 
 NUMPY_TYPES = ["bool", "int8", "uint8", "int16", "int32", "int64", "float16", "float32",
                "float64", "complex64", "complex128"]
@@ -280,37 +235,6 @@ def test_fill_constant_direct_bad_inputs(args, error, match):
 def test_fill_constant_direct_bad_attributes(attrs, error, match):
     with pytest.raises(error, match=match):
         kfill.FillConstant({"shape": [1], "value": 0.0, "str_value": "", **attrs})
-
-
-@pytest.mark.parametrize("name, key, values", [
-    ("float32", "fp32_values", [0.5, -1.25, 3.0, 4.5]),
-    ("float64", "fp64_values", [0.1, 0.2, 0.3, 1e-300]),
-    ("int32", "int32_values", [1, -2, 3, 2**31 - 1]),
-    ("int64", "int64_values", [2**40, -(2**62), 0, 7]),
-    ("bool", "bool_values", [True, False, False, True]),
-])
-def test_assign_value_kernel(name, key, values):
-    attrs = {"shape": [2, 2], "dtype": dt.to_proto(name), key: values}
-    check_op("assign_value", {}, {"Out": np.array(values, name).reshape(2, 2)}, attrs=attrs)
-
-
-def test_assign_value_hands_out_copies():
-    kernel = kfill.AssignValue({"shape": [2], "dtype": 5, "fp32_values": [1.0, 2.0]})
-    (a,) = kernel()
-    a[:] = 0  # e.g. an optimizer updating the variable in place
-    np.testing.assert_array_equal(kernel()[0], [1.0, 2.0])
-
-
-@pytest.mark.parametrize("attrs, match", [
-    ({"shape": [3], "dtype": 5, "fp32_values": [1.0]}, r"fp32_values holds 1 values, shape "
-                                                        r"\[3\] needs 3"),
-    ({"shape": [1], "dtype": 4}, r"dtype 4 \(float16\) is not one of"),
-    ({"shape": [-1], "dtype": 5}, r"negative dim"),
-    ({"shape": [1], "dtype": 2, "int32_values": [2**40]}, r"out of the range of int32"),
-])
-def test_assign_value_direct_bad_attributes(attrs, match):
-    with pytest.raises((ValueError, TypeError), match=match):
-        kfill.AssignValue(attrs)
 
 
 @pytest.mark.parametrize("name", NUMPY_TYPES)

@@ -1,4 +1,4 @@
-"""References and samples: fill_constant, assign_value, fill_zeros_like."""
+"""References and samples: fill_constant, fill_zeros_like."""
 import math
 
 import numpy as np
@@ -6,9 +6,6 @@ import numpy as np
 from headrace import dtypes as dt
 
 from ._util import data, f32, int_tensor, np_dtype, shape_from
-
-_VALUE_ATTRS = {"float32": "fp32_values", "int32": "int32_values", "int64": "int64_values",
-                "bool": "bool_values", "float64": "fp64_values"}
 
 
 def _as(value, dtype):
@@ -46,14 +43,6 @@ def fill_constant(inputs, attrs):
     return {"Out": out}
 
 
-def assign_value(inputs, attrs):
-    name = dt.from_proto(attrs.get("dtype", 5))
-    values = attrs.get(_VALUE_ATTRS[name], [])
-    if name == "float32":
-        values = [f32(v) for v in values]
-    return {"Out": np.array(values, dtype=name).reshape([int(d) for d in attrs.get("shape", [])])}
-
-
 def fill_zeros_like(inputs, attrs):
     x = data(inputs["X"])
     return {"Out": np.zeros_like(x)}
@@ -74,17 +63,9 @@ def sample_fill_constant(rng, dtype):
              "ValueTensor": rng.standard_normal(1).astype(dtype)}, {**attrs, "shape": [-1, 2]})
 
 
-def sample_assign_value(rng, dtype):
-    key = _VALUE_ATTRS[dtype]
-    return {}, {"shape": [2, 3], "dtype": dt.to_proto(dtype),
-                key: [float(v) for v in rng.standard_normal(6)]}
-
-
 def sample_fill_zeros_like(rng, dtype):
     return {"X": rng.standard_normal((3, 4)).astype(dtype)}, {}
 
 
-REFERENCES = {"fill_constant": fill_constant, "assign_value": assign_value,
-              "fill_zeros_like": fill_zeros_like}
-SAMPLES = {"fill_constant": sample_fill_constant, "assign_value": sample_assign_value,
-           "fill_zeros_like": sample_fill_zeros_like}
+REFERENCES = {"fill_constant": fill_constant, "fill_zeros_like": fill_zeros_like}
+SAMPLES = {"fill_constant": sample_fill_constant, "fill_zeros_like": sample_fill_zeros_like}

@@ -53,7 +53,7 @@ import numpy as np  # noqa: E402
 import headrace  # noqa: E402
 from headrace.runtime import Executor, Scope, Tensor, TensorArray  # noqa: E402
 from headrace.testing import check_op  # noqa: E402
-from headrace_tensor.kernels.cpu import assign as kassign  # noqa: E402
+from headrace.core_ops.kernels.cpu import assign as kassign  # noqa: E402
 
 NUMPY_TYPES = ["bool", "int8", "uint8", "int16", "int32", "int64", "float16", "float32",
                "float64", "complex64", "complex128"]

@@ -1,5 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""Constant tensors: fill_constant, assign_value, fill_zeros_like.
+"""Constant tensors: fill_constant, fill_zeros_like.
 
 Every call returns a fresh array: the output variable may be an optimizer's state that later
 ops update in place, so a constant cached in the kernel must never be handed out itself.
@@ -12,19 +12,17 @@ range, inf, NaN) is a ValueError instead of undefined behaviour.
 """
 cimport numpy as cnp
 from headrace.kernels.common cimport empty
-from ._common cimport int_values, ints_of_list
-
-import math
 
 import numpy as np
 
 from headrace import dtypes as _dt
+from headrace.kernels.scalars import checked_scalar
 from headrace.runtime.tensor import Tensor, TensorArray
 
 cnp.import_array()
 
-# Dtypes NumPy can hold; the kernels of fill_constant/assign_value take their output dtype from
-# an attribute (any input is a shape or value tensor), so they register for any input dtype.
+# Dtypes NumPy can hold; fill_constant's kernel takes its output dtype from an
+# attribute (any input is a shape or value tensor), so they register for any input dtype.
 ALL_DTYPES = ("bool", "int8", "uint8", "int16", "int32", "int64", "float16", "float32",
               "float64", "complex64", "complex128")
 
@@ -38,24 +36,25 @@ cdef object out_dtype(int enum_value, str op):
     return np.dtype(name)
 
 
-cdef object convert(object v, object dtype, str op):
-    """``v`` (a Python/NumPy number) as a NumPy scalar of ``dtype``, C-style but checked."""
-    kind = dtype.kind
-    if kind == "b":
-        return np.bool_(v != 0)  # NaN != 0: true, as in C
-    if kind in "iu":
-        if isinstance(v, (float, np.floating)):
-            if not math.isfinite(v):
-                raise ValueError(f"{op}: value {v} cannot be stored in {dtype.name}")
-            v = int(v)  # truncates toward zero
-        v = int(v)
-        info = np.iinfo(dtype)
-        if not info.min <= v <= info.max:
-            raise ValueError(f"{op}: value {v} is out of the range of {dtype.name} "
-                             f"[{info.min}, {info.max}]")
-        return dtype.type(v)
-    with np.errstate(over="ignore"):  # a too large float becomes inf, as a C cast does
-        return dtype.type(v)
+cdef list int_values(object t, str op, str slot):
+    """The integers held by an int tensor (any shape, row-major) as a Python list."""
+    a = np.asarray(t)
+    if a.dtype.kind not in "iu":
+        raise TypeError(f"{op}: input '{slot}' must hold integers (int32/int64), got "
+                        f"{a.dtype.name}")
+    return [int(v) for v in a.reshape(-1)]
+
+
+cdef list ints_of_list(object ts, str op, str slot):
+    """One integer from each one-element int tensor of a duplicable slot."""
+    out = []
+    for i, t in enumerate(ts):
+        vals = int_values(t, op, f"{slot}[{i}]")
+        if len(vals) != 1:
+            raise ValueError(f"{op}: input '{slot}[{i}]' must hold exactly one element, got "
+                             f"{len(vals)}")
+        out.append(vals[0])
+    return out
 
 
 cdef object parse_str_value(str text, object dtype, str op):
@@ -98,7 +97,7 @@ cdef class FillConstant:
         self.shape = [int(d) for d in attrs["shape"]]
         text = attrs.get("str_value", "")
         raw = parse_str_value(text, self.dtype, "fill_constant") if text else attrs["value"]
-        self.value = convert(raw, self.dtype, "fill_constant")
+        self.value = checked_scalar(raw, self.dtype, "fill_constant")
 
     def __call__(self, shape_tensor=None, shape_list=None, value_tensor=None):
         if shape_tensor is not None:
@@ -115,41 +114,8 @@ cdef class FillConstant:
             if v.size != 1 or v.dtype.kind not in "biuf":
                 raise ValueError(f"fill_constant: ValueTensor must hold one number, got "
                                  f"{v.dtype.name} of shape {list(v.shape)}")
-            value = convert(v.reshape(-1)[0].item(), self.dtype, "fill_constant")
+            value = checked_scalar(v.reshape(-1)[0].item(), self.dtype, "fill_constant")
         return (filled(shape, self.dtype, value),)
-
-
-# dtype -> the attribute holding assign_value's data (Paddle's names).
-_VALUE_ATTRS = {"float32": "fp32_values", "int32": "int32_values", "int64": "int64_values",
-                "bool": "bool_values", "float64": "fp64_values"}
-
-
-cdef class AssignValue:
-    """Out = the constant in the values attribute matching dtype, built once in the maker."""
-    cdef cnp.ndarray const
-
-    def __init__(self, dict attrs, info=None):
-        name = _dt.from_proto(attrs["dtype"])
-        if name not in _VALUE_ATTRS:
-            raise TypeError(f"assign_value: dtype {attrs['dtype']} ({name}) is not one of "
-                            + ", ".join(_VALUE_ATTRS))
-        key = _VALUE_ATTRS[name]
-        shape = [int(d) for d in attrs["shape"]]
-        values = list(attrs.get(key, []))
-        n = 1
-        for d in shape:
-            if d < 0:
-                raise ValueError(f"assign_value: shape {shape} has a negative dim")
-            n *= d
-        if len(values) != n:
-            raise ValueError(f"assign_value: {key} holds {len(values)} values, shape {shape} "
-                             f"needs {n}")
-        dtype = np.dtype(name)
-        self.const = np.array([convert(v, dtype, "assign_value") for v in values],
-                              dtype=dtype).reshape(shape)
-
-    def __call__(self):
-        return (self.const.copy(),)
 
 
 cdef object zeros_of(object x):
@@ -176,6 +142,5 @@ cdef class FillZerosLike:
 
 KERNELS = [
     ("fill_constant", FillConstant, None),
-    ("assign_value", AssignValue, None),
     ("fill_zeros_like", FillZerosLike, ALL_DTYPES),
 ]

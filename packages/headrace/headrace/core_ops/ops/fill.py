@@ -1,6 +1,7 @@
-"""Constant tensors: fill_constant, assign_value, fill_zeros_like. None has a gradient."""
+"""Constant tensors: fill_constant (autodiff's loss-gradient seed, initializers, constants of
+regularizers and clipping) and fill_zeros_like (autodiff's stand-in for a missing gradient).
+Neither has a gradient."""
 from headrace.ops import Attr, In, OpDef, Out
-from headrace.ops.shape import numel
 
 from ._common import (NUMERIC_DTYPES, TENSOR_KINDS, dtype_attr, enum_name, expect_kind,
                       expect_one_element, shape_from_inputs, shape_tensor_inputs)
@@ -45,48 +46,6 @@ fill_constant = OpDef(
 )
 
 
-# dtype -> the attribute holding assign_value's data (Paddle's names).
-_VALUE_ATTRS = {"float32": "fp32_values", "int32": "int32_values", "int64": "int64_values",
-                "bool": "bool_values", "float64": "fp64_values"}
-
-
-def _infer_assign_value(ctx):
-    shape = list(ctx.attr("shape"))
-    if any(d < 0 for d in shape):
-        ctx.fail("attribute 'shape' of a constant must be fully known",
-                 expected="dims >= 0", found=f"shape={shape}")
-    dtype = enum_name(ctx.attr("dtype"))
-    key = _VALUE_ATTRS[dtype]
-    values = ctx.attr(key)
-    if len(values) != numel(shape):
-        given = [f"{k} has {len(ctx.attr(k))}" for k in _VALUE_ATTRS.values()
-                 if k != key and ctx.attr(k)]
-        ctx.fail(f"attribute '{key}' must hold one value per element of shape {shape}"
-                 + (f" (for dtype {dtype}; {', '.join(given)})" if given else ""),
-                 expected=f"{numel(shape)} values", found=f"{len(values)} values")
-    ctx.set_output("Out", shape, dtype)
-
-
-assign_value = OpDef(
-    "assign_value",
-    outputs=[Out("Out", "the constant tensor")],
-    attrs=[
-        Attr("shape", "ints", [], "shape of Out"),
-        dtype_attr("dtype", "float32", "element type of Out: bool, int32, int64, float32 or "
-                   "float64 (VarType enum)", allowed=tuple(_VALUE_ATTRS)),
-        Attr("fp32_values", "floats", [], "the data when dtype is float32"),
-        Attr("int32_values", "ints", [], "the data when dtype is int32"),
-        Attr("int64_values", "longs", [], "the data when dtype is int64"),
-        Attr("bool_values", "bools", [], "the data when dtype is bool"),
-        Attr("fp64_values", "float64s", [], "the data when dtype is float64"),
-    ],
-    infer=_infer_assign_value,
-    differentiable=False,
-    doc="Out = a constant tensor from Python data: the values attribute matching dtype, in "
-        "row-major order, one value per element of shape.",
-)
-
-
 def _infer_fill_zeros_like(ctx):
     x = ctx.input("X")
     expect_kind(ctx, x, TENSOR_KINDS, "X")
@@ -102,4 +61,4 @@ fill_zeros_like = OpDef(
     doc="Out = zeros shaped like X (the backward pass uses it for missing gradients).",
 )
 
-OPS = [fill_constant, assign_value, fill_zeros_like]
+OPS = [fill_constant, fill_zeros_like]

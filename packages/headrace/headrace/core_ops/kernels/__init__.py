@@ -1,0 +1,1 @@
+"""Kernels of the core's own ops, one package per device."""

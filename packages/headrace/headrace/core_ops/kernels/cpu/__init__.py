@@ -1,0 +1,2 @@
+"""Cython CPU kernels of the core's ops; each module lists ``KERNELS = [(op_type, maker,
+dtypes), ...]``."""
