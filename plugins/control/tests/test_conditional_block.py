@@ -29,7 +29,9 @@ def append(block, sub, conds=("c0",), scalar=True, **extra):
 def test_runs_through_a_frame_kernel():
     # Control flow runs through kernels that drive sub-plans, on every device.
     opdef = default_registry().get("conditional_block")
-    assert not opdef.no_kernel and {"cpu", "cuda"} <= set(default_registry().kernels_for("conditional_block"))
+    assert not opdef.no_kernel
+    assert {"cpu", "cuda"} <= set(default_registry().kernels_for("conditional_block"))
+    assert default_registry().kernel("conditional_block", "cpu").kind == "frame"
     assert opdef.attrs["sub_block"].required
 
 

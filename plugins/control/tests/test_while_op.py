@@ -30,6 +30,7 @@ def test_runs_through_a_frame_kernel():
     opdef = default_registry().get("while")
     assert not opdef.no_kernel and {"cpu", "cuda"} <= set(default_registry().kernels_for("while"))
     assert opdef.attrs["is_test"].default is False
+    assert default_registry().kernel("while", "cpu").kind == "frame"
 
 
 def test_owns_its_body():
