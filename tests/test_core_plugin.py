@@ -218,3 +218,22 @@ def test_core_and_optim_sgd_minimize():
         np.testing.assert_allclose(got_loss, [3 * w_before + 0.5])
         np.testing.assert_allclose(got_grad, [3.0])
     np.testing.assert_allclose(np.asarray(scope.get("w").data), [1.0 - 0.25 * 3.0 * 3])
+
+
+# -- the command line -----------------------------------------------------------------------
+
+def test_headrace_plugins_and_ops_show_the_core_plugin():
+    import io
+
+    from headrace.cli import main as cli_main
+    with registry_guard(_only("headrace-math:math", headrace_math.plugin)):
+        out = io.StringIO()
+        assert cli_main(["plugins"], out=out) == 0
+        lines = out.getvalue().splitlines()
+        assert lines[0] == f"{CORE}: 7 ops, devices cpu, cuda"
+        assert lines[1].startswith("headrace-math:math: ")
+        out = io.StringIO()
+        assert cli_main(["ops", "--brief"], out=out) == 0
+    listed = {line.split()[0]: line for line in out.getvalue().splitlines() if "[plugin" in line}
+    assert {t for t, line in listed.items() if f"[plugin {CORE}]" in line} == CORE_OPS
+    assert listed["mul"].startswith("mul  [plugin headrace-math:math]")
