@@ -1,15 +1,17 @@
 """Helpers the core's op modules share: dtype groups and enum attributes, kind checks, shapes
 given by tensors (fill_constant's ShapeTensor / ShapeTensorList).
 
-A private module (leading underscore): ``register_ops_package`` skips it. Plugins keep their
-own helpers; the tensor plugin's random ops take the same shape inputs from its ``_common``.
+A private module (leading underscore): ``register_ops_package`` skips it. headrace-tensor's
+``_common`` re-exports the ones its ops share (the random ops take fill_constant's shape
+inputs).
 """
 from headrace import dtypes as dt
 from headrace.ops import REQUIRED, Attr, In
 from headrace.ops.shape import numel
 
-__all__ = ["NUMERIC", "NUMERIC_DTYPES", "TENSOR_KINDS", "dtype_attr", "enum_name", "label",
-           "expect_kind", "expect_one_element", "shape_tensor_inputs", "shape_from_inputs"]
+__all__ = ["NUMERIC", "ELEMENT_DTYPES", "NUMERIC_DTYPES", "INT_INDEX_DTYPES", "TENSOR_KINDS",
+           "dtype_attr", "enum_name", "label", "expect_kind", "expect_one_element",
+           "shape_tensor_inputs", "shape_from_inputs"]
 
 # The dtypes sum takes (bfloat16 has no NumPy dtype, so no CPU kernel could take it).
 NUMERIC = ("float16", "float32", "float64", "int32", "int64")
@@ -65,7 +67,7 @@ def expect_one_element(ctx, meta, slot):
 
 
 def shape_tensor_inputs():
-    """Paddle's optional shape-from-tensor inputs of fill_constant."""
+    """Paddle's optional shape-from-tensor inputs of fill_constant (and the random ops)."""
     return [
         In("ShapeTensor", "1-D int tensor holding the output shape (overrides 'shape')",
            optional=True, dtypes=INT_INDEX_DTYPES),
@@ -87,7 +89,7 @@ def _with_attr_hint(ctx, attr, rank, source):
 
 
 def shape_from_inputs(ctx, attr_name="shape"):
-    """The output shape of fill_constant.
+    """The output shape of fill_constant (and of uniform_random / gaussian_random).
 
     ShapeTensor beats ShapeTensorList beats the attribute, as in Paddle. Values inside shape
     tensors are unknown at build time, so those dims are -1 unless the attribute gives them.
