@@ -3,12 +3,14 @@
 Each program is built against an isolated registry of the core and one first-party plugin
 (nothing else loaded): ``append_backward`` emits only the core's ops (fill_constant, sum, scale,
 fill_zeros_like, assign) besides the plugin's grad ops, ``Executor.run`` runs it, and the loss
-and a parameter gradient match NumPy.
+and a parameter gradient match NumPy. headrace-optim's test minimizes with SGD instead;
+headrace-control's ops have no gradients, so its test runs a forward program.
 """
 import numpy as np
 import pytest
 
 import headrace as hr
+import headrace_control.plugin
 import headrace_math.plugin
 import headrace_nn.plugin
 import headrace_optim.plugin
@@ -219,6 +221,28 @@ def test_core_and_optim_sgd_minimize():
         np.testing.assert_allclose(got_grad, [3.0])
     np.testing.assert_allclose(np.asarray(scope.get("w").data), [1.0 - 0.25 * 3.0 * 3])
 
+
+# -- the core and headrace-control -----------------------------------------------------------
+
+def test_core_and_control_run_tensor_arrays():
+    # headrace-control's ops have no gradients, and its loops compare with headrace-math's
+    # less_than: alone beside the core, a program of its tensor-array ops and the core's runs.
+    reg = _only("headrace-control:control", headrace_control.plugin)
+
+    def build():
+        x = layers.data("x", shape=[2], dtype="float64", append_batch_size=False)
+        i = layers.fill_constant([1], "int64", 0)
+        arr = layers.array_write(x, i)
+        layers.increment(i)
+        layers.array_write(layers.scale(x, scale=3.0), i, array=arr)
+        first = layers.array_read(arr, layers.fill_constant([1], "int64", 0))
+        return i, layers.sums([first, layers.array_read(arr, i)])
+    main, startup, (i, out) = _built(reg, build)
+    assert {op.type for op in main.global_block().ops} - CORE_OPS == {
+        "write_to_array", "increment", "read_from_array"}
+    got_out, got_i = _run(main, startup, {"x": np.array([1.0, -2.0])}, [out, i])
+    np.testing.assert_allclose(got_out, [4.0, -8.0])
+    assert got_i.tolist() == [1]
 
 # -- the command line -----------------------------------------------------------------------
 
