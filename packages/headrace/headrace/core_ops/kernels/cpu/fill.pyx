@@ -21,8 +21,8 @@ from headrace.runtime.tensor import Tensor, TensorArray
 
 cnp.import_array()
 
-# Dtypes NumPy can hold; fill_constant's kernel takes its output dtype from an
-# attribute (any input is a shape or value tensor), so they register for any input dtype.
+# Dtypes NumPy can hold; fill_constant's kernel takes its output dtype from an attribute (any
+# input is a shape or value tensor), so it registers for any input dtype.
 ALL_DTYPES = ("bool", "int8", "uint8", "int16", "int32", "int64", "float16", "float32",
               "float64", "complex64", "complex128")
 
