@@ -18,7 +18,8 @@ _cache = None
 
 
 def load_references():
-    """``(references, samples)``: dicts op type -> function, over the core and every installed plugin."""
+    """``(references, samples)``: dicts op type -> function, over the core and every installed
+    plugin."""
     global _cache
     if _cache is None:
         refs, samples = {}, {}
