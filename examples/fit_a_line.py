@@ -30,7 +30,7 @@ def main(epochs=100, seed=0):
         hr.optimizer.SGD(learning_rate=0.5).minimize(loss)
     exe, scope = hr.Executor(), hr.Scope()
     exe.run(startup, scope=scope)
-    for epoch in range(epochs):
+    for _epoch in range(epochs):
         for i in range(0, len(train), 32):
             b = train[i:i + 32]
             exe.run(main_prog, feed={"x": x[b], "y": y[b]}, fetch_list=[loss], scope=scope)

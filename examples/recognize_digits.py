@@ -39,7 +39,7 @@ def main(model="mlp", epochs=20, seed=0):
     exe, scope = hr.Executor(), hr.Scope()
     exe.run(startup, scope=scope)
     rng = np.random.default_rng(seed)
-    for epoch in range(epochs):
+    for _epoch in range(epochs):
         order = rng.permutation(len(x_train))
         for i in range(0, len(order), 32):
             b = order[i:i + 32]

@@ -55,7 +55,7 @@ def main(epochs=10, seed=0):
         return f
     exe, scope = hr.Executor(), hr.Scope()
     exe.run(startup, scope=scope)
-    for epoch in range(epochs):
+    for _epoch in range(epochs):
         for i in range(0, len(train), 64):
             exe.run(main_prog, feed=feed(train[i:i + 64]), fetch_list=[loss], scope=scope)
     (test_acc,) = exe.run(test_prog, feed=feed(test), fetch_list=[acc], scope=scope)

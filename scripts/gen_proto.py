@@ -25,7 +25,8 @@ def generate(outdir):
         found = None
     if found != PINNED_GRPCIO_TOOLS:
         raise SystemExit(
-            f"gen_proto: needs grpcio-tools=={PINNED_GRPCIO_TOOLS} (the pinned protoc), found {found}; "
+            f"gen_proto: needs grpcio-tools=={PINNED_GRPCIO_TOOLS} (the pinned protoc), "
+            f"found {found}; "
             f"run: pip install grpcio-tools=={PINNED_GRPCIO_TOOLS}")
     with tempfile.TemporaryDirectory() as tmp:
         # Compile from a copy so the generated file's recorded source path is always

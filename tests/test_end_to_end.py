@@ -1,6 +1,5 @@
 """Training end to end: the demo, the examples, and the seeds' `hidden.param.grad` fetch."""
 import importlib.util
-import os
 import pathlib
 
 import numpy as np

@@ -308,7 +308,7 @@ def test_attr_values_survive_exactly(prog, fake_registry):
         ["long", "float64", "vars"]
 
 
-# -- structural validation --------------------------------------------------------------------------
+# -- structural validation -------------------------------------------------------------------
 
 G = block(0, -1, vars_=[var("x", LOD_TENSOR, tensor(FP32, [2]))])
 

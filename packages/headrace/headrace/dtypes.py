@@ -13,7 +13,8 @@ __all__ = ["canonical", "to_proto", "from_proto", "to_numpy", "DTYPES", "FLOAT_D
            "INT_DTYPES"]
 
 _T = pb.VarType
-# canonical name -> wire enum; numpy-less types (bfloat16) still have a name for programs that use them
+# canonical name -> wire enum; numpy-less types (bfloat16) still have a name for programs
+# that use them
 _NAME_TO_PROTO = {
     "bool": _T.BOOL, "int16": _T.INT16, "int32": _T.INT32, "int64": _T.INT64,
     "float16": _T.FP16, "float32": _T.FP32, "float64": _T.FP64, "uint8": _T.UINT8,

@@ -1,1 +1,2 @@
-"""headrace-nn: neural-network layers: softmax, losses, conv, pooling, normalization, dropout, embeddings, metrics, sequences."""
+"""headrace-nn: neural-network layers: softmax, losses, conv, pooling, normalization, dropout,
+embeddings, metrics, sequences."""

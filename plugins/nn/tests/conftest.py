@@ -91,7 +91,7 @@ def check_ref(op_type, inputs, attrs=None, rtol=None, atol=None, expected=None):
         for slot, exp in expected.items():
             assert_matches(got[slot], exp, f"batch_norm output {slot}", rtol, atol)
         # MeanOut/VarianceOut are the Mean/Variance variables: the scope holds the new values.
-        for name, arr in zip(("mean", "variance"), given):
+        for name, _arr in zip(("mean", "variance"), given):
             slot = "MeanOut" if name == "mean" else "VarianceOut"
             assert_matches(scope.find(name).data, expected[slot], f"scope '{name}'", rtol, atol)
         return got

@@ -142,7 +142,7 @@ def test_cast_direct_unsupported_out_dtype(out):
 import headrace  # noqa: E402
 from headrace.ops.grad import GradContext  # noqa: E402
 from headrace.runtime import Executor, Scope  # noqa: E402
-from headrace.testing import build_op, check_grad  # noqa: E402
+from headrace.testing import check_grad  # noqa: E402
 
 
 @pytest.mark.parametrize("shape", [(3,), (2, 3), (2, 3, 4)])

@@ -6,7 +6,7 @@ The Python lists ``vars`` and ``ops`` and the BlockDesc's repeated fields are ch
 always, by the methods here.
 """
 from .. import dtypes as dt
-from ..errors import OpError, ProgramError, VariableError
+from ..errors import OpError, VariableError
 from ..ops import attrs as attr_codec
 from ..ops.grad import EMPTY
 from ..proto import framework_pb2 as pb

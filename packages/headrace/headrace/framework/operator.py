@@ -279,7 +279,8 @@ def prepare_op(block, op_type, inputs, outputs, attrs, op_idx, strict_attrs=True
     try:
         opdef = block.program.registry.get(op_type)
     except OpError as e:
-        raise e.locate(**where)
+        e.locate(**where)
+        raise  # the same error, now located (its own cause kept)
     ins, outs, new_vars = {}, {}, []
     for kind, given, slots in (("input", inputs or {}, opdef.inputs),
                                ("output", outputs or {}, opdef.outputs)):
@@ -355,7 +356,8 @@ def prepare_op(block, op_type, inputs, outputs, attrs, op_idx, strict_attrs=True
         try:
             opdef.infer(ctx)
         except OpError as e:
-            raise e.locate(**where)
+            e.locate(**where)
+            raise
         except Exception as e:  # a bug in a plugin's rule: still say which op and where
             raise OpError(f"shape inference raised {type(e).__name__}: {e}", **where) from e
         # @EMPTY@ outputs (unwanted gradients) are bound but never declared.

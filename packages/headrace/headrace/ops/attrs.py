@@ -44,7 +44,8 @@ def _int(v, bounds):
 
 
 def _float(v):
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (numbers.Real, np.floating, np.integer)):
+    if isinstance(v, (bool, np.bool_)) or \
+            not isinstance(v, (numbers.Real, np.floating, np.integer)):
         raise TypeError
     return float(v)
 

@@ -69,7 +69,7 @@ def check_grad(op_type, inputs, wrt, attrs=None, outputs=None, eps=1e-6, rtol=1e
         upstream[g.name] = rng.standard_normal(val.shape).astype(val.dtype)
     fwd_prog = prog.clone()
     grads = gradients(targets, [v for _, _, v in checked], target_gradients=g_vars)
-    for (slot, i, var), gv in zip(checked, grads):
+    for (slot, i, _var), gv in zip(checked, grads):
         assert gv is not None, f"{op_type}: input {slot}[{i}] got no gradient"
     analytic = exe.run(prog, feed={**feed, **upstream}, fetch_list=grads, scope=Scope())
 

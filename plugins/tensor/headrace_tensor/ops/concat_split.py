@@ -1,6 +1,6 @@
 """concat and split along one axis; each is the other's gradient."""
 from headrace.ops import Attr, In, OpDef, Out
-from headrace.ops.grad import EMPTY, GradOp, grad_of
+from headrace.ops.grad import GradOp, grad_of
 from headrace.ops.shape import dim_eq, merge_dim, normalize_axis
 
 from ._common import INT_INDEX_DTYPES, expect_one_element
