@@ -212,3 +212,34 @@ def test_inference_program_keeps_a_loop_writing_its_target_from_the_body(tmp_pat
     with pytest.raises(HeadraceError, match=r"need variable 'n' \(read by op 'less_than', "
                                             r"block 1, op #2\), which is neither fed"):
         hio.inference_program(prog, ["c", "i"], ["y"])
+
+
+def chain_with_update():
+    """``increment i`` (in place), ``h = 2 i`` (h fed or computed), ``y = 3 h``."""
+    prog = hr.Program()
+    g = prog.global_block()
+    for n in ("i", "h", "y"):
+        g.create_var(name=n, shape=[1], dtype="float32", need_check_feed=n == "i")
+    g.append_op("increment", {"X": ["i"]}, {"Out": ["i"]}, {"step": 1.0})
+    g.append_op("scale", {"X": ["i"]}, {"Out": ["h"]}, {"scale": 2.0})
+    g.append_op("scale", {"X": ["h"]}, {"Out": ["y"]}, {"scale": 3.0})
+    return prog, g
+
+
+def test_a_fed_value_is_updated_in_place_but_replaces_its_producer():
+    prog, g = chain_with_update()
+    inc, double, triple = g.ops
+    # i is fed, then updated in place: the update is needed (run computes h from i + 1).
+    assert analysis.prune(g, ["y"], ["i"]) == [inc, double, triple]
+    assert analysis.prune(g, ["i"], ["i"]) == [inc]
+    # h is fed: its producer is not needed, nor what only the producer needed.
+    assert analysis.prune(g, ["y"], ["h"]) == [triple]
+    assert analysis.prune(g, ["h"], ["h"]) == []
+    exe, one = hr.Executor(), {"i": np.array([1], "float32")}
+    ran = exe.run(prog, feed=one, fetch_list=["i", "y"], scope=hr.Scope())
+    np.testing.assert_array_equal(ran, [[2], [12]])
+    for got, want in zip(exe.eval([g.var("i"), g.var("y")], feed=one, scope=hr.Scope()), ran):
+        np.testing.assert_array_equal(got, want)
+    # Feeding the intermediate h replaces its computation: i need not be fed.
+    np.testing.assert_array_equal(
+        exe.eval(g.var("y"), feed={"h": np.array([5], "float32")}, scope=hr.Scope()), [15])

@@ -18,8 +18,13 @@ The rules:
 - **Ops with no kernel never run.** Ops whose definition says ``no_kernel`` (``feed``,
   ``fetch``: the executor binds feeds and fetches to slots itself) are never needed and never
   satisfy a read. Ops of unknown types are judged like any other op (the plan reports them).
-- **Fed names cut the graph.** A fed variable is given: the ops computing it are not needed
-  (Fluid's prune; feeding an intermediate value replaces its computation).
+- **Fed names cut the graph at their producers.** A fed value is the variable's value when
+  the program starts. An op that writes a fed name without reading it produces it from other
+  values: feeding replaces that computation (Fluid's prune; feeding an intermediate value),
+  so the op is not needed for it, nor is anything before it for that name. An op that reads
+  and writes a fed name updates it in place (a loop counter, a running mean, an optimizer's
+  Param): it is needed like any other writer, so the targets get the updated value, as
+  ``run`` computes it.
 - **Satisfied reads.** A read is satisfied when the name is available (fed), is persistable
   (its value comes from the scope; the executor checks the scope separately), is ``@EMPTY@``
   (a gradient nobody needs: no variable), is undeclared (the plan reports that, with a better
@@ -93,13 +98,20 @@ def reachable_blocks(block):
 def prune(block, targets, feeds=()):
     """The ops of ``block`` needed to compute the names ``targets`` given the names ``feeds``,
     in block order: every running op that writes a needed name (through its sub-blocks
-    included), and, transitively, the writers of what those ops read."""
+    included) other than by producing a fed one, and, transitively, the writers of what those
+    ops read (see the module's rules)."""
     feeds = set(feeds)
-    needed, kept = set(targets) - feeds, []
+    needed, kept = set(targets), []
     for op in reversed(block.ops):
-        if runs(op) and any(n in needed for n in writes(op)):
+        if not runs(op):
+            continue
+        op_reads = reads(op)
+        produced = [n for n in writes(op) if n in needed]
+        cut = [n for n in produced if n in feeds and n not in op_reads]
+        if len(cut) < len(produced):
             kept.append(op)
-            needed.update(n for n in reads(op) if n not in feeds)
+            needed.update(op_reads)
+        needed.difference_update(cut)  # before this op, the fed value stands in for these
     kept.reverse()
     return kept
 
