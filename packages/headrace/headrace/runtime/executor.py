@@ -82,21 +82,21 @@ class _RunPlan:
 
     def _check_inputs(self, feed_names):
         """A non-persistable variable read before anything writes it must be fed; a
-        persistable one must be in the scope when the run starts (``must_init``)."""
-        ops = [ins.op for ins in self.plan.instrs]
-        missing = analysis.first_unsatisfied_read(ops, feed_names)
-        if missing is not None:
-            op, name = missing
+        persistable one must be in the scope when the run starts (``must_init``). One pass
+        over ``exposed_reads``: the error is ``analysis.first_unsatisfied_read``'s."""
+        self.must_init = []
+        for op, name in analysis.exposed_reads([ins.op for ins in self.plan.instrs],
+                                               feed_names):
             var = op.block.find_var(name)
+            if var is None:
+                continue  # undeclared: the plan already refused it, naming the op
+            if var.persistable:
+                self.must_init.append((self.plan.slots.slot(var), op))
+                continue
             raise FeedError(
                 f"variable '{name}' is read by op '{op.type}' (block {op.block.idx}, op "
                 f"#{op.idx}) but is neither fed nor computed before"
                 + (" it: add it to feed" if var.need_check_feed else " it"))
-        self.must_init = []
-        for op, name in analysis.exposed_reads(ops, feed_names):
-            var = op.block.find_var(name)
-            if var is not None and var.persistable:
-                self.must_init.append((self.plan.slots.slot(var), op))
 
 
 class Executor:
