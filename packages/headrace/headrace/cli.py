@@ -4,6 +4,7 @@
     headrace plugins                    loaded plugins and the ones that failed
     headrace show FILE [--all-attrs]    a saved program (ProgramDesc bytes), readably
     headrace demo [--epochs N]          train a CNN on scikit-learn's digits, save, reload
+    headrace new-plugin NAME [--dir D]  write a working op plugin skeleton (pip install ./NAME)
 """
 import argparse
 import sys
@@ -107,6 +108,14 @@ def cmd_demo(args, out):
     return 0 if ok else 1
 
 
+def cmd_new_plugin(args, out):
+    from .plugin_template import new_plugin
+    path = new_plugin(args.name, args.dir)
+    print(f"wrote {path}\n  install: python -m pip install {path}\n"
+          f"  test:    python -m pip install pytest && python -m pytest {path}/tests", file=out)
+    return 0
+
+
 def main(argv=None, out=None):
     out = out or sys.stdout
     parser = argparse.ArgumentParser(prog="headrace", description="headrace command line")
@@ -126,6 +135,10 @@ def main(argv=None, out=None):
     p.add_argument("--epochs", type=int, default=15)
     p.add_argument("--out", help="where to save the inference model (default: a temp dir)")
     p.set_defaults(run=cmd_demo)
+    p = sub.add_parser("new-plugin", help="write a working op plugin skeleton to start from")
+    p.add_argument("name", help="distribution name, e.g. myops (lowercase, digits, - and _)")
+    p.add_argument("--dir", default=".", help="where to create it (default: here)")
+    p.set_defaults(run=cmd_new_plugin)
     args = parser.parse_args(argv)
     try:
         return args.run(args, out)

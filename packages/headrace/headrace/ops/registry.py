@@ -11,6 +11,7 @@ done under a lock, and a device's packages leave ``_pending`` only once their ke
 """
 import contextlib
 import difflib
+import os
 import threading
 import warnings
 
@@ -276,13 +277,25 @@ class Registry:
         return failures
 
     def _load_package(self, plugin, package, device):
-        from .package import iter_op_modules
+        from .package import iter_op_modules, uncompiled_modules
         with self._running(plugin, KERNELS_HOOK):  # a failing package takes back its own only
             who = self._who(plugin)
+            missing = uncompiled_modules(package)
+            if missing:
+                raise PluginError(
+                    f"{who}: kernel sources installed but never compiled: "
+                    f"{', '.join(os.path.basename(m) for m in missing)} (the distribution "
+                    f"needs a setup.py that cythonizes them, as `headrace new-plugin` writes)")
+            found = 0
             for module in iter_op_modules(package):
                 for op_type, maker, dtypes, kind, override in kernel_entries(module, who):
                     self.add_kernel(op_type, device, maker, dtypes, kind=kind,
                                     override=override)
+                    found += 1
+            if not found:  # else its ops would fail later with "registered kernels: none"
+                raise PluginError(
+                    f"{who}: no kernels listed (no module with a KERNELS list was found: "
+                    f"were its Cython sources left uncompiled?)")
 
     def _ensure_loaded(self, device):
         if device in self._pending:  # a dict lookup: nothing more once the device is loaded

@@ -3,7 +3,11 @@ documented down to every slot and attribute, with the shape rule in the plugin's
 from ..ops.package import iter_op_modules
 from ..ops.plugins import default_registry
 
-__all__ = ["op_definitions", "definition_problems"]
+__all__ = ["op_definitions", "definition_problems", "SHARED_RULES"]
+
+# The core's rule libraries a plugin may use as they are: ``infer=same_as("X")`` from
+# headrace.ops.shape, and the default rule of ``grad_of``'s gradient definitions.
+SHARED_RULES = ("headrace.ops.shape", "headrace.ops.grad")
 
 
 def op_definitions(package):
@@ -26,6 +30,9 @@ def definition_problems(opdef, plugin, package, registry=None):
     undocumented += [a.name for a in opdef.attrs.values() if not a.doc.strip()]
     if undocumented:
         problems.append(f"undocumented slots/attributes: {undocumented}")
-    if opdef.infer is None or not opdef.infer.__module__.startswith(package.split(".")[0]):
-        problems.append("its shape rule is missing or lives outside the plugin")
+    module = getattr(opdef.infer, "__module__", "") or ""
+    if opdef.infer is None or not (module.startswith(package.split(".")[0] + ".")
+                                   or module in SHARED_RULES):
+        problems.append(f"its shape rule is missing or lives outside the plugin and the "
+                        f"core's shared rules ({', '.join(SHARED_RULES)}): {module or 'none'}")
     return problems
