@@ -189,3 +189,38 @@ def test_the_readme_plugin_example_passes_the_definition_checks():
             y = layers["softplus"](x, beta=2.0)
     assert [op.type for op in main.global_block().ops] == ["myops_softplus"]
     assert y.shape == x.shape and y.dtype == "float32"
+
+
+@pytest.mark.parametrize("files, message", [
+    ({"softplus.pyx": "KERNELS = []\n"}, "never compiled: softplus.pyx"),
+    ({}, "no kernels listed"),
+])
+def test_a_kernel_package_left_uncompiled_is_reported(tmp_path, monkeypatch, files, message):
+    """Installed from a pyproject.toml alone, a plugin ships its .pyx sources (or nothing) in
+    place of kernel modules: that is an error naming the plugin, not an op without kernels."""
+    from headrace.errors import KernelNotFoundError
+    from headrace.ops import PluginWarning, build_registry, hookimpl
+    pkg = f"uncompiled_{uuid_hex()}"
+    cpu = tmp_path / pkg / "kernels" / "cpu"
+    cpu.mkdir(parents=True)
+    for d in (tmp_path / pkg, tmp_path / pkg / "kernels", cpu):
+        (d / "__init__.py").write_text("")
+    for name, text in files.items():
+        (cpu / name).write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    class Plugin:
+        @hookimpl
+        def headrace_register_kernels(self, registry):
+            registry.add_kernel_package(f"{pkg}.kernels.cpu", "cpu")
+    registry = build_registry(plugins=[("uncompiled", Plugin())], autoload=False)
+    with pytest.warns(PluginWarning, match=message):
+        with pytest.raises(KernelNotFoundError, match=message):
+            registry.kernel("uncompiled_op", "cpu", "float64")
+    assert any(message in str(e) and "uncompiled" in str(e)
+               for e in registry.unavailable["cpu"])
+
+
+def uuid_hex():
+    import uuid
+    return uuid.uuid4().hex[:8]
