@@ -122,7 +122,22 @@ def import_edges(modules):
             for target in targets:
                 if target in modules and target != key:
                     edges.append((key, target, node.lineno, where))
+                # Importing a.b.c runs a/__init__ and a/b/__init__ first, unless the importer
+                # is inside that package (it is then already being imported): an edge to each.
+                for parent in _ancestors(target, modules):
+                    if not name.startswith(parent.rpartition(":")[2] + ".") and parent != key:
+                        edges.append((key, parent, node.lineno, where))
     return edges
+
+
+def _ancestors(target, modules):
+    prefix, _, dotted = target.rpartition(":")
+    parts = dotted.split(".")
+    for i in range(1, len(parts)):
+        parent = ".".join(parts[:i])
+        parent = f"{prefix}:{parent}" if prefix else parent
+        if parent in modules and modules[parent][1]:  # a package: its __init__ runs
+            yield parent
 
 
 def find_cycles(edges):
@@ -222,6 +237,13 @@ def _write(tmp_path, files):
                        "import numpy as np\n\ndef f():\n    from pkg import (\n"
                        "        helper)\n"},
      ["pkg._fast", "pkg.helper", "pkg._fast"]),
+    # importing a submodule runs its package's __init__ first: the core plugin that imported
+    # ops.hookspecs while ops/__init__ -> ops.plugins imported the core plugin back
+    ({"pkg/__init__.py": "", "pkg/ops/__init__.py": "from .hookspecs import hookimpl\n"
+      "from .plugins import build\n", "pkg/ops/hookspecs.py": "hookimpl = 1\n",
+      "pkg/ops/plugins.py": "def build():\n    from ..core import plugin\n",
+      "pkg/core/__init__.py": "", "pkg/core/plugin.py": "from ..ops.hookspecs import hookimpl\n"},
+     ["pkg.core.plugin", "pkg.ops", "pkg.ops.plugins", "pkg.core.plugin"]),
 ])
 def test_cycle_finder_sees_hidden_and_relative_cycles(tmp_path, files, expected):
     cycles = find_cycles(import_edges(_write(tmp_path, files)))

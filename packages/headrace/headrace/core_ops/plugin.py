@@ -3,8 +3,10 @@ registers its essential plugins first): its ops cannot be shadowed by a third pa
 from ..devices import BUILTIN_DEVICES
 from ..ops.hookspecs import hookimpl
 from ..ops.package import register_ops_package
+from ..ops.plugins import CORE_PLUGIN_NAME as NAME
 
-NAME = "headrace:core"
+__all__ = ["NAME", "headrace_register_devices", "headrace_register_ops",
+           "headrace_register_kernels"]
 
 
 @hookimpl

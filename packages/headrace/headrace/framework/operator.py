@@ -11,6 +11,7 @@ from ..ops import attrs as attr_codec
 from ..ops.definition import COMMON_ATTRS
 from ..ops.grad import EMPTY
 from ..ops.infer import InferContext
+from .source import user_callsite
 from .variable import KINDS, Variable, normalize_lod_level, normalize_shape
 
 __all__ = ["Operator", "prepare_op", "PreparedOp"]
@@ -269,7 +270,6 @@ def prepare_op(block, op_type, inputs, outputs, attrs, op_idx, strict_attrs=True
     Returns a :class:`PreparedOp`; raises an :class:`OpError` subclass naming the op, block,
     index and the user's source line. Nothing in the program is changed here.
     """
-    from .source import user_callsite
     source = user_callsite()
     where = dict(op_type=op_type, block_idx=block.idx, op_idx=op_idx, source=source)
 

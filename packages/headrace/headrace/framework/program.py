@@ -2,6 +2,7 @@
 import contextlib
 
 from ..errors import ProgramError, ProgramParseError
+from ..ops.plugins import default_registry
 from ..proto import framework_pb2 as pb
 from .. import unique_name
 from .block import Block
@@ -49,7 +50,6 @@ class Program:
     def registry(self):
         if self._registry is not None:
             return self._registry
-        from ..ops.plugins import default_registry
         return default_registry()
 
     @property

@@ -18,6 +18,7 @@ re-raised: no registry is returned, and the default registry is published only o
 """
 import contextlib
 import difflib
+import importlib
 import os
 import re
 import threading
@@ -30,11 +31,16 @@ from ..errors import PluginError
 from . import hookspecs
 from .registry import PluginWarning, Registry
 
-__all__ = ["ENTRY_POINT_GROUP", "AUTOLOAD_ENV", "FIRST_PARTY", "PluginWarning",
+__all__ = ["ENTRY_POINT_GROUP", "AUTOLOAD_ENV", "CORE_PLUGIN", "CORE_PLUGIN_NAME", "FIRST_PARTY",
+           "PluginWarning",
            "build_registry", "default_registry", "set_default_registry", "registry_guard",
            "discover"]
 
 ENTRY_POINT_GROUP = "headrace.plugins"
+# The core's own plugin, loaded by module name first of all (as pytest loads its essential
+# plugins): the core depends on it as on any plugin, through the hooks, never by a static
+# import (core_ops imports headrace.ops for hookimpl, so that would be a cycle).
+CORE_PLUGIN, CORE_PLUGIN_NAME = "headrace.core_ops.plugin", "headrace:core"
 AUTOLOAD_ENV = "HEADRACE_DISABLE_PLUGIN_AUTOLOAD"
 # Distributions whose plugins load before any third party's (the core is "headrace").
 FIRST_PARTY = ("headrace", "headrace-tensor", "headrace-math", "headrace-nn", "headrace-optim",
@@ -97,7 +103,6 @@ def _check_hooks(pm, plugin, name):
 
 def _candidates(plugins, autoload):
     """``(name, distribution, load)`` of every plugin to register, in load order."""
-    from ..core_ops import plugin as core_plugin
     found = []
     for p in plugins:
         name, obj = p if isinstance(p, tuple) else (getattr(p, "__name__", repr(p)), p)
@@ -106,7 +111,8 @@ def _candidates(plugins, autoload):
         found.extend((name, _distribution(name), ep.load) for name, ep in discover())
     # sorted() is stable: within each group the given order stays.
     found.sort(key=lambda c: c[1] not in FIRST_PARTY)
-    return [(core_plugin.NAME, "headrace", lambda: core_plugin)] + found
+    core = (CORE_PLUGIN_NAME, "headrace", lambda: importlib.import_module(CORE_PLUGIN))
+    return [core] + found
 
 
 def build_registry(plugins=(), autoload=None):

@@ -17,6 +17,7 @@ import warnings
 
 from ..errors import KernelNotFoundError, PluginError, UnknownOpError
 from .definition import OpDef
+from .package import iter_op_modules, uncompiled_modules
 from .kernel import Device, Kernel, KernelOverride, check_kernel_args, kernel_entries
 
 __all__ = ["Registry", "PluginWarning"]
@@ -277,7 +278,6 @@ class Registry:
         return failures
 
     def _load_package(self, plugin, package, device):
-        from .package import iter_op_modules, uncompiled_modules
         with self._running(plugin, KERNELS_HOOK):  # a failing package takes back its own only
             who = self._who(plugin)
             missing = uncompiled_modules(package)
