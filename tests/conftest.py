@@ -5,12 +5,12 @@ The core's tests never depend on the real op plugins (they are written in parall
 here are built against ``fake_registry``, a registry holding only the ops below (and the core's
 own, which every registry has), or ``core_registry``, the core with no plugin at all.
 """
-import numpy as np
 import pytest
 
 import headrace
 from headrace.ops import Attr, In, OpDef, Out, build_registry, hookimpl
 from headrace.ops.shape import same_as
+from headrace.testing import fixtures
 
 
 def _fill_infer(ctx):
@@ -184,53 +184,25 @@ def core_registry():
 @pytest.fixture
 def infer(core_registry):
     """``infer(op_type, inputs, attrs=None)`` -> ``(shape, dtype)`` of the single Out."""
-    from headrace.testing import infer_shapes
-
-    def run(op_type, inputs, attrs=None, out="Out"):
-        (result,) = infer_shapes(op_type, inputs, attrs=attrs, registry=core_registry)[out]
-        return result
-    return run
+    return fixtures.shape_inferrer(core_registry)
 
 
 @pytest.fixture
 def build(core_registry):
     """``build(op_type, inputs, attrs=None)`` -> the Out variable of a one-op program."""
-    from headrace.testing import build_op
-
-    def run(op_type, inputs, attrs=None, out="Out"):
-        prog, op = build_op(op_type, inputs, attrs=attrs, registry=core_registry)
-        return prog.global_block().var(op.output(out)[0])
-    return run
+    return fixtures.op_builder(core_registry)
 
 
 @pytest.fixture
 def check(core_registry):
     """``check(op_type, inputs, attrs=None, **kw)``: run a core op through the Executor (CPU)
     and compare every output with its NumPy reference (headrace.core_ops.reference)."""
-    from headrace.testing import check_op
     from headrace.testing.references import load_references
-    refs = load_references()[0]
-
-    def run(op_type, inputs, attrs=None, **kw):
-        expected = refs[op_type](inputs, dict(attrs or {}))
-        check_op(op_type, inputs, expected, attrs=attrs, registry=core_registry, **kw)
-        return expected
-    return run
+    return fixtures.checker(core_registry, load_references()[0])
 
 
 @pytest.fixture
 def odd_layouts():
     """``odd_layouts(x)``: ``x`` in layouts the executor never feeds (strided, Fortran-ordered,
     read-only, big-endian, negative strides), each paired with a label."""
-    def layouts(x):
-        x = np.asarray(x)
-        strided = np.repeat(x, 2, axis=-1)[..., ::2] if x.ndim else x
-        ro = x.copy()
-        ro.flags.writeable = False
-        out = [("strided", strided), ("fortran", np.asfortranarray(x)), ("readonly", ro)]
-        if x.dtype.kind in "fiu" and x.dtype.itemsize > 1:
-            out.append(("bigendian", x.astype(x.dtype.newbyteorder(">"))))
-        if x.ndim:
-            out.append(("reversed", np.flip(np.flip(x, -1).copy(), -1)))
-        return out
-    return layouts
+    return fixtures.odd_layouts

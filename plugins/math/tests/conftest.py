@@ -7,7 +7,7 @@ import pytest
 
 import headrace_math.plugin
 from headrace.ops import build_registry
-from headrace.testing import build_op, infer_shapes
+from headrace.testing import fixtures
 
 
 @pytest.fixture(scope="session")
@@ -22,35 +22,21 @@ def math_registry():
 @pytest.fixture
 def infer(math_registry):
     """``infer(op_type, inputs, attrs=None)`` -> ``(shape, dtype)`` of the single Out."""
-    def run(op_type, inputs, attrs=None, out="Out"):
-        res = infer_shapes(op_type, inputs, attrs=attrs, registry=math_registry)
-        (result,) = res[out]
-        return result
-    return run
+    return fixtures.shape_inferrer(math_registry)
 
 
 @pytest.fixture
 def build(math_registry):
     """``build(op_type, inputs, attrs=None)`` -> the Out variable of a one-op program."""
-    def run(op_type, inputs, attrs=None, out="Out"):
-        prog, op = build_op(op_type, inputs, attrs=attrs, registry=math_registry)
-        return prog.global_block().var(op.output(out)[0])
-    return run
+    return fixtures.op_builder(math_registry)
 
 
 @pytest.fixture
 def check(math_registry):
     """``check(op_type, inputs, attrs=None, **kw)``: run the op through the Executor (CPU)
     and compare every output with the op's NumPy reference (headrace_math.reference)."""
-    from headrace.testing import check_op
     from headrace_math.reference import all_references
-    refs = all_references()
-
-    def run(op_type, inputs, attrs=None, **kw):
-        expected = refs[op_type](inputs, dict(attrs or {}))
-        check_op(op_type, inputs, expected, attrs=attrs, registry=math_registry, **kw)
-        return expected
-    return run
+    return fixtures.checker(math_registry, all_references())
 
 
 @pytest.fixture
@@ -66,22 +52,6 @@ def make_kernel(math_registry):
     return make
 
 
-def odd_layouts(x):
-    """``x`` (an ndarray) as arrays with the same values in layouts the executor never feeds:
-    strided, Fortran-ordered, read-only, big-endian, negative strides; each paired with a label."""
-    import numpy as np
-    x = np.asarray(x)
-    strided = np.repeat(x, 2, axis=-1)[..., ::2] if x.ndim else x
-    ro = x.copy()
-    ro.flags.writeable = False
-    out = [("strided", strided), ("fortran", np.asfortranarray(x)), ("readonly", ro)]
-    if x.dtype.kind in "fiu" and x.dtype.itemsize > 1:
-        out.append(("bigendian", x.astype(x.dtype.newbyteorder(">"))))
-    if x.ndim:
-        out.append(("reversed", np.flip(np.flip(x, -1).copy(), -1)))   # negative strides
-    return out
-
-
 @pytest.fixture(name="odd_layouts")
 def _odd_layouts():
-    return odd_layouts
+    return fixtures.odd_layouts

@@ -5,8 +5,9 @@ from .references import load_references
 from .gradcheck import check_grad
 from .plugin_checks import definition_problems, op_definitions
 from .programs import op_types, run_programs
+from . import fixtures
 
 __all__ = ["build_op", "infer_shapes", "TOLERANCES", "available_places", "check_op", "run_op",
            "load_references", "check_grad",
            "definition_problems", "op_definitions",
-           "op_types", "run_programs"]
+           "op_types", "run_programs", "fixtures"]

@@ -1,41 +1,16 @@
-"""Helpers the reference modules share (a private module: reference discovery skips it)."""
-import numpy as np
+"""Helpers the reference modules share (a private module: reference discovery skips it).
 
-from headrace import dtypes as dt
+The array, attribute and shape helpers are the core's (its reference modules need the same
+ones for fill_constant and assign); only the LoD helper is this plugin's own.
+"""
+from headrace.core_ops.reference._util import data, f32, int_tensor, np_dtype, shape_from
 from headrace.runtime.tensor import Tensor
 
+__all__ = ["FLOATS", "data", "lod", "f32", "np_dtype", "shape_from", "int_tensor"]
+
 FLOATS = ("float32", "float64")
-
-
-def data(v):
-    """The array of an input given as an array or a Tensor."""
-    return np.asarray(v.data if isinstance(v, Tensor) else v)
 
 
 def lod(v):
     """The LoD of an input (empty for a plain array)."""
     return [list(level) for level in v.lod] if isinstance(v, Tensor) else []
-
-
-def f32(v):
-    """A 'float' attribute as the op sees it: attributes of type float are float32."""
-    return float(np.float32(v))
-
-
-def np_dtype(enum_value):
-    """The NumPy dtype of a VarType enum attribute."""
-    return dt.to_numpy(dt.from_proto(enum_value))
-
-
-def shape_from(inputs, attrs):
-    """The shape of the random ops: ShapeTensor, ShapeTensorList, 'shape'."""
-    if inputs.get("ShapeTensor") is not None:
-        return tuple(int(d) for d in data(inputs["ShapeTensor"]).reshape(-1))
-    if inputs.get("ShapeTensorList"):
-        return tuple(int(data(t).reshape(-1)[0]) for t in inputs["ShapeTensorList"])
-    return tuple(int(d) for d in attrs.get("shape", []))
-
-
-def int_tensor(rng, values):
-    """An int32 or int64 tensor (chosen by rng) holding ``values``."""
-    return np.asarray(values, dtype=rng.choice(["int32", "int64"]))

@@ -27,7 +27,7 @@ def np_dtype(enum_value):
 
 
 def shape_from(inputs, attrs):
-    """The shape of fill_constant: ShapeTensor, ShapeTensorList, 'shape'."""
+    """The shape of fill_constant and the random ops: ShapeTensor, ShapeTensorList, 'shape'."""
     if inputs.get("ShapeTensor") is not None:
         return tuple(int(d) for d in data(inputs["ShapeTensor"]).reshape(-1))
     if inputs.get("ShapeTensorList"):
