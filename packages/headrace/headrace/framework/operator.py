@@ -11,8 +11,11 @@ from ..ops import attrs as attr_codec
 from ..ops.definition import COMMON_ATTRS
 from ..ops.grad import EMPTY
 from ..ops.infer import InferContext
+from ..proto import framework_pb2 as pb
 from .source import user_callsite
 from .variable import KINDS, Variable, normalize_lod_level, normalize_shape
+
+_BLOCK_ATTR_TYPES = (pb.BLOCK, pb.BLOCKS)
 
 __all__ = ["Operator", "prepare_op", "PreparedOp"]
 
@@ -187,6 +190,8 @@ class Operator:
         """The blocks this op owns through BLOCK/BLOCKS attributes."""
         out = []
         for a in self.desc.attrs:
+            if a.type not in _BLOCK_ATTR_TYPES:  # skip decoding the rest: plans ask every op
+                continue
             kind, value = attr_codec.decode(a)
             if kind == "block":
                 out.append(self.block.program.block(value))
