@@ -1,4 +1,6 @@
 """while: run the body's plan while Condition holds, keeping one step scope per step."""
+from headrace_control.limits import WhileStepLimitError, max_while_steps
+
 from ._frame import scalar
 
 
@@ -16,7 +18,15 @@ class While:
 
     def __call__(self, frame):
         steps = []
+        limit, n = max_while_steps(), 0
         while scalar(self.device, frame.input("Condition"), "while: Condition"):
+            if n == limit:
+                raise WhileStepLimitError(
+                    f"the loop ran {limit} steps and Condition still holds: stopped as an "
+                    f"endless loop (raise the limit with headrace_control."
+                    f"set_max_while_steps(n) or the environment variable "
+                    f"HEADRACE_MAX_WHILE_STEPS if more steps are meant)")
+            n += 1
             frame.run(self.plan)
             if self.keep:
                 steps.append(frame.snapshot(self.plan))
