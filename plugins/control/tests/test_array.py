@@ -1,4 +1,5 @@
 """write_to_array / read_from_array: array kinds, element descriptions, the index slot."""
+import numpy as np
 import pytest
 
 import headrace
@@ -90,3 +91,34 @@ def test_index_must_be_a_tensor(op_type):
     index = {"type": "lod_tensor_array", "shape": [1], "dtype": "int64"}
     with pytest.raises(ShapeError, match=r"input 'I' \(i_0\) is a lod_tensor_array variable"):
         build_op(op_type, {"X": _x(op_type), "I": index})
+
+
+def test_lod_array_length():
+    prog, op = build_op("lod_array_length", {"X": ARRAY})
+    out = var(prog, "out_out_0")
+    assert (out.kind, out.shape, out.dtype, out.lod_level) == ("lod_tensor", (1,), "int64", 0)
+    assert not op.opdef.differentiable
+
+
+def test_lod_array_length_of_a_tensor():
+    with pytest.raises(ShapeError, match=r"input 'X' \(x_0\) is a lod_tensor variable(.|\n)*"
+                                         r"expected: lod_tensor_array"):
+        build_op("lod_array_length", {"X": ([2, 4], "float32")})
+
+
+@pytest.mark.parametrize("positions, length", [([0], 1), ([2], 3), ([1, 0, 4], 5)])
+def test_lod_array_length_runs(positions, length):
+    # Writing past the end grows the array: the length is one past the highest position.
+    # (An array nothing wrote has length 0: tests/test_layers_control_flow.py, a zero-step loop.)
+    prog = headrace.Program()
+    block = prog.global_block()
+    block.create_var(name="x", shape=[2], dtype="float32", need_check_feed=True)
+    block.create_var(name="arr", type="lod_tensor_array", dtype="float32")
+    for k, p in enumerate(positions):
+        block.append_op("fill_constant", {}, {"Out": f"i{k}"},
+                        {"shape": [1], "dtype": 3, "value": float(p)})
+        block.append_op("write_to_array", {"X": "x", "I": f"i{k}"}, {"Out": "arr"})
+    block.append_op("lod_array_length", {"X": "arr"}, {"Out": "n"})
+    (n,) = headrace.Executor().run(prog, feed={"x": np.ones(2, np.float32)}, fetch_list=["n"],
+                                   scope=headrace.Scope())
+    assert n.dtype == np.int64 and n.tolist() == [length]

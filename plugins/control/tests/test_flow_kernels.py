@@ -106,3 +106,14 @@ def test_errors_inside_a_body_name_the_inner_op():
                                       "b": np.ones((4, 2), np.float32)},
                           fetch_list=["s"], scope=hr.Scope())
     assert "'mul' (block 1, op #0)" in str(e.value)
+
+
+@pytest.mark.parametrize("n", [0, 1, 4])
+def test_lod_array_length_after_a_loop(n):
+    # Zero steps leave the array unwritten: its length is 0, not an error.
+    prog = counting_loop()
+    g = prog.global_block()
+    g.append_op("lod_array_length", {"X": "arr"}, {"Out": "len"})
+    feed = {"n": np.array([n], np.int64), "acc": np.array([1.0], np.float32)}
+    length = hr.Executor().eval(g.var("len"), feed=feed, scope=hr.Scope())
+    assert length.dtype == np.int64 and length.tolist() == [n]

@@ -6,7 +6,8 @@ from headrace.testing import definition_problems, op_definitions
 PACKAGE = "headrace_control.ops"
 PLUGIN = "headrace-control:control"
 EXPECTED = [
-    "conditional_block", "increment", "read_from_array", "while", "write_to_array",
+    "conditional_block", "increment", "lod_array_length", "read_from_array", "while",
+    "write_to_array",
 ]
 OPDEFS = op_definitions(PACKAGE)
 

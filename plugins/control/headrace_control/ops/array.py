@@ -1,4 +1,5 @@
-"""write_to_array / read_from_array: element access of a LOD_TENSOR_ARRAY.
+"""write_to_array / read_from_array / lod_array_length: element access and length of a
+LOD_TENSOR_ARRAY.
 
 An array variable's declared shape, dtype and lod_level describe its elements.
 """
@@ -51,4 +52,21 @@ read_from_array = OpDef(
     doc="Out = X[I]. The gradient writes Out's gradient to position I of the array's gradient.",
 )
 
-OPS = [write_to_array, read_from_array]
+
+
+def _infer_length(ctx):
+    expect_kind(ctx, ctx.input("X"), "lod_tensor_array", "X")
+    ctx.set_output("Out", (1,), "int64")
+
+
+lod_array_length = OpDef(
+    "lod_array_length",
+    inputs=[In("X", "the array (kind lod_tensor_array)")],
+    outputs=[Out("Out", "its length, an int64 tensor of shape [1]")],
+    infer=_infer_length,
+    differentiable=False,
+    doc="Out = len(X): one past the highest position written (0 for an array never "
+        "written), as Paddle's array_length.",
+)
+
+OPS = [write_to_array, read_from_array, lod_array_length]

@@ -1,4 +1,7 @@
-"""write_to_array / read_from_array over TensorArray values (lists of Tensors)."""
+"""write_to_array / read_from_array / lod_array_length over TensorArray values (lists of
+Tensors)."""
+import numpy as np
+
 from headrace.runtime.tensor import Tensor, TensorArray
 
 from ._frame import scalar
@@ -43,5 +46,18 @@ class ReadFromArray:
         frame.set_output("Out", arr[i].data, arr[i].lod)
 
 
+class LodArrayLength:
+    """Out = [len(X)] as int64 on the op's device (an array never written has length 0)."""
+
+    def __init__(self, attrs, info):
+        self.device, self.place = info.device, info.place
+
+    def __call__(self, frame):
+        arr = frame.input("X")
+        n = 0 if arr is None else len(arr)
+        frame.set_output("Out", self.device.to_device(np.array([n], np.int64), self.place))
+
+
 KERNELS = [("write_to_array", WriteToArray, None, "frame"),
-           ("read_from_array", ReadFromArray, None, "frame")]
+           ("read_from_array", ReadFromArray, None, "frame"),
+           ("lod_array_length", LodArrayLength, None, "frame")]
