@@ -3,13 +3,14 @@
 Every layer appends ops to the default main program (parameters also go to the default startup
 program, with their initializer ops) and returns its output Variable(s). Modules: ``io`` (data),
 ``nn`` (layers with parameters, pooling, dropout, softmax), ``ops`` (math and activations),
-``loss``, ``metric``, ``tensor`` (constants, copies, shapes), ``control_flow`` (counters,
+``loss``, ``metric``, ``tensor`` (constants, copies, shapes), ``control_flow`` (loops, counters,
 comparisons, tensor arrays), ``learning_rate_scheduler``.
 """
 from . import control_flow, io, learning_rate_scheduler, loss, metric, nn, ops, tensor
-from .control_flow import (array_read, array_write, create_array, equal, greater_equal,
-                           greater_than, increment, less_equal, less_than, logical_and,
-                           logical_not, logical_or, logical_xor, not_equal)
+from .control_flow import (While, array_length, array_read, array_write, create_array, equal,
+                           greater_equal, greater_than, increment, less_equal, less_than,
+                           logical_and, logical_not, logical_or, logical_xor, not_equal,
+                           while_loop)
 from .io import data
 from .learning_rate_scheduler import (autoincreased_step_counter, cosine_decay,
                                       exponential_decay, inverse_time_decay, linear_lr_warmup,
@@ -49,7 +50,7 @@ __all__ = [
     # control_flow
     "increment", "less_than", "less_equal", "greater_than", "greater_equal", "equal",
     "not_equal", "logical_and", "logical_or", "logical_xor", "logical_not", "create_array",
-    "array_write", "array_read",
+    "array_write", "array_read", "array_length", "While", "while_loop",
     # learning_rate_scheduler
     "autoincreased_step_counter", "exponential_decay", "natural_exp_decay",
     "inverse_time_decay", "polynomial_decay", "piecewise_decay", "cosine_decay", "noam_decay",
