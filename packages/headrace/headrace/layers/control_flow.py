@@ -135,7 +135,6 @@ def array_read(array, i):
     return out
 
 
-
 def array_length(array):
     """The length of a tensor array (``lod_array_length``): an int64 [1] Variable."""
     helper = LayerHelper("array_length")

@@ -83,7 +83,8 @@ class _RunPlan:
     def _check_inputs(self, feed_names):
         """A non-persistable variable read before anything writes it must be fed; a
         persistable one must be in the scope when the run starts (``must_init``). One pass
-        over ``exposed_reads``: the error is ``analysis.first_unsatisfied_read``'s."""
+        over ``analysis.exposed_reads`` finds both (the rule of
+        ``analysis.first_unsatisfied_read``, which has no ``must_init`` to collect)."""
         self.must_init = []
         for op, name in analysis.exposed_reads([ins.op for ins in self.plan.instrs],
                                                feed_names):
@@ -115,9 +116,13 @@ class Executor:
         self._cache.clear()
 
     def _run_plan(self, program, feed_names, fetch_names, prune):
-        with self._cache_lock:
+        key = (program.revision, feed_names, fetch_names, prune)
+        per_program = self._cache.get(program)
+        rp = per_program.get(key) if per_program is not None else None
+        if rp is not None:  # every step after the first: two dict lookups, no lock
+            return rp
+        with self._cache_lock:  # a first run: one thread prepares, the others wait for it
             per_program = self._cache.get(program)
-            key = (program.revision, feed_names, fetch_names, prune)
             if per_program is None or per_program.get("revision") != program.revision:
                 per_program = self._cache[program] = {"revision": program.revision}
             rp = per_program.get(key)

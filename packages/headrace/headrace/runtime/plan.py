@@ -14,6 +14,7 @@ import numpy as np
 
 from ..dtypes import FLOAT_DTYPES
 from ..errors import HeadraceError, OpError, PluginError
+from ..framework.analysis import runs
 from ..ops.grad import EMPTY
 from ..ops.infer import DictInferContext, VarMeta
 from . import _loop
@@ -58,8 +59,8 @@ class Plan:
         for op in block.ops:
             if op_filter is not None and not op_filter(op):
                 continue
-            if op.opdef is not None and op.opdef.no_kernel:
-                continue  # the executor binds feeds and fetches to slots directly
+            if not runs(op):
+                continue  # no_kernel: the executor binds feeds and fetches to slots directly
             self.instrs.append(self._compile(op))
         self.local_ids = tuple(slots.slot(v) for v in block.vars.values())
 
@@ -136,9 +137,6 @@ class Plan:
             lod_share = tuple((src, d) for d in dst) if src is not None else ()
             self.lod_slots.update(i for _, i in lod_share)
             return Instr(fn, tuple(in_ids), tuple(out_ids), op, lod_share, None)
-        if kind not in ("lod", "frame"):
-            raise PluginError(f"plugin {kernel.plugin!r}: kernel {op.type}/{kernel.device} "
-                              f"has kind {kind!r}, expected one of array, lod, frame")
         # Every slot of the definition, () when unbound; an @EMPTY@ input reads None (slot 0).
         layout = FrameLayout(
             op.type,

@@ -156,11 +156,9 @@ class Recorder:
 
 
 def _fetch_names(program, fetch_list):
-    if fetch_list is None:  # a loaded inference model's fetch ops, by col
-        ops = [op for op in program.global_block().ops if op.type == "fetch"]
+    if fetch_list is None:  # a loaded inference model's fetch ops, as run reads them
         try:
-            ops.sort(key=lambda o: o.attr("col"))
-            return [op.input("X")[0] for op in ops]
+            return Executor._fetch_ops_targets(program)
         except Exception:  # noqa: BLE001 - a malformed model: run reports it
             return []
     names = []

@@ -5,6 +5,7 @@ from ._frame import scalar
 
 
 class While:
+    """Run the body while Condition holds, at most ``max_while_steps()`` steps a run."""
 
     def __init__(self, attrs, info):
         if not info.sub_block_writes("sub_block", "Condition"):
