@@ -243,3 +243,29 @@ def test_a_fed_value_is_updated_in_place_but_replaces_its_producer():
     # Feeding the intermediate h replaces its computation: i need not be fed.
     np.testing.assert_array_equal(
         exe.eval(g.var("y"), feed={"h": np.array([5], "float32")}, scope=hr.Scope()), [15])
+
+
+def test_an_op_whose_definition_says_no_kernel_is_not_run_whatever_its_name():
+    """The plan and the analysis read ``no_kernel`` from the definition: a plugin's own
+    executor-interpreted op (not named feed or fetch) is skipped, not looked up as a kernel."""
+    from headrace.ops import In, OpDef, build_registry, hookimpl, registry_guard
+
+    class Plugin:
+        @hookimpl
+        def headrace_register_ops(self, registry):
+            registry.add_op(OpDef("annotate", inputs=[In("X", "the annotated variable")],
+                                  no_kernel=True, differentiable=False, doc="a marker"))
+    with registry_guard(build_registry(plugins=[("marker", Plugin())], autoload=False)):
+        prog = hr.Program()
+        b = prog.global_block()
+        b.create_var(name="x", shape=[2], dtype="float64", need_check_feed=True)
+        b.create_var(name="y", shape=[2], dtype="float64")
+        marker = b.append_op("annotate", {"X": ["x"]}, {}, {})
+        b.append_op("scale", {"X": ["x"]}, {"Out": ["y"]}, {"scale": 2.0})
+        assert not analysis.runs(marker) and analysis.prune(b, ["y"]) == [b.ops[1]]
+        exe = hr.Executor()
+        feed = {"x": np.array([1.0, 2.0])}
+        (y,) = exe.run(prog, feed=feed, fetch_list=["y"], scope=hr.Scope())
+        np.testing.assert_array_equal(y, [2.0, 4.0])
+        np.testing.assert_array_equal(exe.eval(b.var("y"), feed=feed, scope=hr.Scope()),
+                                      [2.0, 4.0])
