@@ -192,8 +192,9 @@ def test_list_vars_and_all_parameters(prog):
 def _small_program(prog):
     g = prog.global_block()
     x = g.create_var("x", shape=[-1, 4], dtype="float32")
-    w = g.create_parameter("w", shape=[4], optimize_attr={"learning_rate": 0.5},
-                           regularizer="L2", initializer=("uniform", -1, 1))
+    with headrace.program_guard(prog, headrace.Program()):  # the init op's startup program
+        w = g.create_parameter("w", shape=[4], optimize_attr={"learning_rate": 0.5},
+                               regularizer="L2", initializer=headrace.initializer.Uniform(-1, 1))
     w.trainable = False
     g.append_op("dropout", {"X": x}, {"Out": "h"})
     g.append_op("ident", {"X": "h"}, {"Out": "y"})

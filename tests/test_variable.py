@@ -110,7 +110,9 @@ def test_meta_is_the_inference_view(prog):
 # -- parameters -------------------------------------------------------------------------------
 
 def test_parameter_flags_and_trainable(prog, assert_consistent):
-    w = prog.global_block().create_parameter("w", shape=[2, 2], initializer="const")
+    init = headrace.initializer.Constant(0.5)
+    with headrace.program_guard(prog, headrace.Program()):  # the init op's startup program
+        w = prog.global_block().create_parameter("w", shape=[2, 2], initializer=init)
     d = _fresh_desc(w)
     assert d.is_parameter and d.persistable and not d.stop_gradient
     assert w.is_parameter and w.persistable and w.trainable
@@ -119,7 +121,7 @@ def test_parameter_flags_and_trainable(prog, assert_consistent):
     w.stop_gradient = False
     assert w.trainable
     assert w.python_state() == {"optimize_attr": {"learning_rate": 1.0}, "regularizer": None,
-                                "gradient_clip": None, "initializer": "const"}
+                                "gradient_clip": None, "initializer": init}
     assert_consistent(prog)
 
 

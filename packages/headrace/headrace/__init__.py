@@ -11,6 +11,7 @@ from .framework import (PROGRAM_VERSION, Block, Operator, Parameter, Program, Va
 from .runtime import (CPUPlace, CUDAPlace, Executor, Scope, Tensor, TensorArray,
                       create_lod_tensor, global_scope, scope_guard)
 from . import clip, initializer, layers, optimizer, regularizer
+from .evaluate import eval  # the seeds' pd.eval (builtins.eval is untouched)
 from .layer_helper import LayerHelper
 from .param_attr import ParamAttr
 
@@ -24,5 +25,5 @@ __all__ = [
     "default_startup_program", "program_guard", "CPUPlace", "CUDAPlace", "Executor", "Scope",
     "Tensor", "TensorArray", "create_lod_tensor", "global_scope", "scope_guard", "__version__",
     "LayerError", "clip", "initializer", "layers", "optimizer", "regularizer", "LayerHelper",
-    "ParamAttr",
+    "ParamAttr", "eval",
 ]

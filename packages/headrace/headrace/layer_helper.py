@@ -132,14 +132,9 @@ class LayerHelper:
         if attr.name is None:
             attr.name = self._unique_param_name("b" if is_bias else "w")
         dtype = dtypes.canonical(dtype)
-        kwargs = attr._to_kwargs()
-        sblock = self.startup_program.global_block()
-        fresh = attr.name not in sblock.vars
-        sparam = sblock.create_parameter(shape=shape, dtype=dtype, **kwargs)
-        if fresh:
-            attr.initializer(sparam, sblock)
+        # Block.create_parameter declares the startup twin and appends its initializer op.
         return self.main_program.global_block().create_parameter(shape=shape, dtype=dtype,
-                                                                 **kwargs)
+                                                                 **attr._to_kwargs())
 
     def get_parameter(self, name):
         var = self.main_program.global_block().vars.get(name)

@@ -10,6 +10,8 @@ from ..errors import OpError, VariableError
 from ..ops import attrs as attr_codec
 from ..ops.grad import EMPTY
 from ..proto import framework_pb2 as pb
+from . import defaults
+from .builder import dtype_enum
 from .operator import Operator, prepare_op
 from .variable import (KINDS, Parameter, Variable, init_desc, normalize_lod_level,
                        normalize_shape)
@@ -106,10 +108,19 @@ class Block:
             return existing
         desc = self._add_var_desc(name, type, shape, dtype, lod_level, persistable,
                                   stop_gradient, need_check_feed)
-        var = Variable(self, desc)
+        var = Variable._wrap(self, desc)
         self.vars[name] = var
         self._changed()
         return var
+
+    def create_global_var(self, name=None, shape=None, dtype=None, lod_level=None,
+                          persistable=None, stop_gradient=None, type="lod_tensor",
+                          need_check_feed=None):
+        """``create_var`` in the program's global block, whichever block this is (seeds:
+        python_api's data layer)."""
+        return self.program.global_block().create_var(
+            name=name, shape=shape, dtype=dtype, lod_level=lod_level, persistable=persistable,
+            stop_gradient=stop_gradient, type=type, need_check_feed=need_check_feed)
 
     def _add_var_desc(self, *args):
         # Everything was checked before, but a failure must still leave no half-made VarDesc.
@@ -139,23 +150,48 @@ class Block:
                          optimize_attr=None, regularizer=None, gradient_clip=None,
                          initializer=None, lod_level=None):
         """Declare a parameter. Parameters are global: it lands in the program's global block,
-        whichever block this is. Re-declaring returns the existing parameter."""
+        whichever block this is. Re-declaring returns the existing parameter.
+
+        ``initializer``: a :mod:`headrace.initializer` object (any ``init(var, block)``), or the
+        seeds' ``init_attr`` dict, ``{"type": "uniform_random", "min": -1.0, "max": 1.0}``: an
+        op writing ``Out``, with its attributes (``shape`` and ``dtype`` are the parameter's
+        unless given). As layers do, the op goes to the global block of the default startup
+        program (``program_guard`` sets it), where the parameter's twin is declared: once, when
+        the twin is new there (a re-declaration with an initializer makes a missing twin). A
+        failing initializer leaves neither program changed.
+        """
+        if not isinstance(name, str) or not name:
+            raise VariableError(f"a parameter name must be a non-empty str, got {name!r}")
+        _check_initializer(name, initializer)
         g = self.program.global_block()
         shape = normalize_shape(shape, name)
         dtype = dt.canonical("float32" if dtype is None else dtype)
         lod_level = normalize_lod_level(lod_level, name)
+        sblock = _startup_block()
         if name in g.vars:
             existing = g.vars[name]
             if not isinstance(existing, Parameter):
                 raise VariableError(f"'{name}' is already a non-parameter variable of block 0")
             g._check_redeclaration(existing, shape, dtype, lod_level, "lod_tensor")
+            if initializer is not None and g is not sblock:
+                _declare_twin(existing, initializer, sblock)
             return existing
         if shape is None or any(d < 0 for d in shape):
             raise VariableError(f"parameter '{name}' needs a fully known shape, got {shape}")
         desc = g._add_var_desc(name, "lod_tensor", shape, dtype, lod_level, True, False, False)
-        p = Parameter(g, desc, trainable, optimize_attr, regularizer, gradient_clip, initializer)
+        p = Parameter._wrap(g, desc, trainable, optimize_attr, regularizer, gradient_clip,
+                            initializer)
         g.vars[name] = p
         g._changed()
+        if initializer is not None:
+            try:
+                if g is sblock:
+                    _append_initializer(p, initializer, sblock)
+                else:
+                    _declare_twin(p, initializer, sblock)
+            except BaseException:
+                g.remove_var(name)
+                raise
         return p
 
     def remove_var(self, name):
@@ -177,6 +213,10 @@ class Block:
     def prepend_op(self, type, inputs=None, outputs=None, attrs=None):
         """Insert an operator at the front (parameter initializers use this)."""
         return self.insert_op(0, type, inputs, outputs, attrs)
+
+    # The seeds' names (python_api: Block.append_operator / prepend_operator).
+    append_operator = append_op
+    prepend_operator = prepend_op
 
     def insert_op(self, index, type, inputs=None, outputs=None, attrs=None):
         """Insert an operator at ``index`` (negative counts from the end, as list.insert)."""
@@ -222,7 +262,7 @@ class Block:
             attr_codec.encode(desc.attrs.add(), "op_role", "int", self.program._op_role)
         if p.source and "op_callstack" not in p.attrs:
             attr_codec.encode(desc.attrs.add(), "op_callstack", "strings", [p.source])
-        op = Operator(self, desc, p.opdef)
+        op = Operator._wrap(self, desc, p.opdef)
         self.ops.insert(index, op)
         later = {n for o in self.ops[index + 1:] for n in o.output_arg_names}
         for names in p.outputs.values():
@@ -263,3 +303,41 @@ class Block:
         return f"<Block {self.idx} parent={self.parent_idx} vars={len(self.vars)} " \
                f"ops={len(self.ops)}>"
 
+
+
+def _check_initializer(name, init):
+    """Before anything is declared: an initializer must be usable."""
+    if init is None or callable(init):
+        return
+    if isinstance(init, dict) and isinstance(init.get("type"), str):
+        return
+    raise VariableError(f"parameter '{name}': initializer must be a headrace.initializer object "
+                        f"(or a callable init(var, block)) or an init_attr dict with the op "
+                        f"'type', got {type(init).__name__} {init!r}"[:300])
+
+
+def _startup_block():
+    return defaults.startup.global_block()
+
+
+def _declare_twin(param, init, sblock):
+    """``param``'s twin in the startup block; new there, it is initialized by ``init``."""
+    sblock.create_parameter(param.name, param.shape, param.dtype, param.trainable,
+                            param.optimize_attr, param.regularizer, param.gradient_clip, init,
+                            param.lod_level)
+
+
+def _append_initializer(param, init, sblock):
+    """Append the op that initializes ``param``, a parameter of ``sblock`` (seeds: Parameter's
+    constructor adds the initialize op to the global block)."""
+    if callable(init):
+        init(param, sblock)
+        return
+    attrs = {k: v for k, v in init.items() if k != "type"}
+    opdef = sblock.program.registry.find(init["type"])
+    if opdef is not None:  # unknown: append_op says so
+        if "shape" in opdef.attrs:
+            attrs.setdefault("shape", list(param.shape))
+        if "dtype" in opdef.attrs:
+            attrs.setdefault("dtype", dtype_enum(param.dtype))
+    sblock.append_op(init["type"], {}, {"Out": param}, attrs)

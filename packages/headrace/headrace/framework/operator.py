@@ -13,7 +13,8 @@ from ..ops.grad import EMPTY
 from ..ops.infer import InferContext
 from ..proto import framework_pb2 as pb
 from .source import user_callsite
-from .variable import KINDS, Variable, normalize_lod_level, normalize_shape
+from .variable import (KINDS, Declared, Variable, declaring_block, normalize_lod_level,
+                       normalize_shape)
 
 _BLOCK_ATTR_TYPES = (pb.BLOCK, pb.BLOCKS)
 
@@ -38,14 +39,23 @@ def _find_slot(container, slot):
     return None
 
 
-class Operator:
+class Operator(metaclass=Declared):
     """An operator in a block. ``opdef`` is its definition (None for op types loaded from a
-    file that no installed plugin defines; such a program can be inspected and saved)."""
+    file that no installed plugin defines; such a program can be inspected and saved).
+
+    ``Operator(block, type, inputs=None, outputs=None, attrs=None)`` appends a new op to
+    ``block`` (default: the current block of the default main program), validated and its
+    shapes inferred, as ``block.append_op``; it is then in ``block.ops`` and the BlockDesc.
+    """
 
     def __init__(self, block, desc, opdef=None):
         self.block = block
         self.desc = desc
         self.opdef = opdef
+
+    @classmethod
+    def _declare(cls, block=None, type=None, inputs=None, outputs=None, attrs=None):
+        return declaring_block(block).append_op(type, inputs, outputs, attrs)
 
     @property
     def type(self):
@@ -281,6 +291,9 @@ def prepare_op(block, op_type, inputs, outputs, attrs, op_idx, strict_attrs=True
     def fail(message, **kw):
         raise OpValidationError(message, **where, **kw)
 
+    if not isinstance(op_type, str) or not op_type:
+        fail("an op type must be a non-empty str", expected="an op type such as 'relu'",
+             found=f"{type(op_type).__name__} {op_type!r}")
     try:
         opdef = block.program.registry.get(op_type)
     except OpError as e:

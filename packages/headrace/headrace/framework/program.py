@@ -5,6 +5,7 @@ from ..errors import ProgramError, ProgramParseError
 from ..ops.plugins import default_registry
 from ..proto import framework_pb2 as pb
 from .. import unique_name
+from . import defaults
 from .block import Block
 from .operator import Operator
 from .validate import validate_program_desc
@@ -165,12 +166,12 @@ class Program:
             block = Block(prog, bdesc)
             prog.blocks.append(block)
             for vdesc in bdesc.vars:
-                var = (Parameter(block, vdesc, trainable=None)
-                       if vdesc.is_parameter else Variable(block, vdesc))
+                var = (Parameter._wrap(block, vdesc, trainable=None)
+                       if vdesc.is_parameter else Variable._wrap(block, vdesc))
                 block.vars[vdesc.name] = var
         for block in prog.blocks:
             for odesc in block.desc.ops:
-                op = Operator(block, odesc, reg.find(odesc.type))
+                op = Operator._wrap(block, odesc, reg.find(odesc.type))
                 block.ops.append(op)
                 for name in op.output_arg_names:
                     var = block._find_var_recursive(name)
@@ -217,31 +218,29 @@ class Program:
 
 # -- the default programs -----------------------------------------------------------------
 
-_main_program = Program()
-_startup_program = Program()
+defaults.main = Program()
+defaults.startup = Program()
 
 
 def default_main_program():
     """The program layers append to outside any ``program_guard``."""
-    return _main_program
+    return defaults.main
 
 
 def default_startup_program():
     """The program parameter initializers go to outside any ``program_guard``."""
-    return _startup_program
+    return defaults.startup
 
 
 def switch_main_program(program):
     """Make ``program`` the default main program; return the previous one."""
-    global _main_program
-    old, _main_program = _main_program, program
+    old, defaults.main = defaults.main, program
     return old
 
 
 def switch_startup_program(program):
     """Make ``program`` the default startup program; return the previous one."""
-    global _startup_program
-    old, _startup_program = _startup_program, program
+    old, defaults.startup = defaults.startup, program
     return old
 
 

@@ -8,9 +8,10 @@ from .. import dtypes
 from ..errors import VariableError
 from ..ops.infer import VarMeta
 from ..proto import framework_pb2 as pb
+from . import defaults
 from .math_ops import VariableMathMixin
 
-__all__ = ["Variable", "Parameter", "KINDS"]
+__all__ = ["Variable", "Parameter", "KINDS", "Declared", "declaring_block"]
 
 _T = pb.VarType
 # kind name -> VarType.Type enum
@@ -99,18 +100,71 @@ def init_desc(desc, name, kind, shape, dtype, lod_level, persistable, stop_gradi
         desc.need_check_feed = True
 
 
-class Variable(VariableMathMixin):
+class Declared(type):
+    """Metaclass of the IR views: calling the class declares into a block.
+
+    ``Variable(block, name='x', shape=[2])`` is ``block.create_var(...)``, ``Parameter(...)``
+    ``block.create_parameter(...)``, ``Operator(block, type=..., ...)`` ``block.append_op(...)``
+    (seeds: python_api, where Block.create_var is ``Variable(self, ...)``). Each class says how
+    in its ``_declare``. Going through the block keeps its ``vars``/``ops`` and its desc changed
+    together, and a re-declared name gives back the one existing Variable (the seeds' rule:
+    NewVarDesc never makes a second VarDesc of a name). The views of descs that already exist
+    are made with ``_wrap``, which runs ``__init__`` without declaring anything.
+    """
+
+    def __call__(cls, *args, **kwargs):
+        return cls._declare(*args, **kwargs)
+
+    def _wrap(cls, *args, **kwargs):
+        obj = cls.__new__(cls)
+        obj.__init__(*args, **kwargs)
+        return obj
+
+
+def declaring_block(block):
+    """``block``, or by default the current block of the default main program."""
+    if block is None:
+        return defaults.main.current_block()
+    if not hasattr(block, "append_op"):  # block.py imports this module: no isinstance
+        raise VariableError(f"the first argument is the Block to declare into (or None for the "
+                            f"current block), got {type(block).__name__} {block!r}"[:300])
+    return block
+
+
+class Variable(VariableMathMixin, metaclass=Declared):
     """A named value in a block: the input or output of operators.
 
-    ``op`` is the operator that last wrote the variable (None for data, parameters and
-    variables nobody writes yet). The Python operators (``+ - * / ** @ < <= > >=``, unary
-    ``-``, ``abs``, ``astype``, ``equal``) come from :class:`VariableMathMixin`.
+    ``Variable(block, name=None, shape=None, dtype=None, lod_level=None, persistable=None,
+    stop_gradient=None, type="lod_tensor", need_check_feed=None)`` declares it in ``block``
+    (default: the current block of the default main program), as ``block.create_var``.
+
+    ``op`` (also ``writer``, the seeds' name) is the operator that last wrote the variable (None
+    for data, parameters and variables nobody writes yet). The Python operators (``+ - * / **
+    @ < <= > >=``, unary ``-``, ``abs``, ``astype``, ``equal``) come from
+    :class:`VariableMathMixin`.
     """
 
     def __init__(self, block, desc):
         self.block = block
         self.desc = desc
         self.op = None
+
+    @classmethod
+    def _declare(cls, block=None, name=None, shape=None, dtype=None, lod_level=None,
+                 persistable=None, stop_gradient=None, type="lod_tensor",
+                 need_check_feed=None):
+        return declaring_block(block).create_var(
+            name=name, shape=shape, dtype=dtype, lod_level=lod_level, persistable=persistable,
+            stop_gradient=stop_gradient, type=type, need_check_feed=need_check_feed)
+
+    @property
+    def writer(self):
+        """The operator that last writes this variable in block order: ``op``."""
+        return self.op
+
+    @writer.setter
+    def writer(self, op):
+        self.op = op
 
     # -- desc-backed properties ------------------------------------------------------------
     @property
@@ -251,7 +305,21 @@ class Parameter(Variable):
     Python-only: ``trainable``, ``optimize_attr`` (e.g. ``{"learning_rate": 1.0}``, a per-
     parameter learning-rate multiplier), ``regularizer``, ``gradient_clip``, ``initializer``.
     ``trainable`` is mirrored in the desc as ``not stop_gradient`` so it survives saving.
+
+    ``Parameter(block, name, shape, dtype="float32", lod_level=None, trainable=...,
+    initializer=...)`` (the seeds' order; the rest by keyword) declares it, as
+    ``block.create_parameter``: in the global block, with its initializer op in the startup
+    program.
     """
+
+    @classmethod
+    def _declare(cls, block=None, name=None, shape=None, dtype="float32", lod_level=None, *,
+                 trainable=True, optimize_attr=None, regularizer=None, gradient_clip=None,
+                 initializer=None):
+        return declaring_block(block).create_parameter(
+            name, shape, dtype=dtype, trainable=trainable, optimize_attr=optimize_attr,
+            regularizer=regularizer, gradient_clip=gradient_clip, initializer=initializer,
+            lod_level=lod_level)
 
     def __init__(self, block, desc, trainable=True, optimize_attr=None, regularizer=None,
                  gradient_clip=None, initializer=None):

@@ -16,7 +16,7 @@ from .learning_rate_scheduler import (autoincreased_step_counter, cosine_decay,
                                       exponential_decay, inverse_time_decay, linear_lr_warmup,
                                       natural_exp_decay, noam_decay, piecewise_decay,
                                       polynomial_decay)
-from .loss import cross_entropy, softmax_with_cross_entropy, square_error_cost
+from .loss import cross_entropy, mse, mse_loss, softmax_with_cross_entropy, square_error_cost
 from .metric import accuracy, topk
 from .nn import batch_norm, conv2d, dropout, embedding, fc, pool2d, softmax
 from .ops import (abs, ceil, cos, elementwise_add, elementwise_div, elementwise_max,
@@ -43,7 +43,8 @@ __all__ = [
     "hard_sigmoid", "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod",
     "mean", "mul", "matmul", "scale",
     # loss, metric
-    "cross_entropy", "softmax_with_cross_entropy", "square_error_cost", "topk", "accuracy",
+    "cross_entropy", "softmax_with_cross_entropy", "square_error_cost", "mse", "mse_loss",
+    "topk", "accuracy",
     # tensor
     "fill_constant", "zeros", "ones", "zeros_like", "assign", "sums", "create_tensor",
     "create_parameter", "create_global_var", "cast", "concat", "reshape", "transpose", "split",

@@ -1,11 +1,14 @@
-"""Loss layers: cross_entropy, softmax_with_cross_entropy, square_error_cost.
+"""Loss layers: cross_entropy, softmax_with_cross_entropy, square_error_cost, mse.
 
-They return per-example losses; take their ``mean`` for the scalar loss a backward pass needs.
+They return per-example losses (take their ``mean`` for the scalar loss a backward pass needs),
+except ``mse``, which is that mean already (seeds: ``cost = layer.mse(y, l)``).
 """
 from ..checks import check_bool, check_int, check_variable
 from ..layer_helper import LayerHelper
+from .ops import mean
 
-__all__ = ["cross_entropy", "softmax_with_cross_entropy", "square_error_cost"]
+__all__ = ["cross_entropy", "softmax_with_cross_entropy", "square_error_cost", "mse",
+           "mse_loss"]
 
 _INT_LABELS = ("int64", "int32")
 
@@ -72,3 +75,15 @@ def square_error_cost(input, label):
     out = helper.create_variable_for_type_inference(input.dtype)
     helper.append_op("square", {"X": minus}, {"Out": out})
     return out
+
+
+def mse(input, label):
+    """The mean squared error, mean((input - label) ** 2) over every element: a scalar loss of
+    shape [1] (``square_error_cost`` then ``mean``). ``label`` has ``input``'s dtype and a
+    shape ``elementwise_sub`` accepts."""
+    check_variable("mse", "input", input)
+    check_variable("mse", "label", label, (input.dtype,))
+    return mean(square_error_cost(input, label))
+
+
+mse_loss = mse  # Fluid's name
