@@ -8,6 +8,7 @@ PLUGIN = "headrace-control:control"
 EXPECTED = [
     "conditional_block", "increment", "lod_array_length", "read_from_array", "while",
     "write_to_array",
+    "conditional_block_grad", "read_from_array_grad", "while_grad", "write_to_array_grad",
 ]
 OPDEFS = op_definitions(PACKAGE)
 

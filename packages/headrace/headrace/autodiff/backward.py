@@ -5,14 +5,22 @@ The pass (1) finds the ops that lie between the variables that want gradients an
 gradients that do not reach a target, (3) renames several contributions to one gradient to
 ``v@GRAD@RENAME@k`` and sums them before the gradient is read, and (4) appends the backward ops
 (validated and shape-inferred like any op, with op_role = backward).
+
+Ops that own a block (``while``, ``conditional_block``) are differentiated through it: their
+gradient makers call :meth:`GradContext.sub_block_grad`, which runs the same passes over the
+sub-block into a new *gradient block* (see :func:`_sub_block_backward`); the grad op
+(``while_grad``) runs that block once per kept step, in reverse.
 """
+from ..dtypes import FLOAT_DTYPES
 from ..errors import HeadraceError
+from ..framework.analysis import block_writes, reads, writes
 from ..framework.builder import dtype_enum
 from ..framework.program import OP_ROLE_BACKWARD, OP_ROLE_LOSS
+from .. import unique_name
 from ..framework.variable import Parameter, Variable
 from ..ops.grad import EMPTY, GRAD_SUFFIX, GradContext, GradOp, grad_name
 
-__all__ = ["append_backward", "gradients", "BackwardError"]
+__all__ = ["append_backward", "gradients", "BackwardError", "SubBlockGrad"]
 
 
 class BackwardError(HeadraceError):
@@ -48,15 +56,18 @@ def _plan(ops, targets, sources, no_grad):
     for op in ops:
         if op.opdef is None or not op.opdef.differentiable:
             continue
-        if any(n in wanted for n in op.input_arg_names):
-            wanted.update(n for n in op.output_arg_names if n not in no_grad)
+        # reads/writes: an op that owns a block also reads and writes what its block's ops
+        # read and write (a parameter used only inside a loop body reaches the loss).
+        if any(n in wanted for n in reads(op)):
+            wanted.update(n for n in writes(op) if n not in no_grad)
     # Backward: which ops lead to a target?
     needed, chosen = set(targets), []
     for op in reversed(ops):
-        outs = set(op.output_arg_names)
+        outs = set(writes(op))
         if not (outs & needed):
             continue
-        if not any(n in wanted for n in op.input_arg_names):
+        op_reads = reads(op)
+        if not any(n in wanted for n in op_reads):
             continue
         if op.opdef is None:
             raise BackwardError(f"op '{op.type}' (block {op.block.idx}) has no installed "
@@ -68,24 +79,42 @@ def _plan(ops, targets, sources, no_grad):
                 f"op '{op.type}' (block {op.block.idx}, op #{op.idx}) has no gradient maker"
                 + (f"; created at {op.source}" if op.source else ""))
         chosen.append(op)
-        needed.update(op.input_arg_names)
+        needed.update(op_reads)
     wanted &= needed
     return chosen, wanted
 
 
-def _grad_specs(chosen, wanted, seeds):
+def _var(block, name):
+    return block._find_var_recursive(name)
+
+
+def _is_array(block, name):
+    """Whether ``name`` (a gradient name is looked up by its forward variable) is a tensor
+    array: array gradients are updated in place, position by position, by the ops that write
+    them, so they are neither zero-filled nor renamed and summed."""
+    v = _var(block, name.split(GRAD_SUFFIX)[0])
+    return v is not None and v.kind == "lod_tensor_array"
+
+
+def _grad_specs(chosen, wanted, seeds, no_grad, check=None, versions=None):
     """GradOp specs in execution order, zero-filling output gradients nobody produced."""
     specs, produced = [], set(seeds)
     for op in chosen:  # already in reverse order
-        made = op.opdef.grad(GradContext(op, wanted, produced))
+        ctx = GradContext(op, wanted, produced)
+        ctx.sub_block_grad = lambda attr, op=op: _sub_block_backward(op, attr, wanted, no_grad)
+        made = op.opdef.grad(ctx)
+        if check is not None:
+            check(op, made)
+        if versions is not None:
+            made = versions.substitute(op, made)
         # Zero-fill only the output gradients the grad ops read and nobody produced (outputs
         # that do not reach a target); intermediate outputs' gradients are never read.
-        outs = set(op.output_arg_names)
+        outs = set(writes(op))
         for spec in made:
             for names in spec.inputs.values():
                 for g in names:
                     base = g[:-len(GRAD_SUFFIX)] if g.endswith(GRAD_SUFFIX) else None
-                    if base in outs and g not in produced:
+                    if base in outs and g not in produced and not _is_array(op.block, base):
                         specs.append(GradOp("fill_zeros_like", {"X": [base]}, {"Out": [g]},
                                             {}))
                         produced.add(g)
@@ -96,7 +125,7 @@ def _grad_specs(chosen, wanted, seeds):
     return specs
 
 
-def _sum_repeated(specs):
+def _sum_repeated(specs, block):
     """Rename repeated writes of one gradient and insert ``sum`` ops before it is read."""
     writers = {}
     for i, spec in enumerate(specs):
@@ -104,13 +133,13 @@ def _sum_repeated(specs):
             for n in names:
                 if n != EMPTY:
                     writers.setdefault(n, []).append(i)
-    repeated = {n for n, ws in writers.items() if len(ws) > 1}
+    repeated = {n for n, ws in writers.items() if len(ws) > 1 and not _is_array(block, n)}
     if not repeated:
         return specs
     out, pending, counts = [], {}, {}
     for spec in specs:
-        reads = {n for names in spec.inputs.values() for n in names}
-        for n in sorted(reads & set(pending)):
+        reads_ = {n for names in spec.inputs.values() for n in names}
+        for n in sorted(reads_ & set(pending)):
             out.append(GradOp("sum", {"X": pending.pop(n)}, {"Out": [n]}, {}))
         outputs = {}
         for slot, names in spec.outputs.items():
@@ -132,31 +161,190 @@ def _sum_repeated(specs):
 
 
 def _declare_grads(block, specs):
-    """Declare every gradient variable like its forward variable before the ops need it."""
+    """Declare every gradient variable like its forward variable before the ops need it: in
+    ``block`` itself (a gradient block's gradients are per step), except array gradients,
+    which live beside their array and are shared by every step."""
     for spec in specs:
-        for names in spec.outputs.values():
+        # An array's gradient may be read before anything wrote it (its grad ops then see
+        # zeros): it is declared like the written ones.
+        read_arrays = [n for names in spec.inputs.values() for n in names
+                       if n.endswith(GRAD_SUFFIX) and _is_array(block, n)]
+        for names in list(spec.outputs.values()) + [read_arrays]:
             for n in names:
-                if n == EMPTY or block.find_var(n) is not None:
+                if n == EMPTY or n in block.vars:
                     continue
-                base = n.split("@GRAD")[0]
-                fwd = block.find_var(base)
-                if fwd is not None and fwd.kind in ("lod_tensor", "lod_tensor_array"):
-                    block.create_var(name=n, shape=fwd.shape, dtype=fwd.dtype,
-                                     lod_level=fwd.lod_level, type=fwd.kind)
+                fwd = _var(block, n.split("@GRAD")[0])
+                if fwd is None or fwd.kind not in ("lod_tensor", "lod_tensor_array"):
+                    continue
+                home = fwd.block if fwd.kind == "lod_tensor_array" else block
+                if n not in home.vars:
+                    home.create_var(name=n, shape=fwd.shape, dtype=fwd.dtype,
+                                    lod_level=fwd.lod_level, type=fwd.kind)
+
+
+def _append(block, specs):
+    program = block.program
+    with program.op_role_guard(OP_ROLE_BACKWARD):
+        _declare_grads(block, specs)
+        for spec in specs:
+            block.append_op(spec.type, spec.inputs, spec.outputs, spec.attrs)
 
 
 def _build(block, targets, seeds_ops, sources, no_grad):
     ops = _forward_ops(block, {t.name for t in targets})
     chosen, wanted = _plan(ops, {t.name for t in targets}, sources, no_grad)
     seeds = {grad_name(t.name) for t in targets}
-    specs = seeds_ops + _grad_specs(chosen, wanted, seeds)
-    specs = _sum_repeated(specs)
-    program = block.program
-    with program.op_role_guard(OP_ROLE_BACKWARD):
-        _declare_grads(block, specs)
-        for spec in specs:
-            block.append_op(spec.type, spec.inputs, spec.outputs, spec.attrs)
+    versions = _Versions(block, ops)
+    specs = seeds_ops + _grad_specs(chosen, wanted, seeds, no_grad, versions=versions)
+    versions.insert_copies()
+    _append(block, _sum_repeated(specs, block))
     return wanted
+
+
+class _Versions:
+    """Keeps the values grad ops read when a later forward op overwrites them.
+
+    A grad op reads forward values by name at backward time, when the name holds the last
+    value written to it. If a forward op after ``op`` overwrites a variable ``op``'s gradient
+    reads (a ``while`` updating its initial state in place, ``assign(..., output=v)``), the
+    value ``op`` saw is copied, just before the first such writer, to ``<v>@SAVED@<k>`` and
+    the grad op reads the copy (Paddle 3.3 reads the overwritten value here)."""
+
+    def __init__(self, block, ops, restored=()):
+        self.block = block
+        self.restored = set(restored)  # a gradient block's grad op restores these itself
+        self.position = {id(o): k for k, o in enumerate(block.ops)}
+        self.writers = {}  # name -> block positions of the forward ops writing it
+        for o in ops:
+            for n in writes(o):
+                self.writers.setdefault(n, []).append(self.position[id(o)])
+        self.saved = {}  # (name, writer position) -> saved name
+
+    def substitute(self, op, made):
+        if op.sub_blocks():
+            return made  # its grad op restores the values of its own steps
+        at = self.position[id(op)]
+        out = []
+        for spec in made:
+            inputs = {}
+            for slot, names in spec.inputs.items():
+                inputs[slot] = [self._value_at(n, at) for n in names]
+            out.append(GradOp(spec.type, inputs, spec.outputs, spec.attrs))
+        return out
+
+    def _value_at(self, name, at):
+        if GRAD_SUFFIX in name or name == EMPTY or name in self.restored:
+            return name
+        later = [p for p in self.writers.get(name, ()) if p > at]
+        if not later:
+            return name
+        var = _var(self.block, name)
+        if var is None or var.kind != "lod_tensor" or var.persistable:
+            return name
+        key = (name, later[0])
+        if key not in self.saved:
+            self.saved[key] = unique_name.generate(f"{name}@SAVED")
+        return self.saved[key]
+
+    def insert_copies(self):
+        """Insert the ``assign`` copies (last position first, so positions stay valid)."""
+        for (name, p), saved in sorted(self.saved.items(), key=lambda kv: -kv[0][1]):
+            var = _var(self.block, name)
+            self.block.create_var(name=saved, shape=var.shape, dtype=var.dtype,
+                                  lod_level=var.lod_level)
+            self.block.insert_op(p, "assign", {"X": [name]}, {"Out": [saved]})
+
+
+class SubBlockGrad:
+    """The gradient block of one op's sub-block, as :func:`_sub_block_backward` built it.
+
+    ``block``: the gradient block (its parent is the forward sub-block, so its ops read the
+    forward values of a step by name). ``outputs``: the outer variables the sub-block writes
+    whose gradients flow back into it (the grad op reads their gradients, ``Out@GRAD``).
+    ``inputs``: the outer variables whose gradients the gradient block computes (``X@GRAD``).
+    """
+
+    def __init__(self, block, inputs, outputs):
+        self.block, self.inputs, self.outputs = block, inputs, outputs
+
+
+def _carries_grad(block, name):
+    v = _var(block, name)
+    return v is not None and (v.kind == "lod_tensor_array" or
+                              (v.kind == "lod_tensor" and v.dtype in FLOAT_DTYPES))
+
+
+def _sub_block_backward(op, attr, wanted, no_grad):
+    """Differentiate the block held by ``op``'s attribute ``attr`` into a new gradient block;
+    None when nothing in it reaches a wanted output.
+
+    One step of the block is a function of the outer variables it reads to the outer
+    variables it writes: the targets are the written ones that carry a gradient outside,
+    the sources the read ones that do (an outer variable the step both reads and writes,
+    a loop-carried state, is both). Its grad op runs the gradient block per kept step with
+    the step's forward values restored, feeding each step the gradient of the written
+    variables from the step after it."""
+    body = op.attr(attr)
+    outer = op.block
+
+    def visible(n):
+        return n not in body.vars and _carries_grad(body, n)
+
+    targets = [n for n in block_writes(body) if visible(n) and n in wanted]
+    sources = {n for n in reads(op) if visible(n) and n in wanted} | set(targets)
+    if not targets:
+        return None
+    ops = _forward_ops(body, set(targets))
+    chosen, inner = _plan(ops, set(targets), sources, no_grad)
+    if not chosen:
+        return None
+    versions = _Versions(body, ops, restored=targets)
+    specs = _grad_specs(chosen, inner, {grad_name(t) for t in targets}, no_grad,
+                        check=_StepHazards(body, targets), versions=versions)
+    versions.insert_copies()
+    specs = _sum_repeated(specs, body)
+    program = body.program
+    current = program.current_block_idx
+    grad_block = program._new_block(body.idx)
+    grad_block.desc.forward_block_idx = body.idx
+    program.current_block_idx = current
+    _append(grad_block, specs)
+    made = set(block_writes(grad_block))
+    inputs = [n for n in reads(op) if visible(n) and grad_name(n) in made
+              and outer._find_var_recursive(n) is not None]
+    return SubBlockGrad(grad_block, inputs, targets)
+
+
+class _StepHazards:
+    """Refuses a step whose gradient would read an outer variable's value after the step
+    overwrote it: the gradient block restores the values from before the step, so such a
+    read would silently see the old one. Loop layers read state first and write it last
+    (``assign`` at the end of the step), which never trips this."""
+
+    def __init__(self, body, targets):
+        self.targets = set(targets)
+        self.written = {}  # name -> index of the first op of the body that writes it
+        for k, o in enumerate(body.ops):
+            for n in writes(o):
+                if n in self.targets:
+                    self.written.setdefault(n, k)
+
+    def __call__(self, op, made):
+        k = op.idx
+        if op.sub_blocks():
+            return  # its grad op restores the values of its own steps
+        for spec in made:
+            for names in spec.inputs.values():
+                for n in names:
+                    first = self.written.get(n)
+                    if first is None or first > k or _is_array(op.block, n):
+                        continue  # an array's elements are never overwritten in place
+                    raise BackwardError(
+                        f"op '{op.type}' (block {op.block.idx}, op #{op.idx}) reads "
+                        f"'{n}' after this step overwrote it, and its gradient needs that "
+                        f"value: read it into a new variable first, and write '{n}' only at "
+                        f"the end of the step (layers.assign(new, output={n}))"
+                        + (f"; created at {op.source}" if op.source else ""))
 
 
 def append_backward(loss, parameter_list=None, no_grad_set=None):

@@ -1,7 +1,7 @@
 """The CPU device: arrays are NumPy arrays."""
 import numpy as np
 
-__all__ = ["check_available", "to_device", "to_host", "is_array"]
+__all__ = ["check_available", "to_device", "to_host", "is_array", "zeros_like", "add"]
 
 
 def check_available(place):
@@ -18,3 +18,13 @@ def to_host(value):
 
 def is_array(value):
     return isinstance(value, np.ndarray)
+
+
+def zeros_like(value):
+    """A new zero array of ``value``'s shape and dtype (a gradient that nothing reached)."""
+    return np.zeros_like(value)
+
+
+def add(a, b):
+    """A new array ``a + b`` (gradients accumulated across the steps of a loop)."""
+    return np.add(a, b)

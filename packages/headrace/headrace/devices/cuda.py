@@ -8,7 +8,7 @@ from numba import cuda
 
 from ..runtime.place import DeviceUnavailableError
 
-__all__ = ["check_available", "to_device", "to_host", "is_array", "cuda"]
+__all__ = ["check_available", "to_device", "to_host", "is_array", "zeros_like", "add", "cuda"]
 
 
 def check_available(place):
@@ -37,3 +37,43 @@ def to_host(value):
     if is_array(value):
         return value.copy_to_host()
     return value
+
+
+def zeros_like(value):
+    """A new zero device array of ``value``'s shape and dtype."""
+    out = cuda.device_array(value.shape, value.dtype)
+    if out.size:
+        _fill_zero[_blocks(out.size), _THREADS](out.reshape(out.size))
+    return out
+
+
+def add(a, b):
+    """A new device array ``a + b`` (same shapes and dtype)."""
+    if a.shape != b.shape:
+        raise ValueError(f"add: shapes {list(a.shape)} and {list(b.shape)} differ")
+    out = cuda.device_array(a.shape, a.dtype)
+    if out.size:
+        n = out.size
+        _add[_blocks(n), _THREADS](a.reshape(n), b.reshape(n), out.reshape(n))
+    return out
+
+
+_THREADS = 256
+
+
+def _blocks(n):
+    return (n + _THREADS - 1) // _THREADS
+
+
+@cuda.jit
+def _fill_zero(out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = 0
+
+
+@cuda.jit
+def _add(a, b, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = a[i] + b[i]

@@ -45,9 +45,22 @@ def runs(op):
     return not (op.opdef is not None and op.opdef.no_kernel)
 
 
-def _outer(sub, names_of):
-    """Names the running ops of block ``sub`` touch (by ``names_of``), minus ``sub``'s own."""
-    local = sub.vars
+def _between(sub, home):
+    """Names declared in the ancestors of ``sub`` below ``home`` (none for a plain sub-block;
+    a gradient block's forward block's for its grad op)."""
+    names = set()
+    b = sub.parent
+    while b is not None and b.idx != home.idx:
+        names.update(b.vars)
+        b = b.parent
+    return names
+
+
+def _outer(sub, names_of, home):
+    """Names the running ops of block ``sub`` touch (by ``names_of``), minus those declared
+    in ``sub`` or in its ancestors below ``home`` (the block of the op that owns ``sub``): a
+    gradient block's parent is its forward block, whose variables are the step's own."""
+    local = set(sub.vars) | _between(sub, home)
     out = []
     for o in sub.ops:
         if runs(o):
@@ -64,7 +77,7 @@ def reads(op):
     (nested blocks included), in order, without duplicates or ``@EMPTY@``."""
     names = list(op.input_arg_names)
     for sub in op.sub_blocks():
-        names.extend(_outer(sub, reads))
+        names.extend(_outer(sub, reads, op.block))
     return _unique(names)
 
 
@@ -73,7 +86,7 @@ def writes(op):
     (nested blocks included), in order, without duplicates or ``@EMPTY@``."""
     names = list(op.output_arg_names)
     for sub in op.sub_blocks():
-        names.extend(_outer(sub, writes))
+        names.extend(_outer(sub, writes, op.block))
     return _unique(names)
 
 
@@ -135,7 +148,7 @@ def _exposed(op, written, seen):
     for sub in op.sub_blocks():
         # The sub-block's ops see what was written before the op and earlier in the sub-block;
         # what they write stays visible only inside it (the caller adds writes(op) after).
-        inner = set(written)
+        inner = set(written) | _between(sub, op.block)
         for o in sub.ops:
             if runs(o):
                 yield from _exposed(o, inner, seen)

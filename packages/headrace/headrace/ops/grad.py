@@ -65,6 +65,17 @@ class GradContext:
         """True if any input of ``slot`` needs its gradient."""
         return any(n in self._wanted for n in self.op.input(slot))
 
+    def grad_names(self, names):
+        """``<name>@GRAD`` for each of ``names`` whose gradient is wanted, else ``@EMPTY@``."""
+        return [grad_name(n) if n in self._wanted else EMPTY for n in names]
+
+    def sub_block_grad(self, attr):
+        """The gradient block of the block held by attribute ``attr`` (a
+        ``headrace.autodiff.SubBlockGrad``: ``block``, ``inputs``, ``outputs``), or None when
+        nothing in it needs a gradient. The backward pass provides it; see ``while``'s maker."""
+        raise NotImplementedError(f"{self.type}: sub-block gradients are built by "
+                                  f"headrace.autodiff.append_backward")
+
 
 def grad_of(fwd, uses=("X",), grads=None, infer=None, doc=None, attrs=None):
     """Make ``fwd.type + "_grad"``'s definition and attach a maker producing it to ``fwd``.

@@ -20,7 +20,8 @@ cdef class Frame:
     current value, say an array being appended to). Writing: ``set_output(slot, value,
     lod=None)`` and ``set_outputs(slot, values, lods=None)``. Sub-blocks: ``run(plan)`` runs a
     plan from ``info.subplan(attr)`` over the same variables, ``snapshot(plan)`` keeps the
-    values of its local variables (one step scope). A slot name the op's definition does not
+    values of its local variables (one step scope), ``capture(ids)``/``restore(captured)``/
+    ``load(i)``/``store(i, ...)`` read and write slot indices a sub-plan names. A slot name the op's definition does not
     have is a KeyError naming the op.
     """
     # One Frame per call: a plan may run in several threads at once.
@@ -113,7 +114,21 @@ cdef class Frame:
 
     def snapshot(self, plan):
         """The values (and LoD) of ``plan``'s local variables now: one kept step scope."""
-        return {i: (self._values[<Py_ssize_t>i], self._lods.get(i)) for i in plan.local_ids}
+        return self.capture(plan.local_ids)
+
+    def capture(self, ids):
+        """``{slot index: (value, LoD)}`` for the slot indices ``ids`` (from a plan's
+        ``local_ids``/``outer_write_ids`` or ``slot_named``)."""
+        return {i: (self._values[<Py_ssize_t>i], self._lods.get(i)) for i in ids}
+
+    def restore(self, dict captured):
+        """Put back values (and LoD) from :meth:`capture` or :meth:`snapshot`."""
+        for i, (value, lod) in captured.items():
+            self._put(<Py_ssize_t>i, value, lod)
+
+    def load(self, Py_ssize_t i):
+        """The value in slot index ``i`` (a sub-plan's ``slot_named``)."""
+        return self._values[i]
 
 
 cdef inline Frame _frame(object layout, list values, dict lods):

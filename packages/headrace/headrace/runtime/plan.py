@@ -14,7 +14,7 @@ import numpy as np
 
 from ..dtypes import FLOAT_DTYPES
 from ..errors import HeadraceError, OpError, PluginError
-from ..framework.analysis import runs
+from ..framework.analysis import block_writes, runs
 from ..ops.grad import EMPTY
 from ..ops.infer import DictInferContext, VarMeta
 from . import _loop
@@ -63,11 +63,31 @@ class Plan:
                 continue  # no_kernel: the executor binds feeds and fetches to slots directly
             self.instrs.append(self._compile(op))
         self.local_ids = tuple(slots.slot(v) for v in block.vars.values())
+        self.written_names = frozenset()
+        self.outer_write_ids = ()
+
+    def _sub_facts(self):
+        """Facts a sub-block's kernels ask for (not computed for root plans, which may be
+        large): the names its ops write, and the slots of the outer variables among them,
+        whose values before each step are kept for the backward pass."""
+        block = self.block
+        self.written_names = frozenset(block_writes(block))
+        self.outer_write_ids = tuple(
+            self.slots.slot(v) for v in (block._find_var_recursive(n)
+                                         for n in self.written_names if n not in block.vars)
+            if v is not None and v.kind != "step_scopes")
+
+    def slot_named(self, name, local=False):
+        """The slot index of variable ``name`` as this plan's block sees it (its own or an
+        ancestor's; ``local``: only its own), None when there is no such variable."""
+        var = self.block.vars.get(name) if local else self.block._find_var_recursive(name)
+        return None if var is None else self.slots.slot(var)
 
     def subplan(self, block):
         p = self._subplans.get(block.idx)
         if p is None:
             p = self._subplans[block.idx] = Plan(block, self.place, self.slots, self.registry)
+            p._sub_facts()
         return p
 
     def _slot_of(self, op, name, role):

@@ -4,6 +4,7 @@ LOD_TENSOR_ARRAY.
 An array variable's declared shape, dtype and lod_level describe its elements.
 """
 from headrace.ops import In, OpDef, Out
+from headrace.ops.grad import EMPTY, GradOp, grad_name
 
 from ._common import expect_kind, expect_one_element
 
@@ -69,4 +70,69 @@ lod_array_length = OpDef(
         "written), as Paddle's array_length.",
 )
 
-OPS = [write_to_array, read_from_array, lod_array_length]
+
+
+def _infer_write_grad(ctx):
+    if ctx.has_output("X@GRAD"):
+        ctx.set_output_like("X@GRAD", ctx.input("X"))
+
+
+write_to_array_grad = OpDef(
+    "write_to_array_grad",
+    inputs=[
+        In("X", "the forward element (its shape and dtype give the zeros)"),
+        In("I", "the position", dtypes=("int64",)),
+        In("Out@GRAD", "the array's gradient (kind lod_tensor_array; may have no value)",
+           optional=True),
+    ],
+    outputs=[Out("X@GRAD", "the gradient of X: position I of Out@GRAD, zeros where nothing "
+                 "reached it")],
+    infer=_infer_write_grad,
+    differentiable=False,
+    doc="Gradient of write_to_array: X@GRAD = Out@GRAD[I], or zeros like X when that position "
+        "(or the whole array gradient) has no value.",
+)
+
+
+def _infer_read_grad(ctx):
+    g = ctx.input("Out@GRAD")
+    if ctx.has_output("X@GRAD"):
+        ctx.set_output("X@GRAD", g.shape, g.dtype, g.lod_level, kind="lod_tensor_array")
+
+
+read_from_array_grad = OpDef(
+    "read_from_array_grad",
+    inputs=[
+        In("I", "the position", dtypes=("int64",)),
+        In("Out@GRAD", "the gradient of the element read"),
+    ],
+    outputs=[Out("X@GRAD", "the array's gradient, updated in place: Out@GRAD is added at "
+                 "position I (an array's gradient is shared by every step of a loop)")],
+    infer=_infer_read_grad,
+    differentiable=False,
+    doc="Gradient of read_from_array: X@GRAD[I] += Out@GRAD (the array grows as needed).",
+)
+
+
+def _write_grad_maker(ctx):
+    if not ctx.wants("X"):
+        return []
+    return [GradOp("write_to_array_grad",
+                   {"X": ctx.input("X"), "I": ctx.input("I"), "Out@GRAD": ctx.output_grad("Out")},
+                   {"X@GRAD": ctx.input_grad("X")}, {})]
+
+
+def _read_grad_maker(ctx):
+    (g,) = ctx.input_grad("X")
+    if g == EMPTY:
+        return []
+    return [GradOp("read_from_array_grad",
+                   {"I": ctx.input("I"), "Out@GRAD": [grad_name(ctx.output("Out")[0])]},
+                   {"X@GRAD": [g]}, {})]
+
+
+write_to_array.grad = _write_grad_maker
+read_from_array.grad = _read_grad_maker
+
+OPS = [write_to_array, read_from_array, lod_array_length, write_to_array_grad,
+       read_from_array_grad]

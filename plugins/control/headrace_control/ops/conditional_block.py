@@ -1,7 +1,8 @@
 """conditional_block: run a sub-block when a condition holds ."""
 from headrace.ops import Attr, In, OpDef, Out
 
-from ._common import expect_one_element, skip_vars_attr, sub_block_attr
+from ._common import (expect_one_element, skip_vars_attr, sub_block_attr, sub_block_grad_def,
+                      sub_block_grad_maker)
 
 
 def _infer_conditional_block(ctx):
@@ -40,4 +41,12 @@ conditional_block = OpDef(
         "Scope for the gradient block.",
 )
 
-OPS = [conditional_block]
+_COND = In("Cond", "the forward op's condition", duplicable=True, dtypes=("bool",))
+_SCALAR = Attr("is_scalar_condition", "bool", False, "as the forward op's")
+conditional_block_grad = sub_block_grad_def("conditional_block", "Input", "Scope",
+                                            extra_inputs=[_COND], attrs=[_SCALAR])
+conditional_block.grad = sub_block_grad_maker(conditional_block_grad, "Input", "Scope",
+                                              extra_inputs=["Cond"],
+                                              attrs=["is_scalar_condition"])
+
+OPS = [conditional_block, conditional_block_grad]

@@ -4,7 +4,8 @@ The module is named while_op because ``while`` is a Python keyword.
 """
 from headrace.ops import Attr, In, OpDef, Out
 
-from ._common import expect_kind, expect_one_element, skip_vars_attr, sub_block_attr
+from ._common import (expect_kind, expect_one_element, skip_vars_attr, sub_block_attr,
+                      sub_block_grad_def, sub_block_grad_maker)
 
 
 def _infer_while(ctx):
@@ -36,4 +37,7 @@ while_ = OpDef(
         "Condition, or the loop never ends.",
 )
 
-OPS = [while_]
+while_grad = sub_block_grad_def("while", "X", "StepScopes")
+while_.grad = sub_block_grad_maker(while_grad, "X", "StepScopes")
+
+OPS = [while_, while_grad]

@@ -1,5 +1,17 @@
-"""Helpers the frame kernels share: reading a one-element condition from any device."""
+"""Helpers the frame kernels share: reading a one-element condition from any device, and the
+record a sub-block keeps per step for its gradient."""
+from typing import NamedTuple
+
 import numpy as np
+
+
+class StepScope(NamedTuple):
+    """One step of a sub-block, as its gradient needs it: ``before``, the values (and LoD) of
+    the outer variables the block overwrites as they were before the step, and ``after``, the
+    values of the block's own variables at the end of the step (``Frame.capture`` dicts; the
+    values are references, not copies: kernels write new arrays rather than update them)."""
+    before: dict
+    after: dict
 
 
 def scalar(device, value, what):

@@ -58,6 +58,45 @@ class LodArrayLength:
         frame.set_output("Out", self.device.to_device(np.array([n], np.int64), self.place))
 
 
-KERNELS = [("write_to_array", WriteToArray, None, "frame"),
+class WriteToArrayGrad:
+    """X@GRAD = Out@GRAD[I], zeros like X where that gradient has no value."""
+
+    def __init__(self, attrs, info):
+        self.device = info.device
+
+    def __call__(self, frame):
+        i = _index(self.device, frame.input("I"), "write_to_array_grad")
+        arr = frame.input("Out@GRAD")
+        if arr is not None and i < len(arr) and arr[i] is not None:
+            frame.set_output("X@GRAD", arr[i].data, arr[i].lod)
+        else:
+            frame.set_output("X@GRAD", self.device.zeros_like(frame.input("X")))
+
+
+class ReadFromArrayGrad:
+    """X@GRAD[I] += Out@GRAD, on a new TensorArray value (the old one may be kept by a step)."""
+
+    def __init__(self, attrs, info):
+        self.device = info.device
+
+    def __call__(self, frame):
+        i = _index(self.device, frame.input("I"), "read_from_array_grad")
+        g = frame.input("Out@GRAD")
+        if g is None:
+            return
+        arr = frame.output("X@GRAD")
+        arr = TensorArray() if arr is None else TensorArray(arr)
+        while len(arr) <= i:
+            arr.append(None)
+        if arr[i] is None:
+            arr[i] = Tensor(g, frame.lod("Out@GRAD"))
+        else:
+            arr[i] = Tensor(self.device.add(arr[i].data, g), arr[i].lod)
+        frame.set_output("X@GRAD", arr)
+
+
+KERNELS = [("write_to_array_grad", WriteToArrayGrad, None, "frame"),
+           ("read_from_array_grad", ReadFromArrayGrad, None, "frame"),
+           ("write_to_array", WriteToArray, None, "frame"),
            ("read_from_array", ReadFromArray, None, "frame"),
            ("lod_array_length", LodArrayLength, None, "frame")]

@@ -1,5 +1,6 @@
 """conditional_block: run the sub-block's plan once when the condition holds."""
-from ._frame import scalar
+from ._frame import StepScope, scalar
+from ._steps import SubBlockGrad
 
 
 class ConditionalBlock:
@@ -17,10 +18,16 @@ class ConditionalBlock:
             # Fluid's rule without a scalar condition: run when every Cond tensor is non-empty.
             run = all(c is not None and c.size > 0 for c in conds)
         if run:
+            before = frame.capture(self.plan.outer_write_ids)
             frame.run(self.plan)
-            frame.set_output("Scope", [frame.snapshot(self.plan)])
+            frame.set_output("Scope", [StepScope(before, frame.snapshot(self.plan))])
         else:
             frame.set_output("Scope", [])
 
 
-KERNELS = [("conditional_block", ConditionalBlock, None, "frame")]
+class ConditionalBlockGrad(SubBlockGrad):
+    x_slot, scopes_slot = "Input", "Scope"
+
+
+KERNELS = [("conditional_block", ConditionalBlock, None, "frame"),
+           ("conditional_block_grad", ConditionalBlockGrad, None, "frame")]

@@ -1,7 +1,8 @@
 """while: run the body's plan while Condition holds, keeping one step scope per step."""
 from headrace_control.limits import WhileStepLimitError, max_while_steps
 
-from ._frame import scalar
+from ._frame import StepScope, scalar
+from ._steps import SubBlockGrad
 
 
 class While:
@@ -28,10 +29,17 @@ class While:
                     f"set_max_while_steps(n) or the environment variable "
                     f"HEADRACE_MAX_WHILE_STEPS if more steps are meant)")
             n += 1
-            frame.run(self.plan)
             if self.keep:
-                steps.append(frame.snapshot(self.plan))
+                before = frame.capture(self.plan.outer_write_ids)
+                frame.run(self.plan)
+                steps.append(StepScope(before, frame.snapshot(self.plan)))
+            else:
+                frame.run(self.plan)
         frame.set_output("StepScopes", steps)
 
 
-KERNELS = [("while", While, None, "frame")]
+class WhileGrad(SubBlockGrad):
+    x_slot, scopes_slot = "X", "StepScopes"
+
+
+KERNELS = [("while", While, None, "frame"), ("while_grad", WhileGrad, None, "frame")]

@@ -1,0 +1,104 @@
+"""The gradient of an op that owns a block (``while_grad``, ``conditional_block_grad``).
+
+The forward kernel kept one :class:`StepScope` per step: the outer values the step overwrote,
+as they were before it, and the block's own values after it. Going through the steps last
+first, this kernel restores both, so the gradient block's ops read the forward values of that
+step by name, and hands the block the gradients that flow back into the step:
+
+- a variable the block writes (``Out``) starts each step with its gradient after the step
+  (for the last step, ``Out@GRAD`` from after the op). What the gradient block leaves in that
+  gradient is the gradient before the step, which the step before receives; a variable the
+  step only overwrites, without reading it, gets zero there;
+- a variable the block only reads (a weight, a static input) gets one contribution per step,
+  summed over the steps;
+- an array's gradient is shared by every step (its grad ops update it position by position),
+  so it needs no carrying.
+
+At the end the outer values are put back as the forward pass left them, so later ops (and
+fetches) see the loop's results.
+"""
+from headrace.ops.grad import grad_name
+
+
+class SubBlockGrad:
+    """One kernel for both grad ops; ``x_slot``/``scopes_slot`` name their slots."""
+
+    x_slot = scopes_slot = None
+
+    def __init__(self, attrs, info):
+        self.plan = info.subplan("sub_block")
+        self.device = info.device
+        written = self.plan.written_names
+        xs = [v.name for v in info.inputs.get(self.x_slot, ())]
+        outs = [v.name for v in info.inputs.get("Out", ())]
+
+        def local(name):  # a per-step gradient slot of the gradient block, None for arrays
+            return self.plan.slot_named(grad_name(name), local=True)
+
+        # (index in Out, local gradient slot, does the block write the gradient before it?)
+        self.carries = [(k, local(n), grad_name(n) in written) for k, n in enumerate(outs)
+                        if local(n) is not None]
+        carried = {outs[k]: j for j, (k, _, _) in enumerate(self.carries)}
+        # Per X: ("carry", j) - the gradient carried to before the first step; ("sum", slot)
+        # - summed over steps; None - an array's shared gradient, already in place.
+        self.results = []
+        for n in xs:
+            if n in carried:
+                self.results.append(("carry", carried[n]))
+            elif local(n) is not None:
+                self.results.append(("sum", local(n)))
+            else:
+                self.results.append(None)
+        self.wanted = info.wanted(grad_name(self.x_slot))
+
+    def __call__(self, frame):
+        device, plan = self.device, self.plan
+        steps = frame.input(self.scopes_slot) or []
+        outs = frame.inputs("Out")
+        carry = [_or_zeros(device, g, outs[k])
+                 for (k, _, _), g in zip(self.carries, self._out_grads(frame))]
+        sums = [None] * len(self.results)
+        final = None
+        for step in reversed(steps):
+            if final is None:
+                final = frame.capture(step.before)  # the values the forward pass left
+            frame.restore(step.before)
+            frame.restore(step.after)
+            for (k, slot, _), g in zip(self.carries, carry):
+                frame.store(slot, g, None)
+            for res in self.results:
+                if res is not None and res[0] == "sum":
+                    frame.store(res[1], None, None)  # no stale contribution of a later step
+            frame.run(plan)
+            for j, (k, slot, writes) in enumerate(self.carries):
+                # Not written: the step overwrote the variable without reading it.
+                carry[j] = frame.load(slot) if writes else device.zeros_like(carry[j])
+            for r, res in enumerate(self.results):
+                if res is not None and res[0] == "sum":
+                    g = frame.load(res[1])
+                    if g is not None:
+                        sums[r] = g if sums[r] is None else device.add(sums[r], g)
+        if final is not None:
+            frame.restore(final)
+        xs = frame.inputs(self.x_slot)
+        values = []
+        for r, res in enumerate(self.results):
+            if res is None or not self.wanted[r]:
+                values.append(None)
+            elif res[0] == "carry":
+                values.append(carry[res[1]])
+            else:
+                values.append(_or_zeros(device, sums[r], xs[r]))
+        ids = frame.output_ids(grad_name(self.x_slot))
+        for r, (i, v) in enumerate(zip(ids, values)):
+            if v is not None:
+                frame.store(i, v, None)
+
+    def _out_grads(self, frame):
+        grads = frame.inputs("Out@GRAD")
+        return [grads[k] if k < len(grads) else None for k, _, _ in self.carries]
+
+
+def _or_zeros(device, value, like):
+    """``value``, or zeros shaped like ``like`` where no gradient reached (None)."""
+    return device.zeros_like(like) if value is None else value
