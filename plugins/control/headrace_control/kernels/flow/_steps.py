@@ -54,14 +54,16 @@ class SubBlockGrad:
     def __call__(self, frame):
         device, plan = self.device, self.plan
         steps = frame.input(self.scopes_slot) or []
-        outs = frame.inputs("Out")
-        carry = [_or_zeros(device, g, outs[k])
-                 for (k, _, _), g in zip(self.carries, self._out_grads(frame))]
+        carry = self._out_grads(frame)  # None: no gradient reached (zero)
         sums = [None] * len(self.results)
         final = None
         for step in reversed(steps):
             if final is None:
                 final = frame.capture(step.before)  # the values the forward pass left
+            outs = frame.inputs("Out")  # the values after this step, before restoring
+            for j, (k, _, _) in enumerate(self.carries):
+                if carry[j] is None:
+                    carry[j] = _or_zeros(device, None, outs[k])
             frame.restore(step.before)
             frame.restore(step.after)
             for (k, slot, _), g in zip(self.carries, carry):
@@ -72,7 +74,7 @@ class SubBlockGrad:
             frame.run(plan)
             for j, (k, slot, writes) in enumerate(self.carries):
                 # Not written: the step overwrote the variable without reading it.
-                carry[j] = frame.load(slot) if writes else device.zeros_like(carry[j])
+                carry[j] = frame.load(slot) if writes else _or_zeros(device, None, carry[j])
             for r, res in enumerate(self.results):
                 if res is not None and res[0] == "sum":
                     g = frame.load(res[1])
@@ -86,7 +88,7 @@ class SubBlockGrad:
             if res is None or not self.wanted[r]:
                 values.append(None)
             elif res[0] == "carry":
-                values.append(carry[res[1]])
+                values.append(_or_zeros(device, carry[res[1]], xs[r]))
             else:
                 values.append(_or_zeros(device, sums[r], xs[r]))
         ids = frame.output_ids(grad_name(self.x_slot))
@@ -100,5 +102,8 @@ class SubBlockGrad:
 
 
 def _or_zeros(device, value, like):
-    """``value``, or zeros shaped like ``like`` where no gradient reached (None)."""
-    return device.zeros_like(like) if value is None else value
+    """``value``, or zeros shaped like ``like`` where no gradient reached (None); None when
+    ``like`` has no value either (a branch output its block never wrote)."""
+    if value is not None or like is None:
+        return value
+    return device.zeros_like(like)
