@@ -203,6 +203,18 @@ def test_create_parameter_with_the_seeds_init_attr(progs):
     assert v.min() >= -0.5 and v.max() < 0.25 and v.std() > 0.1
 
 
+def test_program_create_parameter_with_init_attr(progs):
+    """python_api: ``program.create_parameter(..., init_attr={type: "uniform_random", ...})``."""
+    main, startup = progs
+    w = main.create_parameter("w", [3], dtype="float64",
+                              init_attr={"type": "fill_constant", "value": 0.25})
+    assert main.global_block().vars["w"] is w
+    hr.Executor().run(startup)
+    np.testing.assert_array_equal(hr.eval(w), [0.25] * 3)
+    with pytest.raises(hr.ProgramError, match="not both"):
+        main.create_parameter("v", [3], initializer=Constant(1.0), init_attr={"type": "x"})
+
+
 def test_create_parameter_rejects_an_unusable_initializer_and_changes_nothing(progs):
     main, startup = progs
     g = main.global_block()

@@ -127,6 +127,20 @@ class Program:
     def all_parameters(self):
         return self.global_block().all_parameters()
 
+    def create_parameter(self, name, shape, dtype="float32", trainable=True,
+                         optimize_attr=None, regularizer=None, gradient_clip=None,
+                         initializer=None, lod_level=None, init_attr=None):
+        """``Block.create_parameter`` (parameters are global). ``init_attr`` is the seeds'
+        spelling of an op-and-attributes initializer: ``init_attr={"type": "uniform_random",
+        "min": -1.0, "max": 1.0}``."""
+        if init_attr is not None:
+            if initializer is not None:
+                raise ProgramError(f"parameter '{name}': give initializer or init_attr, not both")
+            initializer = init_attr
+        return self.global_block().create_parameter(
+            name, shape, dtype, trainable, optimize_attr, regularizer, gradient_clip,
+            initializer, lod_level)
+
     def _unique_var_name(self, key):
         # Unique within the program, even across unique_name.guard() resets.
         while True:
