@@ -1,7 +1,7 @@
 """Fixtures of the control plugin's tests.
 
-``lod_grads``: finite-difference gradient checks of LoD programs (what ``program_gradients`` does, with
-LoD feeds), shared by the sequence-op tests of this plugin.
+``lod_grads``: finite-difference gradient checks of LoD programs (what
+``program_gradients`` does, with LoD feeds), shared by the sequence-op tests of this plugin.
 
 The flat program is ``h = x * W`` (x fed with its LoD, W a parameter of x's row shape),
 ``out = build(block, h)``, ``loss = sum(out * P)`` with P a fixed random tensor shaped like

@@ -9,6 +9,10 @@ EXPECTED = [
     "conditional_block", "increment", "lod_array_length", "read_from_array", "while",
     "write_to_array",
     "conditional_block_grad", "read_from_array_grad", "while_grad", "write_to_array_grad",
+    "split_lod_tensor", "merge_lod_tensor",
+    "lod_rank_table", "max_sequence_len", "reorder_lod_tensor_by_rank",
+    "reorder_lod_tensor_by_rank_grad",
+    "lod_tensor_to_array", "array_to_lod_tensor", "shrink_rnn_memory", "shrink_rnn_memory_grad",
 ]
 OPDEFS = op_definitions(PACKAGE)
 
