@@ -160,15 +160,16 @@ def _sum_repeated(specs, block):
     return out
 
 
-def _declare_grads(block, specs):
+def _declare_grads(block, specs, carried=()):
     """Declare every gradient variable like its forward variable before the ops need it: in
     ``block`` itself (a gradient block's gradients are per step), except array gradients,
     which live beside their array and are shared by every step."""
     for spec in specs:
         # An array's gradient may be read before anything wrote it (its grad ops then see
-        # zeros): it is declared like the written ones.
+        # zeros), and a gradient block reads the gradients its grad op carries in: they are
+        # declared like the written ones.
         read_arrays = [n for names in spec.inputs.values() for n in names
-                       if n.endswith(GRAD_SUFFIX) and _is_array(block, n)]
+                       if n.endswith(GRAD_SUFFIX) and (_is_array(block, n) or n in carried)]
         for names in list(spec.outputs.values()) + [read_arrays]:
             for n in names:
                 if n == EMPTY or n in block.vars:
@@ -182,10 +183,10 @@ def _declare_grads(block, specs):
                                     lod_level=fwd.lod_level, type=fwd.kind)
 
 
-def _append(block, specs):
+def _append(block, specs, carried=()):
     program = block.program
     with program.op_role_guard(OP_ROLE_BACKWARD):
-        _declare_grads(block, specs)
+        _declare_grads(block, specs, set(carried))
         for spec in specs:
             block.append_op(spec.type, spec.inputs, spec.outputs, spec.attrs)
 
@@ -308,7 +309,7 @@ def _sub_block_backward(op, attr, wanted, no_grad):
     grad_block = program._new_block(body.idx)
     grad_block.desc.forward_block_idx = body.idx
     program.current_block_idx = current
-    _append(grad_block, specs)
+    _append(grad_block, specs, carried=[grad_name(t) for t in targets])
     made = set(block_writes(grad_block))
     inputs = [n for n in reads(op) if visible(n) and grad_name(n) in made
               and outer._find_var_recursive(n) is not None]

@@ -174,35 +174,44 @@ class While:
         if self._used:
             raise self.helper.error("block() was already used: a While has one body")
         self._used = True
-        return _WhileGuard(self)
+        return BlockGuard(self.helper.main_program, self._complete)
 
     def _complete(self, body):
         parent = self.helper.main_program.block(body.parent_idx)
-        cond = self.cond_var.name
-        # X: outer names read before the body writes them (the condition is its own slot).
-        x_names = [n for _, n in exposed_reads(body.ops, available=(cond,))
-                   if n not in body.vars and parent.find_var(n) is not None]
-        # Out: outer names the body writes, the condition first (Fluid lists it too).
-        out_names = [n for n in dict.fromkeys([cond, *block_writes(body)])
-                     if n not in body.vars and parent.find_var(n) is not None]
-        steps = parent.create_var(
-            name=self.helper.main_program._unique_var_name(f"{self.helper.name}.step_scopes"),
-            type="step_scopes")
-        parent.append_op("while", {"X": [parent.find_var(n) for n in x_names],
-                                   "Condition": [self.cond_var]},
-                         {"Out": [parent.find_var(n) for n in out_names],
-                          "StepScopes": [steps]},
+        # Out lists the condition first (Fluid lists it too); X leaves it to its own slot.
+        xs, outs = sub_block_io(body, skip=(self.cond_var.name,), first=(self.cond_var.name,))
+        steps = step_scopes_var(parent, self.helper)
+        parent.append_op("while", {"X": xs, "Condition": [self.cond_var]},
+                         {"Out": outs, "StepScopes": [steps]},
                          {"sub_block": body, "is_test": self.is_test})
 
 
-class _WhileGuard:
-    """The body's block while inside ``with``. A class rather than a generator context
-    manager, so that the ``while`` op appended on exit is attributed to the user's ``with``
-    line, not to contextlib."""
+def sub_block_io(body, skip=(), first=()):
+    """``(X, Out)`` of the op that will own ``body``: the outer variables the body reads before
+    writing them (less ``skip``), and those it writes (``first`` first); nested blocks count
+    (the rules of ``headrace.framework.analysis``)."""
+    parent = body.parent
+    xs = [n for _, n in exposed_reads(body.ops, available=skip)
+          if n not in body.vars and parent.find_var(n) is not None]
+    outs = [n for n in dict.fromkeys([*first, *block_writes(body)])
+            if n not in body.vars and parent.find_var(n) is not None]
+    return [parent.find_var(n) for n in xs], [parent.find_var(n) for n in outs]
 
-    def __init__(self, loop):
-        self.loop = loop
-        self.program = loop.helper.main_program
+
+def step_scopes_var(block, helper):
+    """A new step-scopes variable in ``block`` for a control-flow op's kept steps."""
+    return block.create_var(
+        name=helper.main_program._unique_var_name(f"{helper.name}.step_scopes"),
+        type="step_scopes")
+
+
+class BlockGuard:
+    """``with guard:`` builds a sub-block of the current block and calls ``complete(block)``
+    on a clean exit. A class rather than a generator context manager, so that the op appended
+    on exit is attributed to the user's ``with`` line, not to contextlib."""
+
+    def __init__(self, program, complete):
+        self.program, self.complete = program, complete
 
     def __enter__(self):
         self.body = self.program.create_block()
@@ -211,7 +220,7 @@ class _WhileGuard:
     def __exit__(self, exc_type, exc, tb):
         self.program.current_block_idx = self.body.parent_idx
         if exc_type is None:
-            self.loop._complete(self.body)
+            self.complete(self.body)
         return False
 
 

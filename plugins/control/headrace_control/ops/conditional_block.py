@@ -12,6 +12,9 @@ def _infer_conditional_block(ctx):
             ctx.fail("with is_scalar_condition, input 'Cond' holds one variable",
                      expected="1 variable", found=f"{len(conds)}: {[c.name for c in conds]}")
         expect_one_element(ctx, conds[0], "Cond")
+        if conds[0].dtype != "bool":
+            ctx.fail(f"with is_scalar_condition, input 'Cond' ({conds[0].name}) must be bool",
+                     expected="bool", found=conds[0].dtype)
     # The sub-block's ops set Out's shapes; the op itself only owns the scope it runs in.
     ctx.set_output("Scope", (), None, kind="step_scopes")
 
@@ -19,8 +22,9 @@ def _infer_conditional_block(ctx):
 conditional_block = OpDef(
     "conditional_block",
     inputs=[
-        In("Cond", "the condition: one bool scalar (is_scalar_condition), else tensors that "
-           "must all be non-empty", duplicable=True, dtypes=("bool",)),
+        In("Cond", "the condition: one bool scalar (is_scalar_condition), else tensors of "
+           "any dtype that must all be non-empty (IfElse: the rows a branch receives)",
+           duplicable=True),
         In("Input", "variables of enclosing blocks the sub-block reads", duplicable=True,
            optional=True),
     ],
@@ -41,7 +45,7 @@ conditional_block = OpDef(
         "Scope for the gradient block.",
 )
 
-_COND = In("Cond", "the forward op's condition", duplicable=True, dtypes=("bool",))
+_COND = In("Cond", "the forward op's condition", duplicable=True)
 _SCALAR = Attr("is_scalar_condition", "bool", False, "as the forward op's")
 conditional_block_grad = sub_block_grad_def("conditional_block", "Input", "Scope",
                                             extra_inputs=[_COND], attrs=[_SCALAR])
