@@ -304,7 +304,6 @@ class Block:
                f"ops={len(self.ops)}>"
 
 
-
 def _check_initializer(name, init):
     """Before anything is declared: an initializer must be usable."""
     if init is None or callable(init):
