@@ -90,11 +90,17 @@ def test_tensor_conditions():
     assert op.input("Cond") == ["c0", "c1"]
 
 
-def test_condition_must_be_bool():
+def test_a_scalar_condition_must_be_bool():
     prog, block, sub = program(cond_dtype="int32")
-    with pytest.raises(OpValidationError, match=r"input 'Cond' \(c0\) has an unsupported dtype"
-                                                r"(.|\n)*expected: bool"):
-        append(block, sub)
+    with pytest.raises(ShapeError, match=r"with is_scalar_condition, input 'Cond' \(c0\) must "
+                                         r"be bool(.|\n)*expected: bool(.|\n)*found: +int32"):
+        append(block, sub, scalar=True)
+
+
+def test_a_row_condition_may_be_any_tensor():
+    # IfElse: a branch runs when the rows it received (float, say) are not empty.
+    prog, block, sub = program(cond_dtype="float32")
+    assert append(block, sub, scalar=False).input("Cond") == ["c0"]
 
 
 def test_input_and_out_are_optional():
