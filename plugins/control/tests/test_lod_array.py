@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import headrace as hr
+from headrace import layers
 from headrace.errors import OpError, ShapeError
 from headrace.runtime import Tensor
 from headrace.testing import build_op
@@ -247,3 +248,50 @@ def test_dynamic_rnn_unrolled_forward_matches_numpy():
     (got,) = _run(prog, {"x": x}, [out])
     np.testing.assert_allclose(got.numpy(), _dynamic_rnn_reference(x), rtol=1e-12)
     assert got.lod == x.lod
+
+
+def _dynamic_rnn_while(g, h):
+    """The same recurrence as a ``while`` loop, as a DynamicRNN runs it: the step count is
+    max_sequence_len, the memory shrinks to the running sequences at each step (its
+    gradient is padded back), steps go to an array that array_to_lod_tensor turns back."""
+    prog = g.program
+    with hr.program_guard(prog, hr.Program()):
+        g.append_op("lod_rank_table", {"X": h}, {"Out": "t"}, {"level": 0})
+        g.append_op("max_sequence_len", {"RankTable": "t"}, {"Out": "max_len"})
+        g.append_op("lod_tensor_to_array", {"X": h, "RankTable": "t"}, {"Out": "xs"})
+        g.append_op("sequence_pool", {"X": h}, {"Out": "pooled", "MaxIndex": "pool_idx"},
+                    {"pooltype": "SUM"})
+        g.append_op("reorder_lod_tensor_by_rank", {"X": "pooled", "RankTable": "t"},
+                    {"Out": "mem"})
+        i = layers.fill_constant([1], "int64", 0)
+        ys = layers.create_array("float64")
+        cond = layers.less_than(i, g.var("max_len"))
+        loop = layers.While(cond)
+        with loop.block():
+            x_t = layers.array_read(g.var("xs"), i)
+            body = prog.current_block()
+            body.append_op("shrink_rnn_memory", {"X": "mem", "RankTable": "t", "I": i},
+                           {"Out": "shrunk"})
+            body.append_op("scale", {"X": "shrunk"}, {"Out": "half"}, {"scale": 0.5})
+            body.append_op("elementwise_add", {"X": "half", "Y": x_t}, {"Out": "pre"})
+            body.append_op("tanh", {"X": "pre"}, {"Out": "new_mem"})
+            layers.array_write(body.var("new_mem"), i, array=ys)
+            body.append_op("assign", {"X": "new_mem"}, {"Out": "mem"})
+            layers.increment(i)
+            layers.less_than(i, g.var("max_len"), cond=cond)
+        g.append_op("array_to_lod_tensor", {"X": ys, "RankTable": "t"}, {"Out": "o"})
+    return g.var("o")
+
+
+@pytest.mark.parametrize("lengths", [[2, 0, 3, 1], [3, 3], [1], [0, 0]],
+                         ids=["empty_sequences", "equal", "one", "all_empty"])
+def test_dynamic_rnn_while_gradient_matches_finite_differences(lengths, lod_grads):
+    # all_empty: max_sequence_len is 0, the loop runs no step, the output has no rows.
+    x = _seqs(lengths)
+    out = lod_grads(x, _dynamic_rnn_while)
+    assert out.lod == x.lod
+    prog = hr.Program()
+    g = prog.global_block()
+    _declare(g, "x", x)
+    (got,) = _run(prog, {"x": x}, [_dynamic_rnn_while(g, g.var("x"))])
+    np.testing.assert_allclose(got.numpy(), _dynamic_rnn_reference(x), rtol=1e-12)

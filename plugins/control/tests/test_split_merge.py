@@ -158,3 +158,65 @@ def test_split_and_merge_gradients_match_finite_differences(case, lod_grads):
 def test_split_gradient_with_an_unused_branch_matches_finite_differences(lod_grads):
     x, mask, level = CASES["sequences"]
     lod_grads(Tensor(x.data[:, :2].copy(), x.lod), _branches(mask, level, False))
+
+
+def test_a_branch_without_lod_is_cut_like_x():
+    # split's gradient merges branch gradients that may have lost their LoD on the way
+    # through a gradient block: X (split's forward input) then says where entries end.
+    x, mask, _ = CASES["sequences"]
+    parts = split_lod_tensor({"X": x, "Mask": mask}, {"level": 0})
+    inputs = {"X": x, "Mask": mask, "InTrue": parts["OutTrue"].data,
+              "InFalse": parts["OutFalse"].data}
+    expected = merge_lod_tensor(inputs, {"level": 0})
+    np.testing.assert_array_equal(expected["Out"].data, x.data)
+    assert expected["Out"].lod == x.lod
+    check_op("merge_lod_tensor", inputs, expected, attrs={"level": 0})
+
+
+def _if_else(mask, level=0):
+    """IfElse as Fluid lowers it: split, one conditional_block per branch (run only when its
+    branch received rows), merge with the condition as X."""
+    def build(g, h):
+        g.create_var(name="m", shape=[-1, 1], dtype="bool")
+        g.append_op("assign_value", {}, {"Out": "m"},
+                    {"shape": list(mask.shape), "dtype": 0,
+                     "bool_values": [bool(v) for v in mask.reshape(-1)]})
+        g.append_op("split_lod_tensor", {"X": h, "Mask": "m"},
+                    {"OutTrue": "t", "OutFalse": "f"}, {"level": level})
+        for side, part, scale in (("true", "t", 2.0), ("false", "f", -1.0)):
+            out = g.create_var(name=f"out_{side}", shape=[-1, 2], dtype="float64",
+                               lod_level=g.var(part).lod_level)
+            with g.program.block_guard() as sub:
+                sub.append_op("tanh", {"X": part}, {"Out": f"{side}_a"})
+                sub.append_op("scale", {"X": f"{side}_a"}, {"Out": out}, {"scale": scale})
+            scope = g.create_var(name=f"scope_{side}", type="step_scopes")
+            g.append_op("conditional_block", {"Cond": [part], "Input": [part]},
+                        {"Out": [out], "Scope": [scope]},
+                        {"sub_block": sub, "is_scalar_condition": False})
+        g.append_op("merge_lod_tensor", {"X": "m", "Mask": "m", "InTrue": "out_true",
+                                         "InFalse": "out_false"}, {"Out": "o"},
+                    {"level": level})
+        return g.var("o")
+    return build
+
+
+@pytest.mark.parametrize("case", ["rows", "sequences", "all_true", "all_false"])
+def test_if_else_lowering_gradients_match_finite_differences(case, lod_grads):
+    # all_true / all_false: one branch receives no rows, its block does not run, and
+    # neither its output nor its gradient ever gets a value.
+    x, mask, level = CASES[case]
+    x = Tensor(x.data[:, :2].copy(), x.lod)
+    out = lod_grads(x, _if_else(mask, level))
+    assert out.lod == x.lod
+    # The forward values, with x itself as h: 2 tanh(x) where true, -tanh(x) where false.
+    prog = hr.Program()
+    g = prog.global_block()
+    g.create_var(name="x", shape=[-1, 2], dtype="float64", lod_level=len(x.lod),
+                 need_check_feed=True)
+    o = _if_else(mask, level)(g, g.var("x"))
+    (got,) = hr.Executor().run(prog, feed={"x": x}, fetch_list=[o], scope=hr.Scope(),
+                               return_numpy=False)
+    rows = np.repeat(mask.reshape(-1), np.diff(x.lod[0]) if x.lod else 1)[:, None]
+    np.testing.assert_allclose(got.numpy(), np.where(rows, 2 * np.tanh(x.data),
+                                                     -np.tanh(x.data)), rtol=1e-12)
+    assert got.lod == x.lod

@@ -102,6 +102,14 @@ def merge_lod_tensor(inputs, attrs):
                 depth = max(depth, len(xlod) - level)
             continue
         t = _as_tensor(v)
+        rows = np.asarray(t.data).shape[0]
+        if not t.lod and x_entries is not None and rows != want:
+            # A branch without LoD is cut like X's entries on its side when the rows agree.
+            mine = [e for e, f in zip(x_entries, mask) if f == side]
+            if rows == len(flatten(mine, len(xlod) - level)):
+                shaped = from_tree(_zeros_like_tree(mine, tail, dtype), len(xlod) - level,
+                                   tail, dtype)
+                t = Tensor(np.asarray(t.data), shaped.lod)
         queues[side] = to_tree(np.asarray(t.data), t.lod)
         if len(queues[side]) != want:
             raise ValueError("merge_lod_tensor: a branch does not hold its mask's entries")

@@ -74,8 +74,14 @@ class MergeLoDTensor:
             raise ValueError(f"{op}: X must have at least {level} LoD levels ending in the "
                              f"{n} entries of Mask, found {found}")
         counts = (n - int(m.sum()), int(m.sum()))  # false, true
-        branches = [self._branch(op, slot, t, c) for slot, t, c in
-                    (("InFalse", in_false, counts[0]), ("InTrue", in_true, counts[1]))]
+        # Entries of X below `level`, per side: what a branch without LoD is cut by.
+        x_sides = None
+        if len(xlod) > level:
+            x_sides = (Gather(len(xlod) - level), Gather(len(xlod) - level))
+            for i, flag in enumerate(m.tolist()):
+                x_sides[flag].add(*sub_lod(xlod, i, i + 1, level))
+        branches = [self._branch(op, slot, t, counts[side], x_sides and x_sides[side])
+                    for side, slot, t in ((0, "InFalse", in_false), (1, "InTrue", in_true))]
         tail, dtype = self._tail(op, branches)
         depth = max((len(b[1]) for b in branches if b is not None and b[2]), default=0)
         # Entries of a missing branch take their rows and sub-LoD from X below `level`.
@@ -108,13 +114,18 @@ class MergeLoDTensor:
         data = np.concatenate(srcs)[out.index()]
         return (Tensor(dev.to_device(data, self.place), out.lod(xlod[:level])),)
 
-    def _branch(self, op, slot, t, count):
-        """``(host data, LoD, entries)`` of a branch input, or None when it has no value."""
+    def _branch(self, op, slot, t, count, x_side):
+        """``(host data, LoD, entries)`` of a branch input, or None when it has no value.
+        A branch without LoD whose rows are those X's entries on its side span takes their
+        LoD (a gradient that lost its LoD on the way: X is split's forward input then)."""
         if t is None or t.data is None:
             return None
         data, lod = host(self.device, t.data), t.lod or []
         if data.ndim == 0:
             raise ValueError(f"{op}: {slot} must have a first dim, found a scalar")
+        if not lod and x_side is not None and data.shape[0] != count and \
+                data.shape[0] == sum(b - a for a, b in x_side.ranges):
+            lod = x_side.lod()
         entries = n_entries(lod, data.shape[0])
         if entries != count:
             raise ValueError(f"{op}: Mask selects {count} entries for {slot}, which holds "
