@@ -96,8 +96,11 @@ def _is_array(block, name):
     return v is not None and v.kind == "lod_tensor_array"
 
 
-def _grad_specs(chosen, wanted, seeds, no_grad, check=None, versions=None):
-    """GradOp specs in execution order, zero-filling output gradients nobody produced."""
+def _grad_specs(chosen, wanted, seeds, no_grad, check=None, versions=None, in_step=False):
+    """GradOp specs in execution order, zero-filling output gradients nobody produced.
+
+    ``in_step``: the specs of a gradient block, where an array's gradient belongs to the
+    enclosing block (shared by every step): it is zero-filled there, before the grad op."""
     specs, produced = [], set(seeds)
     for op in chosen:  # already in reverse order
         ctx = GradContext(op, wanted, produced)
@@ -114,7 +117,8 @@ def _grad_specs(chosen, wanted, seeds, no_grad, check=None, versions=None):
             for names in spec.inputs.values():
                 for g in names:
                     base = g[:-len(GRAD_SUFFIX)] if g.endswith(GRAD_SUFFIX) else None
-                    if base in outs and g not in produced and not _is_array(op.block, base):
+                    if base in outs and g not in produced and not (
+                            in_step and _is_array(op.block, base)):
                         specs.append(GradOp("fill_zeros_like", {"X": [base]}, {"Out": [g]},
                                             {}))
                         produced.add(g)
@@ -301,7 +305,7 @@ def _sub_block_backward(op, attr, wanted, no_grad):
         return None
     versions = _Versions(body, ops, restored=targets)
     specs = _grad_specs(chosen, inner, {grad_name(t) for t in targets}, no_grad,
-                        check=_StepHazards(body, targets), versions=versions)
+                        check=_StepHazards(body, targets), versions=versions, in_step=True)
     versions.insert_copies()
     specs = _sum_repeated(specs, body)
     program = body.program

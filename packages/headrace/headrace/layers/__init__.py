@@ -4,12 +4,13 @@ Every layer appends ops to the default main program (parameters also go to the d
 program, with their initializer ops) and returns its output Variable(s). Modules: ``io`` (data),
 ``nn`` (layers with parameters, pooling, dropout, softmax), ``ops`` (math and activations),
 ``loss``, ``metric``, ``tensor`` (constants, copies, shapes), ``control_flow`` (loops, counters,
-comparisons, tensor arrays), ``conditional`` (cond, case, Switch, IfElse),
+comparisons, tensor arrays), ``conditional`` (cond, case, Switch, IfElse), ``rnn`` (StaticRNN, DynamicRNN),
 ``learning_rate_scheduler``.
 """
 from . import (conditional, control_flow, io, learning_rate_scheduler, loss, metric, nn, ops,
-               tensor)
+               rnn, tensor)
 from .conditional import IfElse, Switch, case, cond, switch_case
+from .rnn import DynamicRNN, StaticRNN
 from .control_flow import (While, array_length, array_read, array_write, create_array, equal,
                            greater_equal, greater_than, increment, less_equal, less_than,
                            logical_and, logical_not, logical_or, logical_xor, not_equal,
@@ -34,7 +35,7 @@ from .tensor import (assign, cast, concat, create_global_var, create_parameter, 
 __all__ = [
     # modules
     "conditional", "control_flow", "io", "learning_rate_scheduler", "loss", "metric", "nn",
-    "ops", "tensor",
+    "ops", "rnn", "tensor",
     # io
     "data",
     # nn
@@ -58,6 +59,8 @@ __all__ = [
     "array_write", "array_read", "array_length", "While", "while_loop",
     # conditional
     "cond", "case", "switch_case", "Switch", "IfElse",
+    # rnn
+    "StaticRNN", "DynamicRNN",
     # learning_rate_scheduler
     "autoincreased_step_counter", "exponential_decay", "natural_exp_decay",
     "inverse_time_decay", "polynomial_decay", "piecewise_decay", "cosine_decay", "noam_decay",

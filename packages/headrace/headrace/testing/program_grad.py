@@ -31,7 +31,9 @@ def program_gradients(main, startup, loss, wrt, feed, eps=1e-6, place=None, valu
         exe.run(startup, scope=scope)
     for n, v in (values or {}).items():
         scope.set(n, Tensor(np.array(v, copy=True)))
-    feed = {k: np.array(v, copy=True) for k, v in feed.items()}
+    # Copies (perturbed in place below); a Tensor keeps its LoD.
+    feed = {k: Tensor(np.array(v.numpy(), copy=True), v.lod) if isinstance(v, Tensor)
+            else np.array(v, copy=True) for k, v in feed.items()}
     params = {n: np.array(scope.get(n).numpy(), copy=True) for n in wrt if n not in feed}
     loss_name = loss if isinstance(loss, str) else loss.name
     fetched = exe.run(main, feed=feed, fetch_list=[grad_name(n) for n in wrt], scope=scope)
@@ -46,6 +48,7 @@ def program_gradients(main, startup, loss, wrt, feed, eps=1e-6, place=None, valu
     numeric = {}
     for n in wrt:
         value = feed[n] if n in feed else params[n]
+        value = value.data if isinstance(value, Tensor) else value
         if value.dtype != np.float64:
             raise TypeError(f"program_gradients: '{n}' is {value.dtype}; finite differences "
                             f"need float64")
