@@ -245,3 +245,22 @@ def test_reading_loop_state_after_overwriting_it_in_the_step_is_refused():
         with pytest.raises(BackwardError, match=r"op 'matmul'.*reads '.*' after this step "
                                                 r"overwrote it.*test_flow_grads.py"):
             hr.append_backward(loss)
+
+
+def test_reading_the_counter_after_incrementing_it_is_refused():
+    # write_to_array's gradient reads I: after the step's increment it would name the next
+    # step's position, silently.
+    main, startup = hr.Program(), hr.Program()
+    with hr.program_guard(main, startup):
+        x = layers.data("x", shape=[3], dtype="float64")
+        w = layers.create_parameter([3, 3], "float64", name="W")
+        states = layers.create_array("float64")
+        i, limit, cond = _counter(2)
+        with layers.While(cond).block():
+            layers.increment(i, in_place=True)
+            layers.array_write(layers.matmul(x, w), i, array=states)
+            layers.less_than(i, limit, cond=cond)
+        loss = layers.mean(layers.array_read(states, limit))
+        with pytest.raises(BackwardError, match=r"op 'write_to_array'.*reads "
+                                                r"'fill_constant_\d+.tmp_0' after this step"):
+            hr.append_backward(loss)

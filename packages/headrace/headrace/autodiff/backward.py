@@ -305,7 +305,7 @@ def _sub_block_backward(op, attr, wanted, no_grad):
         return None
     versions = _Versions(body, ops, restored=targets)
     specs = _grad_specs(chosen, inner, {grad_name(t) for t in targets}, no_grad,
-                        check=_StepHazards(body, targets), versions=versions, in_step=True)
+                        check=_StepHazards(body), versions=versions, in_step=True)
     versions.insert_copies()
     specs = _sum_repeated(specs, body)
     program = body.program
@@ -326,12 +326,13 @@ class _StepHazards:
     read would silently see the old one. Loop layers read state first and write it last
     (``assign`` at the end of the step), which never trips this."""
 
-    def __init__(self, body, targets):
-        self.targets = set(targets)
-        self.written = {}  # name -> index of the first op of the body that writes it
+    def __init__(self, body):
+        self.written = {}  # outer name -> index of the first op of the body that writes it
         for k, o in enumerate(body.ops):
             for n in writes(o):
-                if n in self.targets:
+                # Every outer variable counts, a loop counter too: a tensor-array gradient
+                # read at the counter after it was incremented would touch the wrong step.
+                if n not in body.vars:
                     self.written.setdefault(n, k)
 
     def __call__(self, op, made):
