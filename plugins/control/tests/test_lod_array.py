@@ -295,3 +295,36 @@ def test_dynamic_rnn_while_gradient_matches_finite_differences(lengths, lod_grad
     _declare(g, "x", x)
     (got,) = _run(prog, {"x": x}, [_dynamic_rnn_while(g, g.var("x"))])
     np.testing.assert_allclose(got.numpy(), _dynamic_rnn_reference(x), rtol=1e-12)
+
+
+@pytest.mark.cuda
+def test_the_sequence_ops_on_cuda_agree_with_the_cpu():
+    # The kernels serve every device: LoD and rank tables on the host, rows on the device.
+    x = _seqs([2, 0, 3, 1])
+    prog = hr.Program()
+    g = prog.global_block()
+    _declare(g, "x", x)
+    g.create_var(name="init", shape=[-1, 2], dtype="float64", need_check_feed=True)
+    g.create_var(name="i", shape=[1], dtype="int64", need_check_feed=True)
+    g.append_op("lod_rank_table", {"X": "x"}, {"Out": "t"})
+    g.append_op("max_sequence_len", {"RankTable": "t"}, {"Out": "max_len"})
+    g.append_op("lod_tensor_to_array", {"X": "x", "RankTable": "t"}, {"Out": "arr"})
+    g.append_op("array_to_lod_tensor", {"X": "arr", "RankTable": "t"}, {"Out": "back"})
+    g.append_op("reorder_lod_tensor_by_rank", {"X": "init", "RankTable": "t"}, {"Out": "r"})
+    g.append_op("reorder_lod_tensor_by_rank_grad", {"X": "r", "RankTable": "t"},
+                {"Out": "r_back"})
+    g.append_op("shrink_rnn_memory", {"X": "r", "RankTable": "t", "I": "i"}, {"Out": "s"})
+    g.append_op("shrink_rnn_memory_grad", {"X": "r", "Out@GRAD": "s"}, {"X@GRAD": "s_pad"})
+    outs = ["max_len", "back", "r", "r_back", "s", "s_pad"]
+    feed = {"x": x, "init": RNG.standard_normal((4, 2)), "i": np.array([1])}
+    results = [[(v.numpy(), v.lod) for v in _place_run(place, prog, feed, outs)]
+               for place in (hr.CPUPlace(), hr.CUDAPlace(0))]
+    for name, (a, lod_a), (b, lod_b) in zip(outs, *results):
+        np.testing.assert_array_equal(a, b, err_msg=name)
+        assert lod_a == lod_b, name
+    np.testing.assert_array_equal(results[1][1][0], x.data)
+
+
+def _place_run(place, prog, feed, fetch):
+    return hr.Executor(place).run(prog, feed=feed, fetch_list=fetch, scope=hr.Scope(),
+                                  return_numpy=False)
