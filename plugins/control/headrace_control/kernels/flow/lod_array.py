@@ -25,14 +25,28 @@ class LodTensorToArray:
         if level >= len(lod) or n_entries(lod, 0, level) != len(table):
             raise ValueError(f"{op}: X must have {len(table)} sequences at LoD level {level} "
                              f"(its rank table's), found LoD {_describe(lod)}")
-        steps = table[0][1] if table else 0
+        offsets = np.asarray(lod[level], dtype=np.int64)
+        index = np.array([i for i, _ in table], dtype=np.int64)
+        lengths = np.array([n for _, n in table], dtype=np.int64)
+        if not np.array_equal(offsets[index + 1] - offsets[index], lengths):
+            raise ValueError(f"{op}: X's sequences at LoD level {level} are not the lengths "
+                             f"its rank table holds")
+        steps = int(lengths[0]) if len(lengths) else 0
         out = TensorArray()
+        if level + 1 == len(lod):  # items are rows: one gather per step
+            starts = offsets[index]
+            for t in range(steps):
+                alive = int(np.count_nonzero(lengths > t))  # a prefix: longest first
+                rows = data[starts[:alive] + t]
+                out.append(Tensor(self.device.to_device(rows, self.place)))
+            frame.set_output("Out", out)
+            return
         for t in range(steps):
             g = Gather(len(lod) - level - 1)
-            for index, length in table:
+            for index_k, length in table:
                 if t >= length:
                     break  # longest first: every later sequence has ended too
-                start = lod[level][index] + t
+                start = lod[level][index_k] + t
                 g.add(*sub_lod(lod, start, start + 1, level + 1))
             out.append(Tensor(self.device.to_device(data[g.index()], self.place), g.lod()))
         frame.set_output("Out", out)
@@ -59,31 +73,55 @@ class ArrayToLodTensor:
         elems = [None if e is None or e.data is None else
                  (host(self.device, e.data), e.lod or []) for e in arr]
         tail, dtype, depth = self._row_form(op, elems)
-        missing = sum(1 for _, n in table for s in range(n)
-                      if s >= len(elems) or elems[s] is None)
-        srcs = [e[0] for e in elems if e is not None] + [np.zeros((missing,) + tail, dtype)]
-        bases = np.cumsum([0] + [e[0].shape[0] if e is not None else 0 for e in elems])
-        zero_row = int(bases[-1])
-        out, lengths = Gather(depth), []
-        for k in sorted(range(len(table)), key=lambda k: table[k][0]):
-            length = table[k][1]
-            lengths.append(length)
-            for s in range(length):
-                e = elems[s] if s < len(elems) else None
-                if e is None:
-                    out.add([[] for _ in range(depth)], (zero_row, zero_row + 1))
-                    zero_row += 1
-                    continue
-                data, lod = e
+        order = sorted(range(len(table)), key=lambda k: table[k][0])  # original order
+        lengths = [table[k][1] for k in order]
+        if depth == 0:
+            data = self._rows(op, table, elems, order, tail, dtype)
+            out_lod = []
+        else:
+            data, out_lod = self._entries(op, table, elems, order, tail, dtype, depth)
+        lod = [list(lv) for lv in table.coarse_lod] + [lengths_to_offsets(lengths)] + out_lod
+        frame.set_output("Out", self.device.to_device(data, self.place), lod)
+
+    @staticmethod
+    def _rows(op, table, elems, order, tail, dtype):
+        """Items of one row: rank position k at step s is row k of step s."""
+        steps = table[0][1] if table else 0
+        blocks = []
+        for s in range(steps):
+            alive = table.alive(s)
+            e = elems[s] if s < len(elems) else None
+            if e is None:
+                blocks.append(np.zeros((alive,) + tail, dtype))
+            elif e[0].shape[0] < alive:
+                raise ValueError(f"{op}: step {s} holds {e[0].shape[0]} entries, but {alive} "
+                                 f"sequences run at that step")
+            else:
+                blocks.append(e[0])
+        bases = np.cumsum([0] + [b.shape[0] for b in blocks])
+        idx = [bases[:table[k][1]] + k for k in order]
+        idx = np.concatenate(idx) if idx else np.zeros(0, np.int64)
+        src = np.concatenate(blocks) if blocks else np.zeros((0,) + tail, dtype)
+        return src[idx]
+
+    @staticmethod
+    def _entries(op, table, elems, order, tail, dtype, depth):
+        """Items with LoD of their own (every step has a value: see ``_row_form``)."""
+        bases = np.cumsum([0] + [e[0].shape[0] for e in elems])
+        out = Gather(depth)
+        for k in order:
+            for s in range(table[k][1]):
+                if s >= len(elems):
+                    raise ValueError(f"{op}: X has {len(elems)} steps, the rank table's "
+                                     f"longest sequence {table[0][1]}")
+                data, lod = elems[s]
                 if k >= n_entries(lod, data.shape[0]):
                     raise ValueError(f"{op}: step {s} holds {n_entries(lod, data.shape[0])} "
                                      f"entries, but {table.alive(s)} sequences run at that "
                                      f"step")
-                sub, rows = sub_lod(lod, k, k + 1, 0) if lod else ([], (k, k + 1))
+                sub, rows = sub_lod(lod, k, k + 1, 0)
                 out.add(sub, (rows[0] + bases[s], rows[1] + bases[s]))
-        data = np.concatenate(srcs)[out.index()]
-        lod = [list(lv) for lv in table.coarse_lod] + [lengths_to_offsets(lengths)] + out.lod()
-        frame.set_output("Out", self.device.to_device(data, self.place), lod)
+        return np.concatenate([e[0] for e in elems])[out.index()], out.lod()
 
     def _row_form(self, op, elems):
         """(row shape, dtype, LoD depth) of the steps."""

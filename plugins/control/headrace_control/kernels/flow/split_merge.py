@@ -88,6 +88,12 @@ class MergeLoDTensor:
         use_x = len(xlod) > level
         if branches[0] is None or branches[1] is None:
             depth = max(depth, len(xlod) - level if use_x else 0)
+        if depth == 0:  # every entry is one row: two boolean scatters
+            data = np.zeros((n,) + tail, dtype)
+            for side, sel in ((0, ~m), (1, m)):
+                if branches[side] is not None:
+                    data[sel] = branches[side][0]
+            return (Tensor(dev.to_device(data, self.place), [list(v) for v in xlod[:level]]),)
         out = Gather(depth)
         nxt, sizes, pieces = [0, 0], [0, 0], []
         for i, flag in enumerate(m.tolist()):
