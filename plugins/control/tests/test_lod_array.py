@@ -117,6 +117,18 @@ def test_a_step_with_too_few_entries_is_reported():
         _run(prog, {"x": _seqs([2, 2]), "step": np.ones((1, 2))}, ["out"])
 
 
+def test_to_array_refuses_sequences_other_than_its_tables():
+    prog = hr.Program()
+    g = prog.global_block()
+    _declare(g, "x", _seqs([1, 2]))
+    _declare(g, "y", _seqs([2, 1]))
+    g.append_op("lod_rank_table", {"X": "x"}, {"Out": "table"})
+    g.append_op("lod_tensor_to_array", {"X": "y", "RankTable": "table"}, {"Out": "arr"})
+    with pytest.raises(OpError, match=r"lod_tensor_to_array: X's sequences at LoD level 0 are "
+                                      r"not the lengths its rank table holds"):
+        _run(prog, {"x": _seqs([1, 2]), "y": _seqs([2, 1])}, ["arr"])
+
+
 def _shrink_program(x, by):
     prog = hr.Program()
     g = prog.global_block()
