@@ -264,3 +264,56 @@ def test_reading_the_counter_after_incrementing_it_is_refused():
         with pytest.raises(BackwardError, match=r"op 'write_to_array'.*reads "
                                                 r"'fill_constant_\d+.tmp_0' after this step"):
             hr.append_backward(loss)
+
+
+def test_while_loop_overwriting_its_initial_variables_keeps_their_producers_gradients():
+    # while_loop assigns the body's results to loop_vars in place (Paddle's semantics): the
+    # sigmoid that produced the initial state must still see its own output in backward.
+    main, startup = hr.Program(), hr.Program()
+    with hr.program_guard(main, startup):
+        x = layers.data("x", shape=[3], dtype="float64")
+        w0 = layers.create_parameter([3, 3], "float64", name="W0")
+        w = layers.create_parameter([3, 3], "float64", name="W")
+        h0 = layers.sigmoid(layers.matmul(x, w0))
+        i0 = layers.fill_constant([1], "int64", 0)
+        limit = layers.fill_constant([1], "int64", 3)
+        i, h = layers.while_loop(lambda i, h: layers.less_than(i, limit),
+                                 lambda i, h: [layers.increment(i, in_place=False),
+                                               layers.tanh(layers.matmul(h, w))], [i0, h0])
+        assert h is h0  # the loop variable itself, overwritten
+        loss = layers.mean(layers.elementwise_mul(h, h))
+        hr.append_backward(loss)
+    analytic, numeric = program_gradients(main, startup, loss, ["W0", "W"], {"x": X},
+                                          values={"W0": PARAMS["W0"], "W": PARAMS["W"]})
+    _close(analytic, numeric)
+
+
+def test_a_cond_inside_a_while():
+    main, startup = hr.Program(), hr.Program()
+    with hr.program_guard(main, startup):
+        x = layers.data("x", shape=[3], dtype="float64")
+        w = layers.create_parameter([3, 3], "float64", name="W")
+        v = layers.create_parameter([3, 3], "float64", name="V")
+        h = layers.assign(x)
+        i, limit, cond = _counter(4)
+        with layers.While(cond).block():
+            early = layers.less_than(i, layers.fill_constant([1], "int64", 2))
+            new = layers.cond(early, lambda: layers.tanh(layers.matmul(h, w)),
+                              lambda: layers.sigmoid(layers.matmul(h, v)))
+            layers.assign(new, output=h)
+            layers.increment(i, in_place=True)
+            layers.less_than(i, limit, cond=cond)
+        loss = layers.mean(layers.elementwise_mul(h, h))
+        hr.append_backward(loss)
+    analytic, numeric = program_gradients(main, startup, loss, ["W", "V"], {"x": X},
+                                          values={"W": PARAMS["W"], "V": PARAMS["W0"]})
+    _close(analytic, numeric)
+    exe, scope = hr.Executor(), hr.Scope()
+    exe.run(startup, scope=scope)
+    scope.set("W", hr.Tensor(PARAMS["W"].copy()))
+    scope.set("V", hr.Tensor(PARAMS["W0"].copy()))
+    (got,) = exe.run(main, feed={"x": X}, fetch_list=[h], scope=scope)
+    ref = X
+    for k in range(4):
+        ref = np.tanh(ref @ PARAMS["W"]) if k < 2 else 1 / (1 + np.exp(-(ref @ PARAMS["W0"])))
+    np.testing.assert_allclose(got, ref, rtol=1e-12)
