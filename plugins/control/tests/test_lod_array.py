@@ -309,6 +309,43 @@ def test_dynamic_rnn_while_gradient_matches_finite_differences(lengths, lod_grad
     np.testing.assert_allclose(got.numpy(), _dynamic_rnn_reference(x), rtol=1e-12)
 
 
+
+def _static_sequences_while(g, h):
+    """A while loop reading a LoD static input as a DynamicRNN does: reordered by the rank
+    table before the loop, shrunk to the running sequences in each step, pooled per
+    sequence and multiplied with the step's input."""
+    prog = g.program
+    with hr.program_guard(prog, hr.Program()):
+        g.append_op("lod_rank_table", {"X": h}, {"Out": "t"}, {"level": 0})
+        g.append_op("max_sequence_len", {"RankTable": "t"}, {"Out": "max_len"})
+        g.append_op("lod_tensor_to_array", {"X": h, "RankTable": "t"}, {"Out": "xs"})
+        g.append_op("reorder_lod_tensor_by_rank", {"X": h, "RankTable": "t"},
+                    {"Out": "static"})
+        i = layers.fill_constant([1], "int64", 0)
+        ys = layers.create_array("float64")
+        cond = layers.less_than(i, g.var("max_len"))
+        loop = layers.While(cond)
+        with loop.block():
+            x_t = layers.array_read(g.var("xs"), i)
+            body = prog.current_block()
+            body.append_op("shrink_rnn_memory", {"X": "static", "RankTable": "t", "I": i},
+                           {"Out": "running"})
+            body.append_op("sequence_pool", {"X": "running"},
+                           {"Out": "pooled", "MaxIndex": "pool_idx"}, {"pooltype": "SUM"})
+            body.append_op("elementwise_mul", {"X": "pooled", "Y": x_t}, {"Out": "y"})
+            layers.array_write(body.var("y"), i, array=ys)
+            layers.increment(i)
+            layers.less_than(i, g.var("max_len"), cond=cond)
+        g.append_op("array_to_lod_tensor", {"X": ys, "RankTable": "t"}, {"Out": "o"})
+    return g.var("o")
+
+
+def test_a_lod_static_input_gradient_keeps_its_lod_through_the_loop(lod_grads):
+    # while_grad hands back the summed gradient of a read-only input with the input's LoD,
+    # so reorder_lod_tensor_by_rank_grad can cut it by sequences.
+    lod_grads(_seqs([2, 0, 3, 1]), _static_sequences_while)
+
+
 @pytest.mark.cuda
 def test_the_sequence_ops_on_cuda_agree_with_the_cpu():
     # The kernels serve every device: LoD and rank tables on the host, rows on the device.

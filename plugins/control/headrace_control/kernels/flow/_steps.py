@@ -92,9 +92,13 @@ class SubBlockGrad:
             else:
                 values.append(_or_zeros(device, sums[r], xs[r]))
         ids = frame.output_ids(grad_name(self.x_slot))
+        x_lods = [t.lod for t in frame.tensors(self.x_slot)]
         for r, (i, v) in enumerate(zip(ids, values)):
             if v is not None:
-                frame.store(i, v, None)
+                # A read-only input's gradient keeps its LoD (the loop left the input as it
+                # was): a LoD static input's gradient is cut by sequences downstream.
+                summed = self.results[r] is not None and self.results[r][0] == "sum"
+                frame.store(i, v, x_lods[r] if summed else None)
 
     def _out_grads(self, frame):
         grads = frame.inputs("Out@GRAD")
