@@ -161,3 +161,15 @@ def test_reorder_gradient_matches_finite_differences(x, lod_grads):
 def test_reorder_rows_gradient_matches_finite_differences(lod_grads):
     out = lod_grads(Tensor(RNG.standard_normal((4, 2))), _reorder_rows([1, 3, 0, 2]))
     assert out.lod == []
+
+
+def test_a_rank_table_program_survives_the_wire_format():
+    # Paddle's VarType LOD_RANK_TABLE: a program saved with one loads and runs the same.
+    x, _ = TABLES["ties_and_empty"]
+    prog = _reorder_program(x, x)
+    loaded = hr.Program.parse_from_string(prog.serialize_to_string())
+    assert loaded.global_block().var("table").kind == "lod_rank_table"
+    feed = {"x": x, "v": x}
+    (a,), (b,) = (_run(p, feed, ["out"]) for p in (prog, loaded))
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert a.lod == b.lod
