@@ -81,13 +81,13 @@ class MaxSequenceLen:
 
 
 def _entries(data, lod, table, op, slot):
-    """Per entry of X (level-0 sequences, or rows): ``(sub-LoD lengths, row range)``."""
+    """Per entry of X's LoD level 0: ``(sub-LoD lengths, row range)`` (None for rows)."""
     n = n_entries(lod, data.shape[0] if data.ndim else 0)
     if n != len(table):
         what = "sequences at LoD level 0" if lod else "rows"
         raise ValueError(f"{op}: {slot} holds {n} {what}, the rank table {len(table)} "
                          f"sequences")
-    return [sub_lod(lod, i, i + 1, 0) if lod else ([], (i, i + 1)) for i in range(n)]
+    return [sub_lod(lod, i, i + 1, 0) for i in range(n)] if lod else None
 
 
 class _Reorder:
@@ -103,6 +103,10 @@ class _Reorder:
             raise ValueError(f"{self.op}: input 'X' has no value")
         data, lod = host(self.device, x), frame.lod("X") or []
         entries = _entries(data, lod, table, self.op, "X")
+        if not lod:  # rows: one gather
+            order = np.array(self.order(table), dtype=np.int64)
+            frame.set_output("Out", self.device.to_device(data[order], self.place))
+            return
         out = Gather(len(lod))
         for k in self.order(table):
             out.add(*entries[k])
