@@ -26,7 +26,8 @@ The rules:
   Param): it is needed like any other writer, so the targets get the updated value, as
   ``run`` computes it.
 - **Satisfied reads.** A read is satisfied when the name is available (fed), is persistable
-  (its value comes from the scope; the executor checks the scope separately), is ``@EMPTY@``
+  (its value comes from the scope; the executor checks the scope separately), is a tensor
+  array (one nothing wrote is empty, as ``create_array`` makes it), is ``@EMPTY@``
   (a gradient nobody needs: no variable), is undeclared (the plan reports that, with a better
   message), or an earlier op wrote it, through its sub-blocks included. Inside a sub-block,
   ops earlier in that block count too (so a loop body may compute a temporary and read it).
@@ -161,6 +162,6 @@ def first_unsatisfied_read(ops, available=()):
     every read is satisfied (see the module's rules)."""
     for op, name in exposed_reads(ops, available):
         var = op.block.find_var(name)
-        if var is not None and not var.persistable:
+        if var is not None and not var.persistable and var.kind != "lod_tensor_array":
             return op, name
     return None

@@ -94,6 +94,8 @@ class _RunPlan:
             if var.persistable:
                 self.must_init.append((self.plan.slots.slot(var), op))
                 continue
+            if var.kind == "lod_tensor_array":
+                continue  # an array nothing wrote is empty (its kernels read None as [])
             raise FeedError(
                 f"variable '{name}' is read by op '{op.type}' (block {op.block.idx}, op "
                 f"#{op.idx}) but is neither fed nor computed before"

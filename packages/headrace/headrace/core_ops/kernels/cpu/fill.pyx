@@ -127,12 +127,16 @@ cdef object zeros_of(object x):
 
 cdef class FillZerosLike:
     """Out = zeros with X's shape and dtype; a tensor array gives an array of zero tensors
-    (same shapes, dtypes and LoDs)."""
+    (same shapes, dtypes and LoDs); X without a value gives none."""
 
     def __init__(self, dict attrs, info=None):
         pass
 
     def __call__(self, x):
+        if x is None:
+            # A value that never existed (the output of a branch that did not run) has no
+            # gradient either: nothing, not zeros of an unknown shape.
+            return (None,)
         if isinstance(x, list):
             return (TensorArray(None if t is None else
                                 Tensor(zeros_of(t.data), [list(l) for l in t.lod])
