@@ -59,7 +59,7 @@ from headrace.testing import build_op  # noqa: E402
 ALL_OPDEFS = [d for m in iter_op_modules("headrace_tensor.ops") for d in m.OPS]
 DIFFERENTIABLE = [d for d in ALL_OPDEFS if d.differentiable]
 GRAD_OPS = {"reshape2_grad", "flatten_contiguous_range_grad", "transpose2_grad", "concat_grad"}
-NO_GRADIENT = {"assign_value", "uniform_random", "gaussian_random"}
+NO_GRADIENT = {"assign_value", "uniform_random", "gaussian_random", "fill_constant_batch_size_like"}
 
 
 def test_which_ops_are_differentiable():

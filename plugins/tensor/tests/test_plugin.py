@@ -7,7 +7,8 @@ PACKAGE = "headrace_tensor.ops"
 PLUGIN = "headrace-tensor:tensor"
 # (feed, fetch, fill_constant, fill_zeros_like and assign are the core's: headrace.core_ops)
 EXPECTED = [
-    "assign_value", "cast", "concat", "flatten_contiguous_range", "gaussian_random", "lod_reset",
+    "assign_value", "cast", "concat", "fill_constant_batch_size_like", "flatten_contiguous_range",
+    "gaussian_random", "lod_reset",
     "reshape2", "split", "transpose2", "uniform_random",
     # grad ops (the other differentiable ops' gradients are made of forward ops)
     "concat_grad", "flatten_contiguous_range_grad", "reshape2_grad", "transpose2_grad",

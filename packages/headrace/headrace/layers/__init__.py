@@ -4,8 +4,8 @@ Every layer appends ops to the default main program (parameters also go to the d
 program, with their initializer ops) and returns its output Variable(s). Modules: ``io`` (data),
 ``nn`` (layers with parameters, pooling, dropout, softmax), ``ops`` (math and activations),
 ``loss``, ``metric``, ``tensor`` (constants, copies, shapes), ``control_flow`` (loops, counters,
-comparisons, tensor arrays), ``conditional`` (cond, case, Switch, IfElse), ``rnn`` (StaticRNN, DynamicRNN),
-``learning_rate_scheduler``.
+comparisons, tensor arrays), ``conditional`` (cond, case, Switch, IfElse), ``rnn``
+(StaticRNN, DynamicRNN), ``learning_rate_scheduler``.
 """
 from . import (conditional, control_flow, io, learning_rate_scheduler, loss, metric, nn, ops,
                rnn, tensor)
@@ -30,7 +30,8 @@ from .ops import (abs, ceil, cos, elementwise_add, elementwise_div, elementwise_
                   round, rsqrt, scale, sigmoid, silu, sin, softplus, softsign, sqrt, square,
                   swish, tanh)
 from .tensor import (assign, cast, concat, create_global_var, create_parameter, create_tensor,
-                     fill_constant, ones, reshape, split, sums, transpose, zeros, zeros_like)
+                     fill_constant, fill_constant_batch_size_like, ones, reshape, split, sums,
+                     transpose, zeros, zeros_like)
 
 __all__ = [
     # modules
@@ -51,7 +52,8 @@ __all__ = [
     "cross_entropy", "softmax_with_cross_entropy", "square_error_cost", "mse", "mse_loss",
     "topk", "accuracy",
     # tensor
-    "fill_constant", "zeros", "ones", "zeros_like", "assign", "sums", "create_tensor",
+    "fill_constant", "fill_constant_batch_size_like", "zeros", "ones", "zeros_like", "assign",
+    "sums", "create_tensor",
     "create_parameter", "create_global_var", "cast", "concat", "reshape", "transpose", "split",
     # control_flow
     "increment", "less_than", "less_equal", "greater_than", "greater_equal", "equal",

@@ -15,13 +15,11 @@ Both lower to a ``while`` loop over tensor arrays, so they train through ``while
 The loop counter is read before it is incremented (a step's gradient sees the values from
 before the step), so every array position a step touches is ``i`` or a copy ``i + 1``.
 """
-from ..errors import LayerError
 from ..framework import Variable
-from ..framework.builder import dtype_enum
 from ..layer_helper import LayerHelper
 from .control_flow import (While, array_read, array_write, create_array, increment,
                            less_than)
-from .tensor import fill_constant, reshape, split
+from .tensor import fill_constant, fill_constant_batch_size_like, reshape, split
 
 __all__ = ["StaticRNN", "DynamicRNN"]
 
@@ -238,7 +236,7 @@ class StaticRNN(_RNNBase):
                     raise self.helper.error("memory: batch_ref must be a step input or a "
                                             "Variable of the enclosing block")
             with _InBlock(self.parent):
-                init = _fill_batch_size_like(ref, shape, ref.dtype, init_value,
+                init = fill_constant_batch_size_like(ref, shape, ref.dtype, init_value,
                                              ref_batch_dim_idx, init_batch_dim_idx)
         elif not isinstance(init, Variable):
             raise self.helper.error(f"memory: init must be a Variable, got {init!r}"[:300])
@@ -266,15 +264,6 @@ class StaticRNN(_RNNBase):
                                   {"axis": 0, "use_stack": True})
             outs.append(out)
         return outs[0] if len(outs) == 1 else outs
-
-
-def _fill_batch_size_like(ref, shape, dtype, value, input_dim_idx, output_dim_idx):
-    helper = LayerHelper("fill_constant_batch_size_like")
-    out = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
-    helper.append_op("fill_constant_batch_size_like", {"Input": ref}, {"Out": out},
-                     {"shape": list(shape), "dtype": dtype_enum(dtype), "value": float(value),
-                      "input_dim_idx": input_dim_idx, "output_dim_idx": output_dim_idx})
-    return out
 
 
 class DynamicRNN(_RNNBase):
@@ -385,7 +374,7 @@ class DynamicRNN(_RNNBase):
             with _InBlock(self.parent):
                 # One row per sequence of the first step (every non-empty sequence).
                 first = array_read(self.first_input, self.zero)
-                init = _fill_batch_size_like(first, [-1] + list(shape), dtype, value, 0, 0)
+                init = fill_constant_batch_size_like(first, [-1] + list(shape), dtype, value)
         elif not isinstance(init, Variable):
             raise self.helper.error(f"memory: init must be a Variable, got {init!r}"[:300])
         elif need_reorder:

@@ -10,7 +10,8 @@ from ..initializer import _VALUE_ATTRS, Constant
 from ..layer_helper import LayerHelper
 from ..param_attr import ParamAttr
 
-__all__ = ["fill_constant", "zeros", "ones", "zeros_like", "assign", "sums", "create_tensor",
+__all__ = ["fill_constant", "fill_constant_batch_size_like", "zeros", "ones", "zeros_like",
+           "assign", "sums", "create_tensor",
            "create_parameter", "create_global_var", "cast", "concat", "reshape", "transpose",
            "split"]
 
@@ -51,6 +52,26 @@ def fill_constant(shape, dtype, value, force_cpu=False, out=None):
                      {"shape": shape, "dtype": dtype_enum(dtype), "value": value,
                       "force_cpu": check_bool("fill_constant", "force_cpu", force_cpu)})
     out.stop_gradient = True
+    return out
+
+
+def fill_constant_batch_size_like(input, shape, dtype, value, input_dim_idx=0,
+                                  output_dim_idx=0):
+    """``shape`` filled with ``value``, whose dim ``output_dim_idx`` is ``input``'s dim
+    ``input_dim_idx`` at run time (the number of sequences when ``input`` has LoD and the dim
+    is 0): an RNN's zero initial state for any batch size."""
+    fn = "fill_constant_batch_size_like"
+    helper = LayerHelper(fn)
+    check_variable(fn, "input", input)
+    shape = _shape(fn, shape, allow_unknown=True)
+    dtype = _dtype(fn, dtype)
+    out = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
+    helper.append_op(fn, {"Input": input}, {"Out": out},
+                     {"shape": shape, "dtype": dtype_enum(dtype),
+                      "value": check_number(fn, "value", value),
+                      "input_dim_idx": check_int(fn, "input_dim_idx", input_dim_idx, minimum=0),
+                      "output_dim_idx": check_int(fn, "output_dim_idx", output_dim_idx,
+                                                  minimum=0)})
     return out
 
 

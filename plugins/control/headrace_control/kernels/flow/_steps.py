@@ -66,13 +66,13 @@ class SubBlockGrad:
                     carry[j] = _or_zeros(device, None, outs[k])
             frame.restore(step.before)
             frame.restore(step.after)
-            for (k, slot, _), g in zip(self.carries, carry):
+            for (_, slot, _), g in zip(self.carries, carry):
                 frame.store(slot, g, None)
             for res in self.results:
                 if res is not None and res[0] == "sum":
                     frame.store(res[1], None, None)  # no stale contribution of a later step
             frame.run(plan)
-            for j, (k, slot, writes) in enumerate(self.carries):
+            for j, (_, slot, writes) in enumerate(self.carries):
                 # Not written: the step overwrote the variable without reading it.
                 carry[j] = frame.load(slot) if writes else _or_zeros(device, None, carry[j])
             for r, res in enumerate(self.results):
