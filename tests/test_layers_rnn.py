@@ -130,3 +130,63 @@ def test_dynamic_rnn_misuse_is_a_clear_error():
                 drnn.step_input(x)
         with pytest.raises(LayerError, match="is used inside the DynamicRNN's step block"):
             layers.DynamicRNN().output(x)
+
+
+# -- StaticRNN -----------------------------------------------------------------------------
+
+def _static(t, b, zero_memory=False):
+    main, startup = hr.Program(), hr.Program()
+    with hr.program_guard(main, startup):
+        x = layers.data("x", shape=[t, b, D], dtype="float64", append_batch_size=False)
+        h0 = layers.data("h0", shape=[b, H], dtype="float64", append_batch_size=False)
+        rnn = layers.StaticRNN()
+        with rnn.step():
+            x_t = rnn.step_input(x)
+            prev = (rnn.memory(shape=[-1, H], batch_ref=x_t) if zero_memory
+                    else rnn.memory(init=h0))
+            h = _cell(x_t, prev)
+            rnn.update_memory(prev, h)
+            rnn.step_output(h)
+        out = rnn()
+        loss = _loss(out)
+        hr.append_backward(loss)
+    return main, startup, out, loss
+
+
+@pytest.mark.parametrize("t, b", [(1, 2), (4, 3)])
+@pytest.mark.parametrize("zero_memory", [False, True])
+def test_static_rnn_matches_numpy_finite_differences_and_unrolled(t, b, zero_memory):
+    x = RNG.randn(t, b, D)
+    h0 = np.zeros((b, H)) if zero_memory else RNG.randn(b, H)
+    main, startup, out, loss = _static(t, b, zero_memory)
+    feed = {"x": x, "h0": h0}
+    exe, scope = hr.Executor(), hr.Scope()
+    exe.run(startup, scope=scope)
+    for n, v in PARAMS.items():
+        scope.set(n, hr.Tensor(v.copy()))
+    (got,) = exe.run(main, feed=feed, fetch_list=[out], scope=scope)
+    seqs = [x[:, s] for s in range(b)]
+    ref = np.stack([np.stack(_np_rnn(seqs[s], h0[s])) for s in range(b)], axis=1)
+    assert got.shape == (t, b, H)
+    np.testing.assert_allclose(got, ref, rtol=1e-12)
+    analytic, numeric = program_gradients(main, startup, loss, ["W", "U"], feed,
+                                          values=PARAMS)
+    _close(analytic, numeric)
+    flat, fstartup, floss = _flat([t] * b)
+    unrolled, _ = program_gradients(flat, fstartup, floss, ["W", "U"], _flat_feed(seqs, h0),
+                                    values=PARAMS)
+    _close(analytic, unrolled)
+
+
+def test_static_rnn_misuse_is_a_clear_error():
+    with hr.program_guard(hr.Program(), hr.Program()):
+        x = layers.data("x", shape=[3, D], dtype="float64")  # [-1, 3, D]: T unknown
+        rnn = layers.StaticRNN()
+        with pytest.raises(LayerError, match=r"x.shape\[0\], must be known"):
+            with rnn.step():
+                rnn.step_input(x)
+        y = layers.data("y", shape=[2, 3, D], dtype="float64", append_batch_size=False)
+        rnn = layers.StaticRNN()
+        with pytest.raises(LayerError, match="memory .* is never updated"):
+            with rnn.step():
+                rnn.memory(shape=[-1, H], batch_ref=rnn.step_input(y))
