@@ -42,7 +42,7 @@ def headrace_static(ids, nxt):
         with rnn.step():
             x_t = rnn.step_input(emb)
             prev = rnn.memory(shape=[-1, H], batch_ref=x_t)
-            h = layers.fc([x_t, prev], size=H, act="tanh")
+            h = layers.fc(layers.concat([x_t, prev], axis=1), size=H, act="tanh")
             rnn.update_memory(prev, h)
             rnn.step_output(h)
         loss = _head(rnn(), y, 2)
@@ -63,7 +63,7 @@ def headrace_dynamic(ids, nxt):
         with drnn.block():
             x_t = drnn.step_input(emb)
             prev = drnn.memory(shape=[H], value=0.0)
-            h = layers.fc([x_t, prev], size=H, act="tanh")
+            h = layers.fc(layers.concat([x_t, prev], axis=1), size=H, act="tanh")
             drnn.update_memory(prev, h)
             drnn.output(h)
         loss = _head(drnn(), y, 1)

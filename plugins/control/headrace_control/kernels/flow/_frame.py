@@ -16,6 +16,8 @@ class StepScope(NamedTuple):
 
 def scalar(device, value, what):
     """The single element of ``value`` (a host or device array) as a Python scalar."""
+    if type(value) is np.ndarray and value.size == 1:
+        return value.item()  # the common case, once per loop step: no copies
     host = np.asarray(device.to_host(value))
     if host.size != 1:
         raise ValueError(f"{what} must hold exactly one element, found shape {list(host.shape)}")

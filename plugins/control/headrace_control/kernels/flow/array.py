@@ -19,6 +19,10 @@ class WriteToArray:
 
     def __init__(self, attrs, info):
         self.device = info.device
+        # Kernels write new arrays into their outputs, so the value X holds now stays as it
+        # is when a later step writes X again; only a persistable X may be updated in place
+        # (an optimizer's), so only its value is copied.
+        self.copy = info.persistable("X")
 
     def __call__(self, frame):
         i = _index(self.device, frame.input("I"), "write_to_array")
@@ -26,8 +30,8 @@ class WriteToArray:
         arr = TensorArray() if arr is None else TensorArray(arr)  # a new value per write
         while len(arr) <= i:
             arr.append(None)
-        # Arrays hold their own copy: the variable X is overwritten by later steps.
-        arr[i] = Tensor(frame.input("X").copy(), frame.lod("X"))
+        x = frame.input("X")
+        arr[i] = Tensor(x.copy() if self.copy else x, frame.lod("X"))
         frame.set_output("Out", arr)
 
 
