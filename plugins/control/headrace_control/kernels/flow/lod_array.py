@@ -33,12 +33,13 @@ class LodTensorToArray:
                              f"its rank table holds")
         steps = int(lengths[0]) if len(lengths) else 0
         out = TensorArray()
-        if level + 1 == len(lod):  # items are rows: one gather per step
-            starts = offsets[index]
-            for t in range(steps):
-                alive = int(np.count_nonzero(lengths > t))  # a prefix: longest first
-                rows = data[starts[:alive] + t]
-                out.append(Tensor(self.device.to_device(rows, self.place)))
+        if level + 1 == len(lod):  # items are rows: one gather for every step
+            alive = _alive(lengths, steps)
+            first = np.cumsum(alive) - alive  # where each step's rows start in the gather
+            step = np.repeat(np.arange(steps), alive)
+            rank = np.arange(int(alive.sum())) - np.repeat(first, alive)
+            rows = self.device.to_device(data[offsets[index][rank] + step], self.place)
+            out.extend(Tensor(rows[a:a + n]) for a, n in zip(first.tolist(), alive.tolist()))
             frame.set_output("Out", out)
             return
         for t in range(steps):
@@ -50,6 +51,11 @@ class LodTensorToArray:
                 g.add(*sub_lod(lod, start, start + 1, level + 1))
             out.append(Tensor(self.device.to_device(data[g.index()], self.place), g.lod()))
         frame.set_output("Out", out)
+
+
+def _alive(lengths, steps):
+    """Per step, how many sequences (lengths sorted longest first) are longer than it."""
+    return np.searchsorted(-lengths, -np.arange(steps), side="left").astype(np.int64)
 
 
 def _describe(lod):
@@ -88,8 +94,9 @@ class ArrayToLodTensor:
         """Items of one row: rank position k at step s is row k of step s."""
         steps = table[0][1] if table else 0
         blocks = []
+        counts = _alive(np.array([n for _, n in table], np.int64), steps).tolist()
         for s in range(steps):
-            alive = table.alive(s)
+            alive = counts[s]
             e = elems[s] if s < len(elems) else None
             if e is None:
                 blocks.append(np.zeros((alive,) + tail, dtype))
