@@ -190,3 +190,13 @@ def test_static_rnn_misuse_is_a_clear_error():
         with pytest.raises(LayerError, match="memory .* is never updated"):
             with rnn.step():
                 rnn.memory(shape=[-1, H], batch_ref=rnn.step_input(y))
+
+
+def test_a_step_input_computed_inside_the_step_block_is_a_clear_error():
+    with hr.program_guard(hr.Program(), hr.Program()):
+        ids = layers.data("ids", shape=[1], dtype="int64", lod_level=1)
+        drnn = layers.DynamicRNN()
+        with pytest.raises(LayerError, match=r"step_input: embedding_\d+.tmp_0 is computed "
+                                             r"inside the step block"):
+            with drnn.block():
+                drnn.step_input(layers.embedding(ids, size=[10, 4]))

@@ -115,6 +115,12 @@ class _RNNBase:
         self.memories[id(value)] = mem
         return mem
 
+    def _outside(self, x, what):
+        """``x`` must be visible from the block the loop is appended to: it feeds the loop."""
+        if self.parent._find_var_recursive(x.name) is not x:
+            raise self.helper.error(f"{what}: {x.name} is computed inside the step block; "
+                                    f"compute it before the step block (with ... :) starts")
+
     def update_memory(self, mem, var):
         """The memory ``mem`` holds ``var`` in the next step."""
         self._expect("in", "update_memory()")
@@ -196,6 +202,7 @@ class StaticRNN(_RNNBase):
         if not isinstance(x, Variable) or len(x.shape) < 2:
             raise self.helper.error(f"step_input: x must be a Variable of shape [T, batch, "
                                     f"...], got {x!r}"[:300])
+        self._outside(x, "step_input")
         t = x.shape[0]
         if t is None or t < 0:
             raise self.helper.error(f"step_input: the number of steps, x.shape[0], must be "
@@ -319,6 +326,7 @@ class DynamicRNN(_RNNBase):
         if not isinstance(x, Variable) or x.lod_level < 1:
             raise self.helper.error(f"step_input: x must be a Variable with LoD (lod_level "
                                     f">= 1), got {x!r}"[:300])
+        self._outside(x, "step_input")
         with _InBlock(self.parent) as parent:
             if self.table is None:
                 self.table = parent.create_var(
@@ -345,6 +353,7 @@ class DynamicRNN(_RNNBase):
         self._expect("in", "static_input()")
         if self.table is None:
             raise self.helper.error("static_input() needs a step_input() before it")
+        self._outside(x, "static_input")
         with _InBlock(self.parent) as parent:
             ordered = parent.create_var(
                 name=self.program._unique_var_name(f"{self.helper.name}.static"),
