@@ -41,6 +41,21 @@ class _InBlock:
         return False
 
 
+class _StepGuard:
+    """``with rnn.step():`` / ``with drnn.block():``: the step block while inside."""
+
+    def __init__(self, rnn):
+        self.rnn = rnn
+
+    def __enter__(self):
+        self.rnn._start()
+        return self.rnn.body
+
+    def __exit__(self, exc_type, exc, tb):
+        self.rnn._finish(exc_type, exc, tb)
+        return False
+
+
 class _Memory:
     __slots__ = ("array", "value", "new")
 
@@ -165,26 +180,17 @@ class StaticRNN(_RNNBase):
         super().__init__(name)
         self.seq_len = None
         self.step_inputs = {}  # id(step variable) -> the parent input
+        self.n_steps = None    # the int64 constant T, made once
 
     def step(self):
         """``with rnn.step():`` builds the step block."""
-        rnn = self
-
-        class Guard:
-            def __enter__(self):
-                rnn._start()
-                return rnn.body
-
-            def __exit__(self, exc_type, exc, tb):
-                rnn._finish(exc_type, exc, tb)
-                return False
-        return Guard()
+        return _StepGuard(self)
 
     def _length(self):
-        with _InBlock(self.parent):
-            if not hasattr(self, "_n"):
-                self._n = fill_constant([1], "int64", self.seq_len)
-        return self._n
+        if self.n_steps is None:
+            with _InBlock(self.parent):
+                self.n_steps = fill_constant([1], "int64", self.seq_len)
+        return self.n_steps
 
     def _end_step(self):
         if self.seq_len is None:
@@ -300,17 +306,7 @@ class DynamicRNN(_RNNBase):
 
     def block(self):
         """``with drnn.block():`` builds the step block."""
-        rnn = self
-
-        class Guard:
-            def __enter__(self):
-                rnn._start()
-                return rnn.body
-
-            def __exit__(self, exc_type, exc, tb):
-                rnn._finish(exc_type, exc, tb)
-                return False
-        return Guard()
+        return _StepGuard(self)
 
     def _length(self):
         return self.max_len
