@@ -102,3 +102,99 @@ def test_switch_misuse_is_a_clear_error():
             switch.case(layers.less_than(one, one))
         with switch, pytest.raises(LayerError, match="needs at least one case"):
             switch.default()
+
+
+# -- the same networks written flat, without branches ---------------------------------------
+
+def _flat_ifelse(mask):
+    """out = m * tanh(x W) + (1 - m) * sigmoid(x V), the rows' mask fed as a float column."""
+    main, startup = hr.Program(), hr.Program()
+    with hr.program_guard(main, startup):
+        x = layers.data("x", shape=[3], dtype="float64")
+        m = layers.data("m", shape=[1], dtype="float64")
+        w = layers.create_parameter([3, 2], "float64", name="W")
+        v = layers.create_parameter([3, 2], "float64", name="V")
+        t = layers.tanh(layers.matmul(x, w))
+        f = layers.sigmoid(layers.matmul(x, v))
+        out = layers.elementwise_add(layers.elementwise_mul(t, m),
+                                     layers.elementwise_mul(f, layers.scale(m, scale=-1.0,
+                                                                            bias=1.0)))
+        loss = layers.mean(layers.elementwise_mul(out, out))
+        hr.append_backward(loss)
+    return main, startup, loss
+
+
+@pytest.mark.parametrize("rows", ["mixed", "all true", "all false"])
+def test_ifelse_gradients_equal_the_flat_network(rows):
+    x = {"mixed": X, "all true": -np.abs(X), "all false": np.abs(X)}[rows]
+    main, startup, _, loss = _ifelse()
+    branched, _ = program_gradients(main, startup, loss, ["W", "V"], {"x": x},
+                                    values={"W": W, "V": V})
+    m = (x.sum(1, keepdims=True) < 0).astype(np.float64)
+    flat, fstartup, floss = _flat_ifelse(m)
+    unrolled, _ = program_gradients(flat, fstartup, floss, ["W", "V"], {"x": x, "m": m},
+                                    values={"W": W, "V": V})
+    _close(branched, unrolled)
+
+
+def _cond_net(flag, branched):
+    main, startup = hr.Program(), hr.Program()
+    with hr.program_guard(main, startup):
+        x = layers.data("x", shape=[3], dtype="float64")
+        w = layers.create_parameter([3, 2], "float64", name="W")
+        v = layers.create_parameter([3, 2], "float64", name="V")
+
+        def true_fn():
+            return layers.tanh(layers.matmul(x, w))
+
+        def false_fn():
+            return {"y": layers.sigmoid(layers.matmul(x, v))}  # nested structures are fine
+
+        if branched:
+            c = layers.data("c", shape=[1], dtype="bool", append_batch_size=False)
+            out = layers.cond(c, lambda: [true_fn()], lambda: [false_fn()["y"]])[0]
+        else:
+            out = true_fn() if flag else false_fn()["y"]
+        loss = layers.mean(layers.elementwise_mul(out, out))
+        hr.append_backward(loss)
+    return main, startup, loss
+
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_cond_gradients_equal_the_flat_network_and_finite_differences(flag):
+    main, startup, loss = _cond_net(flag, branched=True)
+    feed = {"x": X, "c": np.array([flag])}
+    analytic, numeric = program_gradients(main, startup, loss, ["W", "V"], feed,
+                                          values={"W": W, "V": V})
+    _close(analytic, numeric)
+    flat, fstartup, floss = _cond_net(flag, branched=False)
+    used = ["W"] if flag else ["V"]
+    unrolled, _ = program_gradients(flat, fstartup, floss, used, {"x": X},
+                                    values={"W": W, "V": V})
+    _close({n: analytic[n] for n in used}, unrolled)
+    assert not analytic[("V" if flag else "W")].any()
+
+
+def test_cond_returns_nested_structures_and_checks_them():
+    with hr.program_guard(hr.Program(), hr.Program()):
+        x = layers.data("x", shape=[3], dtype="float32")
+        c = layers.less_than(layers.fill_constant([1], "float32", 0.0),
+                             layers.fill_constant([1], "float32", 1.0))
+        out = layers.cond(c, lambda: {"a": x, "b": [x, x]}, lambda: {"a": x, "b": [x, x]})
+        assert set(out) == {"a", "b"} and len(out["b"]) == 2
+        with pytest.raises(LayerError, match="the same structure"):
+            layers.cond(c, lambda: [x, x], lambda: [x])
+        with pytest.raises(LayerError, match="must return Variables"):
+            layers.cond(c, lambda: 3, lambda: 4)
+
+
+@pytest.mark.parametrize("index, expected", [(0, 2.0), (1, 3.0), (7, 5.0)])
+def test_switch_case_and_case(index, expected):
+    with hr.program_guard(hr.Program(), hr.Program()):
+        i = layers.fill_constant([1], "int64", index)
+        one = layers.fill_constant([1], "float32", 1.0)
+        out = layers.switch_case(i, {0: lambda: layers.scale(one, 2.0),
+                                     1: lambda: layers.scale(one, 3.0)},
+                                 default=lambda: layers.scale(one, 5.0))
+        (got,) = hr.Executor().run(out.block.program, fetch_list=[out], scope=hr.Scope())
+    assert got.tolist() == [expected]
