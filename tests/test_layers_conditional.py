@@ -92,6 +92,16 @@ def test_switch_runs_the_first_true_case_and_its_gradient(step, fn):
     np.testing.assert_allclose(got, fn(w), rtol=1e-12)
     analytic, numeric = program_gradients(main, startup, loss, ["W"], {}, values={"W": w})
     _close(analytic, numeric)
+    # The case that runs, written flat.
+    flat, fstartup = hr.Program(), hr.Program()
+    with hr.program_guard(flat, fstartup):
+        wv = layers.create_parameter([2], "float64", name="W")
+        out = {0.0: lambda: layers.scale(wv, scale=2.0), 1.5: lambda: layers.tanh(wv),
+               5.0: lambda: layers.elementwise_mul(wv, wv)}[step]()
+        floss = layers.mean(layers.elementwise_mul(out, out))
+        hr.append_backward(floss)
+    unrolled, _ = program_gradients(flat, fstartup, floss, ["W"], {}, values={"W": w})
+    _close(analytic, unrolled)
 
 
 def test_switch_misuse_is_a_clear_error():
