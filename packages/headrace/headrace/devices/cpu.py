@@ -1,7 +1,8 @@
 """The CPU device: arrays are NumPy arrays."""
 import numpy as np
 
-__all__ = ["check_available", "to_device", "to_host", "is_array", "zeros_like", "add"]
+__all__ = ["check_available", "to_device", "to_host", "is_array", "zeros_like", "add",
+           "add_to"]
 
 
 def check_available(place):
@@ -28,3 +29,8 @@ def zeros_like(value):
 def add(a, b):
     """A new array ``a + b`` (gradients accumulated across the steps of a loop)."""
     return np.add(a, b)
+
+
+def add_to(acc, b):
+    """``acc += b`` in place (``acc`` an array the caller made and owns)."""
+    np.add(acc, b, out=acc)

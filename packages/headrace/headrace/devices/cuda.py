@@ -8,7 +8,8 @@ from numba import cuda
 
 from ..runtime.place import DeviceUnavailableError
 
-__all__ = ["check_available", "to_device", "to_host", "is_array", "zeros_like", "add", "cuda"]
+__all__ = ["check_available", "to_device", "to_host", "is_array", "zeros_like", "add",
+           "add_to", "cuda"]
 
 
 def check_available(place):
@@ -56,6 +57,15 @@ def add(a, b):
         n = out.size
         _add[_blocks(n), _THREADS](a.reshape(n), b.reshape(n), out.reshape(n))
     return out
+
+
+def add_to(acc, b):
+    """``acc += b`` in place (``acc`` a device array the caller made and owns)."""
+    if acc.shape != b.shape:
+        raise ValueError(f"add_to: shapes {list(acc.shape)} and {list(b.shape)} differ")
+    if acc.size:
+        n = acc.size
+        _add[_blocks(n), _THREADS](acc.reshape(n), b.reshape(n), acc.reshape(n))
 
 
 _THREADS = 256

@@ -56,6 +56,7 @@ class SubBlockGrad:
         steps = frame.input(self.scopes_slot) or []
         carry = self._out_grads(frame)  # None: no gradient reached (zero)
         sums = [None] * len(self.results)
+        owned = [False] * len(self.results)  # a sum this kernel made, updated in place
         final = None
         for step in reversed(steps):
             if final is None:
@@ -78,8 +79,14 @@ class SubBlockGrad:
             for r, res in enumerate(self.results):
                 if res is not None and res[0] == "sum":
                     g = frame.load(res[1])
-                    if g is not None:
-                        sums[r] = g if sums[r] is None else device.add(sums[r], g)
+                    if g is None:
+                        continue
+                    if sums[r] is None:
+                        sums[r] = g  # not ours: the first sum is a new array
+                    elif owned[r]:
+                        device.add_to(sums[r], g)
+                    else:
+                        sums[r], owned[r] = device.add(sums[r], g), True
         if final is not None:
             frame.restore(final)
         xs = frame.inputs(self.x_slot)
