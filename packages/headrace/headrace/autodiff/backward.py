@@ -308,11 +308,8 @@ def _sub_block_backward(op, attr, wanted, no_grad):
                         check=_StepHazards(body), versions=versions, in_step=True)
     versions.insert_copies()
     specs = _sum_repeated(specs, body)
-    program = body.program
-    current = program.current_block_idx
-    grad_block = program._new_block(body.idx)
+    grad_block = body.program._new_block(body.idx)  # not made current: nothing is built in it
     grad_block.desc.forward_block_idx = body.idx
-    program.current_block_idx = current
     _append(grad_block, specs, carried=[grad_name(t) for t in targets])
     made = set(block_writes(grad_block))
     inputs = [n for n in reads(op) if visible(n) and grad_name(n) in made
