@@ -41,7 +41,8 @@ def test_zero_dim_directly():
     assert out.shape == () and out == 7.0
 
 
-@pytest.mark.parametrize("x", [np.arange(3), np.array([True]), np.zeros(2, np.float16)])
+@pytest.mark.parametrize("x", [np.arange(3, dtype=np.int16), np.array([True]),
+                               np.zeros(2, np.float16)])
 def test_unsupported_dtype_directly(x):
     with pytest.raises(TypeError, match="scale: X has dtype"):
         Scale({"scale": 1.0, "bias": 0.0, "bias_after_scale": True})(x)
@@ -57,3 +58,15 @@ from headrace.testing import check_grad  # noqa: E402
 def test_gradient_finite_differences(attrs):
     x = np.random.default_rng(0).standard_normal((3, 4))
     check_grad("scale", {"X": x}, wrt=["X"], attrs=attrs)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+@pytest.mark.parametrize("after", [True, False])
+def test_integer_scale_truncates_the_attributes_as_paddle(dtype, after):
+    # Loop counters in Paddle's programs: scale 2.7 and bias -1.5 become 2 and -1 in X's type.
+    from headrace.core_ops.kernels.cpu.scale import Scale
+    x = np.array([-3, 0, 5, 2 ** 20], dtype)
+    (out,) = Scale({"scale": 2.7, "bias": -1.5, "bias_after_scale": after})(x)
+    ref = 2 * x - 1 if after else 2 * (x - 1)
+    assert out.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(out, ref)

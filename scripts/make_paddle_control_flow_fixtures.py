@@ -1,0 +1,180 @@
+"""Write Paddle-format programs that use control flow, with the inputs fed and the outputs
+Paddle computed, for tests/test_paddle_control_flow.py to run through headrace.
+
+Needs PaddlePaddle 3.3.1 (legacy static mode; never a headrace dependency):
+
+    pip install paddlepaddle==3.3.1
+    python scripts/make_paddle_control_flow_fixtures.py [--out tests/data/paddle_control_flow]
+
+Each fixture is a directory with ``model.pdmodel`` (and ``model.pdiparams`` when it has
+parameters), ``io.npz`` (``in:<feed name>`` and ``out:<k>`` arrays), and ``ops.txt``, the op
+types of its blocks (what the fixture is meant to exercise).
+"""
+import argparse
+import os
+import pathlib
+
+os.environ.setdefault("FLAGS_enable_pir_api", "0")
+
+import numpy as np  # noqa: E402
+import paddle  # noqa: E402
+from paddle.base.layer_helper import LayerHelper  # noqa: E402
+from paddle.static import nn as snn  # noqa: E402
+
+HERE = pathlib.Path(__file__).resolve().parent.parent / "tests" / "data" / "paddle_control_flow"
+
+
+def _op(op_type, inputs, dtype=None, attrs=None):
+    """Append ``op_type`` with the legacy IR's LayerHelper: in Paddle 3.3's legacy static mode
+    several paddle.* functions (tanh, exp, sum, logical_and, ...) accept PIR values only."""
+    helper = LayerHelper(op_type)
+    first = next(iter(inputs.values()))[0]
+    out = helper.create_variable_for_type_inference(dtype or first.dtype)
+    helper.append_op(type=op_type, inputs=inputs, outputs={"Out": [out]}, attrs=attrs or {})
+    return out
+
+
+def _tanh(x):
+    return _op("tanh", {"X": [x]})
+
+
+def _sum(x):
+    return _op("reduce_sum", {"X": [x]}, attrs={"reduce_all": True, "dim": [0],
+                                                 "keep_dim": False})
+
+
+def _and(a, b):
+    return _op("logical_and", {"X": [a], "Y": [b]})
+
+
+def cond_program():
+    """cond (conditional_block + select_input) on the sign of sum(x)."""
+    x = paddle.static.data("x", [3, 4], "float32")
+    pred = paddle.mean(x) > 0
+    out = snn.cond(pred, lambda: _tanh(x) * 2.0, lambda: _op("sigmoid", {"X": [x]}))
+    return [x], [out]
+
+
+def while_counter_program():
+    """while_loop with an int64 counter and a stop that depends on the data; int64 scale,
+    elementwise_add and increment on the counter."""
+    x = paddle.static.data("x", [2, 3], "float32")
+    limit = paddle.static.data("limit", [1], "int64")
+    i = paddle.full([1], 0, "int64")
+    j = paddle.full([1], 3, "int64")
+
+    def cond(i, j, x):
+        return _and(i < limit, paddle.mean(x) < 8.0)
+
+    def body(i, j, x):
+        j = paddle.add(paddle.scale(j, scale=2.0, bias=1.0), i)   # int64 scale and add
+        x = x * 1.5 + 1.0
+        i = paddle.increment(i)
+        return [i, j, x]
+
+    i, j, x = snn.while_loop(cond, body, [i, j, x])
+    return [x, limit], [i, j, x]
+
+
+def array_program():
+    """Tensor arrays in a while loop: write x * t at t, then read them back and their
+    length."""
+    x = paddle.static.data("x", [2, 2], "float32")
+    n = paddle.full([1], 4, "int64")
+    i = paddle.full([1], 0, "int64")
+    arr = paddle.tensor.create_array("float32")
+
+    def cond(i, arr):
+        return i < n
+
+    def body(i, arr):
+        paddle.tensor.array_write(x * paddle.cast(i, "float32"), i, array=arr)
+        return [paddle.increment(i), arr]
+
+    i, arr = snn.while_loop(cond, body, [i, arr])
+    length = paddle.tensor.array_length(arr)
+    two = paddle.full([1], 2, "int64")
+    third = paddle.tensor.array_read(arr, two)
+    return [x], [length, third]
+
+
+def switch_case_program():
+    """switch_case on an int64 index (nested conditional_blocks and select_input)."""
+    index = paddle.static.data("index", [1], "int64")
+    x = paddle.static.data("x", [3], "float32")
+    out = snn.switch_case(index, {0: lambda: x + 1.0, 1: lambda: x * 3.0},
+                          default=lambda: _op("exp", {"X": [x]}))
+    return [index, x], [out]
+
+
+def select_output_program():
+    """select_output routes x to one of two outputs, select_input picks it back."""
+    from paddle.static.nn.control_flow import select_input, select_output
+    x = paddle.static.data("x", [2, 3], "float32")
+    m = paddle.static.data("m", [1], "int32")
+    block = paddle.static.default_main_program().current_block()
+    outs = [block.create_var(name=f"routed_{k}", dtype="float32", shape=[2, 3])
+            for k in range(2)]
+    select_output(x * 2.0, outs, m)
+    picked = select_input(outs, m)
+    return [x, m], [picked]
+
+
+def _feeds(name, rng):
+    x = {"cond_pos": rng.uniform(0.1, 1, (3, 4)), "cond_neg": -rng.uniform(0.1, 1, (3, 4))}
+    if name.startswith("cond"):
+        return [{"x": x[name].astype("float32")}]
+    if name == "while_counter":
+        return [{"x": rng.uniform(0, 1, (2, 3)).astype("float32"),
+                 "limit": np.array([20], "int64")},
+                {"x": rng.uniform(0, 1, (2, 3)).astype("float32"),
+                 "limit": np.array([2], "int64")}]
+    if name == "array":
+        return [{"x": rng.uniform(-1, 1, (2, 2)).astype("float32")}]
+    if name.startswith("switch_case"):
+        k = int(name[-1])
+        return [{"index": np.array([k], "int64"), "x": rng.uniform(-1, 1, 3).astype("float32")}]
+    if name.startswith("select_output"):
+        return [{"x": rng.uniform(-1, 1, (2, 3)).astype("float32"),
+                 "m": np.array([int(name[-1])], "int32")}]
+    raise KeyError(name)
+
+
+FIXTURES = {"cond_pos": cond_program, "cond_neg": cond_program,
+            "while_counter": while_counter_program, "array": array_program,
+            "switch_case_0": switch_case_program, "switch_case_1": switch_case_program,
+            "switch_case_9": switch_case_program, "select_output_0": select_output_program,
+            "select_output_1": select_output_program}
+
+
+def make(out_dir):
+    paddle.enable_static()
+    # Paddle's own cond/switch_case call these PIR-only functions: give them legacy ops.
+    paddle.logical_not = lambda x, out=None, name=None: _op("logical_not", {"X": [x]})
+    paddle.logical_and = lambda x, y, out=None, name=None: _and(x, y)
+    rng = np.random.default_rng(0)
+    for name, build in FIXTURES.items():
+        main, startup = paddle.static.Program(), paddle.static.Program()
+        with paddle.static.program_guard(main, startup):
+            feeds, fetches = build()
+        exe = paddle.static.Executor(paddle.CPUPlace())
+        exe.run(startup)
+        where = pathlib.Path(out_dir) / name
+        where.mkdir(parents=True, exist_ok=True)
+        arrays = {}
+        for k, feed in enumerate(_feeds(name, rng)):
+            results = exe.run(main, feed=feed, fetch_list=fetches)
+            arrays.update({f"{k}/in:{n}": v for n, v in feed.items()})
+            arrays.update({f"{k}/out:{j}": np.asarray(v) for j, v in enumerate(results)})
+        paddle.static.save_inference_model(str(where / "model"), feeds, fetches, exe,
+                                           program=main)
+        np.savez(where / "io.npz", **arrays)
+        types = sorted({op.type for b in main.blocks for op in b.ops})
+        (where / "ops.txt").write_text("\n".join(types) + "\n")
+        print(name, types)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=str(HERE))
+    make(parser.parse_args().out)

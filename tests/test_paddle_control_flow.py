@@ -1,0 +1,57 @@
+"""Programs saved by PaddlePaddle 3.3.1 (legacy static mode) that use control flow run here and
+give Paddle's numbers: cond (conditional_block, select_input), while_loop with int64 counters
+(scale, elementwise_add, increment on int64), tensor arrays, switch_case, select_output.
+
+The fixtures are made by ``scripts/make_paddle_control_flow_fixtures.py`` (with Paddle);
+``tox -e paddle`` makes them afresh and runs this file on them (``HEADRACE_PADDLE_FIXTURES``).
+"""
+import os
+import pathlib
+
+import numpy as np
+import pytest
+
+import headrace as hr
+
+ROOT = pathlib.Path(os.environ.get("HEADRACE_PADDLE_FIXTURES") or
+                    pathlib.Path(__file__).resolve().parent / "data" / "paddle_control_flow")
+FIXTURES = sorted(p.name for p in ROOT.iterdir() if (p / "model.pdmodel").exists())
+# What each fixture is meant to exercise (checked in the loaded program).
+EXERCISES = {
+    "cond": {"conditional_block", "select_input", "logical_not"},
+    "while_counter": {"while", "increment", "scale", "elementwise_add", "logical_and"},
+    "array": {"while", "write_to_array", "read_from_array", "lod_array_length"},
+    "switch_case": {"conditional_block", "select_input", "equal"},
+    "select_output": {"select_output", "select_input"},
+}
+
+
+def test_every_construct_has_a_fixture():
+    kinds = {name.rsplit("_", 1)[0] if name[-1].isdigit() or name.endswith(("pos", "neg"))
+             else name for name in FIXTURES}
+    assert set(EXERCISES) <= kinds
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_paddle_program_gives_paddles_numbers(name):
+    where = ROOT / name
+    exe, scope = hr.Executor(), hr.Scope()
+    params = "model.pdiparams" if (where / "model.pdiparams").exists() else None
+    program, feed_names, fetch_targets = hr.io.load_inference_model(
+        str(where), exe, model_filename="model.pdmodel", params_filename=params, scope=scope)
+    types = {op.type for b in program.blocks for op in b.ops}
+    kind = next(k for k in EXERCISES if name.startswith(k))
+    assert EXERCISES[kind] <= types, f"{name}: missing {EXERCISES[kind] - types}"
+    io = np.load(where / "io.npz")
+    runs = sorted({key.split("/")[0] for key in io.files})
+    for run in runs:
+        feed = {n: io[f"{run}/in:{n}"] for n in feed_names}
+        got = exe.run(program, feed=feed, fetch_list=fetch_targets, scope=scope)
+        for k, value in enumerate(got):
+            want = io[f"{run}/out:{k}"]
+            assert value.dtype == want.dtype, f"{name} run {run} output {k}"
+            if want.dtype.kind in "iub":
+                np.testing.assert_array_equal(value, want, err_msg=f"{name} run {run} out {k}")
+            else:
+                np.testing.assert_allclose(value, want, rtol=1e-6, atol=1e-7,
+                                           err_msg=f"{name} run {run} output {k}")
