@@ -200,3 +200,36 @@ def test_a_step_input_computed_inside_the_step_block_is_a_clear_error():
                                              r"inside the step block"):
             with drnn.block():
                 drnn.step_input(layers.embedding(ids, size=[10, 4]))
+
+
+@pytest.mark.parametrize("make_opt", [
+    lambda: hr.optimizer.SGD(0.5), lambda: hr.optimizer.Momentum(0.2, momentum=0.9),
+    lambda: hr.optimizer.Adagrad(0.2), lambda: hr.optimizer.Adam(0.05),
+    lambda: hr.optimizer.RMSProp(0.02)], ids=["sgd", "momentum", "adagrad", "adam", "rmsprop"])
+def test_parameters_created_in_the_step_block_are_trained_by_every_optimizer(make_opt):
+    lens = [3, 1, 4]
+    x = create_lod_tensor(RNG.randn(sum(lens), D), [lens])
+    target = create_lod_tensor(RNG.uniform(-0.5, 0.5, (sum(lens), H)), [lens])
+    main, startup = hr.Program(), hr.Program()
+    startup.random_seed = 5
+    with hr.program_guard(main, startup):
+        xs = layers.data("x", shape=[D], dtype="float64", lod_level=1)
+        ys = layers.data("y", shape=[H], dtype="float64", lod_level=1)
+        drnn = layers.DynamicRNN()
+        with drnn.block():
+            x_t = drnn.step_input(xs)
+            prev = drnn.memory(shape=[H], value=0.0, dtype="float64")
+            h = layers.fc([x_t, prev], size=H, act="tanh")  # its parameters: global block
+            drnn.update_memory(prev, h)
+            drnn.output(h)
+        loss = layers.mse(drnn(), ys)
+        _, grads = make_opt().minimize(loss)
+    body = main.block(1)
+    params = [p.name for p, _ in grads]
+    assert len(params) == 3 and all(main.global_block().has_var(p) for p in params)
+    assert not any(body.has_var(p) for p in params)
+    exe, scope = hr.Executor(), hr.Scope()
+    exe.run(startup, scope=scope)
+    losses = [float(exe.run(main, feed={"x": x, "y": target}, fetch_list=[loss],
+                            scope=scope)[0][0]) for _ in range(30)]
+    assert losses[-1] < 0.7 * losses[0]
