@@ -58,7 +58,8 @@ from headrace.testing import build_op  # noqa: E402
 
 ALL_OPDEFS = [d for m in iter_op_modules("headrace_tensor.ops") for d in m.OPS]
 DIFFERENTIABLE = [d for d in ALL_OPDEFS if d.differentiable]
-GRAD_OPS = {"reshape2_grad", "flatten_contiguous_range_grad", "transpose2_grad", "concat_grad"}
+GRAD_OPS = {"reshape2_grad", "flatten_contiguous_range_grad", "transpose2_grad", "concat_grad",
+            "unstack_grad"}
 NO_GRADIENT = {"assign_value", "uniform_random", "gaussian_random", "fill_constant_batch_size_like"}
 
 
@@ -66,7 +67,7 @@ def test_which_ops_are_differentiable():
     assert {d.type for d in ALL_OPDEFS if not d.differentiable} == NO_GRADIENT | GRAD_OPS
     assert {d.type for d in DIFFERENTIABLE} == {
         "cast", "concat", "split", "reshape2", "flatten_contiguous_range",
-        "transpose2", "lod_reset"}
+        "transpose2", "lod_reset", "unstack"}
 
 
 def _spec(v):

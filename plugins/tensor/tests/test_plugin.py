@@ -9,9 +9,10 @@ PLUGIN = "headrace-tensor:tensor"
 EXPECTED = [
     "assign_value", "cast", "concat", "fill_constant_batch_size_like", "flatten_contiguous_range",
     "gaussian_random", "lod_reset",
-    "reshape2", "split", "transpose2", "uniform_random",
+    "reshape2", "split", "transpose2", "uniform_random", "unstack",
     # grad ops (the other differentiable ops' gradients are made of forward ops)
     "concat_grad", "flatten_contiguous_range_grad", "reshape2_grad", "transpose2_grad",
+    "unstack_grad",
 ]
 OPDEFS = op_definitions(PACKAGE)
 

@@ -31,7 +31,7 @@ from .ops import (abs, ceil, cos, elementwise_add, elementwise_div, elementwise_
                   swish, tanh)
 from .tensor import (assign, cast, concat, create_global_var, create_parameter, create_tensor,
                      fill_constant, fill_constant_batch_size_like, ones, reshape, split, sums,
-                     transpose, zeros, zeros_like)
+                     transpose, unstack, zeros, zeros_like)
 
 __all__ = [
     # modules
@@ -55,6 +55,7 @@ __all__ = [
     "fill_constant", "fill_constant_batch_size_like", "zeros", "ones", "zeros_like", "assign",
     "sums", "create_tensor",
     "create_parameter", "create_global_var", "cast", "concat", "reshape", "transpose", "split",
+    "unstack",
     # control_flow
     "increment", "less_than", "less_equal", "greater_than", "greater_equal", "equal",
     "not_equal", "logical_and", "logical_or", "logical_xor", "logical_not", "create_array",

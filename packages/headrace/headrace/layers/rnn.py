@@ -3,7 +3,7 @@
 
 Both lower to a ``while`` loop over tensor arrays, so they train through ``while_grad``:
 
-- a step input is an array of time steps built before the loop (``split`` for StaticRNN;
+- a step input is an array of time steps built before the loop (``unstack`` for StaticRNN;
   ``lod_tensor_to_array`` over a ``lod_rank_table`` for DynamicRNN, which orders the
   sequences longest first, so that at step t the first rows are exactly the sequences still
   running) and read per step with ``read_from_array``;
@@ -19,7 +19,7 @@ from ..framework import Variable
 from ..layer_helper import LayerHelper
 from .control_flow import (While, array_read, array_write, create_array, increment,
                            less_than)
-from .tensor import fill_constant, fill_constant_batch_size_like, reshape, split
+from .tensor import fill_constant, fill_constant_batch_size_like, unstack
 
 __all__ = ["StaticRNN", "DynamicRNN"]
 
@@ -219,16 +219,10 @@ class StaticRNN(_RNNBase):
         elif t != self.seq_len:
             raise self.helper.error(f"step_input: every step input has the same number of "
                                     f"steps, {self.seq_len}; {x.name} has {t}")
-        rest = list(x.shape[2:])
-        if any(d is None or d < 0 for d in rest):
-            raise self.helper.error(f"step_input: the dims after [T, batch] must be known, "
-                                    f"found {list(x.shape)}")
         with _InBlock(self.parent):
             arr = create_array(x.dtype)
-            pieces = split(x, t, dim=0) if t > 1 else [x]
-            for k, piece in enumerate(pieces):
-                array_write(reshape(piece, [-1] + rest),
-                            fill_constant([1], "int64", k), array=arr)
+            for k, piece in enumerate(unstack(x, 0, t)):  # views of x, one op
+                array_write(piece, fill_constant([1], "int64", k), array=arr)
         value = array_read(arr, self.counter)
         self.step_inputs[id(value)] = x
         return value

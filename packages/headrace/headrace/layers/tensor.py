@@ -13,7 +13,7 @@ from ..param_attr import ParamAttr
 __all__ = ["fill_constant", "fill_constant_batch_size_like", "zeros", "ones", "zeros_like",
            "assign", "sums", "create_tensor",
            "create_parameter", "create_global_var", "cast", "concat", "reshape", "transpose",
-           "split"]
+           "split", "unstack"]
 
 
 def _err(fn, message):
@@ -256,4 +256,21 @@ def split(input, num_or_sections, dim=-1, name=None):
     outs = [helper.create_variable_for_type_inference(input.dtype) for _ in range(n)]
     helper.append_op("split", {"X": input}, {"Out": outs},
                      {"num": num, "sections": sections, "axis": dim})
+    return outs
+
+
+def unstack(x, axis=0, num=None):
+    """The slices of ``x`` along ``axis``, that axis removed (``unstack``): a list of
+    ``num`` Variables (default: x's size along axis, which must then be known)."""
+    helper = LayerHelper("unstack")
+    check_variable("unstack", "x", x)
+    rank = len(x.shape)
+    axis = check_int("unstack", "axis", axis, minimum=-rank, maximum=rank - 1)
+    size = x.shape[axis]
+    num = size if num is None else check_int("unstack", "num", num, minimum=1)
+    if num is None or num < 0:
+        raise _err("unstack", f"x's size along axis {axis} is unknown ({list(x.shape)}): "
+                              f"give num")
+    outs = [helper.create_variable_for_type_inference(x.dtype) for _ in range(num)]
+    helper.append_op("unstack", {"X": x}, {"Y": outs}, {"axis": axis, "num": num})
     return outs
