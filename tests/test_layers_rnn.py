@@ -111,7 +111,7 @@ def test_dynamic_rnn_runs_each_sequence_without_padding(lens):
     _close(analytic, unrolled)
 
 
-def test_dynamic_rnn_zero_memory_and_static_input():
+def test_dynamic_rnn_zero_memory():
     lens = [2, 3]
     x = RNG.randn(sum(lens), D)
     main, startup, out, loss = _dynamic(zero_memory=True)
@@ -119,6 +119,57 @@ def test_dynamic_rnn_zero_memory_and_static_input():
                                           {"x": create_lod_tensor(x, [lens]),
                                            "h0": np.zeros((2, H))}, values=PARAMS)
     _close(analytic, numeric)
+
+
+def test_dynamic_rnn_static_input_follows_its_sequence():
+    """A per-sequence vector c (one row per sequence) added at every step of its sequence:
+    static_input reorders it like the sequences and shrinks it with them."""
+    lens = [2, 0, 4, 1]
+    x = RNG.randn(sum(lens), D)
+    c = RNG.randn(len(lens), H)
+    main, startup = hr.Program(), hr.Program()
+    with hr.program_guard(main, startup):
+        xs = layers.data("x", shape=[D], dtype="float64", lod_level=1)
+        cs = layers.data("c", shape=[H], dtype="float64")
+        cs.stop_gradient = False
+        drnn = layers.DynamicRNN()
+        with drnn.block():
+            x_t = drnn.step_input(xs)
+            c_t = drnn.static_input(cs)
+            prev = drnn.memory(shape=[H], value=0.0, dtype="float64")
+            h = layers.elementwise_add(_cell(x_t, prev), c_t)
+            drnn.update_memory(prev, h)
+            drnn.output(h)
+        out = drnn()
+        loss = _loss(out)
+        (c_grad,) = hr.gradients(loss, [cs])
+    feed = {"x": create_lod_tensor(x, [lens]), "c": c}
+    exe, scope = hr.Executor(), hr.Scope()
+    exe.run(startup, scope=scope)
+    for n, v in PARAMS.items():
+        scope.set(n, hr.Tensor(v.copy()))
+    got, g = exe.run(main, feed=feed, fetch_list=[out, c_grad], scope=scope)
+    offsets = np.cumsum([0] + lens)
+    ref = []
+    for s in range(len(lens)):
+        h = np.zeros(H)
+        for t in range(lens[s]):
+            h = np.tanh(x[offsets[s] + t] @ PARAMS["W"] + h @ PARAMS["U"]) + c[s]
+            ref.append(h)
+    np.testing.assert_allclose(got, np.array(ref), rtol=1e-12)
+    # d loss / d c by finite differences on c.
+    eps, numeric = 1e-6, np.zeros_like(c)
+    for idx in np.ndindex(c.shape):
+        vals = []
+        for sign in (1, -1):
+            cc = c.copy()
+            cc[idx] += sign * eps
+            (lv,) = exe.run(main, feed={"x": feed["x"], "c": cc}, fetch_list=[loss],
+                            scope=scope)
+            vals.append(float(lv[0]))
+        numeric[idx] = (vals[0] - vals[1]) / (2 * eps)
+    np.testing.assert_allclose(g, numeric, rtol=1e-6, atol=1e-8)
+    assert not g[1].any()  # the empty sequence's vector never ran
 
 
 def test_dynamic_rnn_misuse_is_a_clear_error():

@@ -5,10 +5,11 @@ program, with their initializer ops) and returns its output Variable(s). Modules
 ``nn`` (layers with parameters, pooling, dropout, softmax), ``ops`` (math and activations),
 ``loss``, ``metric``, ``tensor`` (constants, copies, shapes), ``control_flow`` (loops, counters,
 comparisons, tensor arrays), ``conditional`` (cond, case, Switch, IfElse), ``rnn``
-(StaticRNN, DynamicRNN), ``learning_rate_scheduler``.
+(StaticRNN, DynamicRNN), ``lod_array`` (rank tables, sequences as time steps),
+``learning_rate_scheduler``.
 """
-from . import (conditional, control_flow, io, learning_rate_scheduler, loss, metric, nn, ops,
-               rnn, tensor)
+from . import (conditional, control_flow, io, learning_rate_scheduler, lod_array, loss, metric,
+               nn, ops, rnn, tensor)
 from .conditional import IfElse, Switch, case, cond, switch_case
 from .rnn import DynamicRNN, StaticRNN
 from .control_flow import (While, array_length, array_read, array_write, create_array, equal,
@@ -16,6 +17,9 @@ from .control_flow import (While, array_length, array_read, array_write, create_
                            logical_and, logical_not, logical_or, logical_xor, not_equal,
                            while_loop)
 from .io import data
+from .lod_array import (array_to_lod_tensor, lod_rank_table, lod_tensor_to_array,
+                        max_sequence_len, reorder_lod_tensor_by_rank, shrink_memory,
+                        tensor_array_to_tensor)
 from .learning_rate_scheduler import (autoincreased_step_counter, cosine_decay,
                                       exponential_decay, inverse_time_decay, linear_lr_warmup,
                                       natural_exp_decay, noam_decay, piecewise_decay,
@@ -35,8 +39,8 @@ from .tensor import (assign, cast, concat, create_global_var, create_parameter, 
 
 __all__ = [
     # modules
-    "conditional", "control_flow", "io", "learning_rate_scheduler", "loss", "metric", "nn",
-    "ops", "rnn", "tensor",
+    "conditional", "control_flow", "io", "learning_rate_scheduler", "lod_array", "loss",
+    "metric", "nn", "ops", "rnn", "tensor",
     # io
     "data",
     # nn
@@ -62,8 +66,10 @@ __all__ = [
     "array_write", "array_read", "array_length", "While", "while_loop",
     # conditional
     "cond", "case", "switch_case", "Switch", "IfElse",
-    # rnn
-    "StaticRNN", "DynamicRNN",
+    # rnn, lod_array
+    "StaticRNN", "DynamicRNN", "lod_rank_table", "max_sequence_len", "lod_tensor_to_array",
+    "array_to_lod_tensor", "shrink_memory", "reorder_lod_tensor_by_rank",
+    "tensor_array_to_tensor",
     # learning_rate_scheduler
     "autoincreased_step_counter", "exponential_decay", "natural_exp_decay",
     "inverse_time_decay", "polynomial_decay", "piecewise_decay", "cosine_decay", "noam_decay",

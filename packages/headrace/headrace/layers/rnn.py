@@ -19,6 +19,9 @@ from ..framework import Variable
 from ..layer_helper import LayerHelper
 from .control_flow import (While, array_read, array_write, create_array, increment,
                            less_than)
+from .lod_array import (array_to_lod_tensor, lod_rank_table, lod_tensor_to_array,
+                        max_sequence_len, reorder_lod_tensor_by_rank, shrink_memory,
+                        tensor_array_to_tensor)
 from .tensor import fill_constant, fill_constant_batch_size_like, unstack
 
 __all__ = ["StaticRNN", "DynamicRNN"]
@@ -262,14 +265,7 @@ class StaticRNN(_RNNBase):
         self._expect("after", "rnn()")
         if not self.outputs:
             raise self.helper.error("the step block has no step_output()")
-        outs = []
-        for arr in self.outputs:
-            out = self.helper.create_variable_for_type_inference(arr.dtype)
-            index = self.helper.create_variable_for_type_inference("int32", stop_gradient=True)
-            self.helper.append_op("tensor_array_to_tensor", {"X": arr},
-                                  {"Out": out, "OutIndex": index},
-                                  {"axis": 0, "use_stack": True})
-            outs.append(out)
+        outs = [tensor_array_to_tensor(arr, axis=0, use_stack=True)[0] for arr in self.outputs]
         return outs[0] if len(outs) == 1 else outs
 
 
@@ -317,22 +313,12 @@ class DynamicRNN(_RNNBase):
             raise self.helper.error(f"step_input: x must be a Variable with LoD (lod_level "
                                     f">= 1), got {x!r}"[:300])
         self._outside(x, "step_input")
-        with _InBlock(self.parent) as parent:
+        with _InBlock(self.parent):
             if self.table is None:
-                self.table = parent.create_var(
-                    name=self.program._unique_var_name(f"{self.helper.name}.rank_table"),
-                    type="lod_rank_table")
-                parent.append_op("lod_rank_table", {"X": x}, {"Out": self.table},
-                                 {"level": level})
-                self.max_len = parent.create_var(
-                    name=self.program._unique_var_name(f"{self.helper.name}.max_len"),
-                    shape=[1], dtype="int64", stop_gradient=True)
-                parent.append_op("max_sequence_len", {"RankTable": self.table},
-                                 {"Out": self.max_len})
+                self.table = lod_rank_table(x, level)
+                self.max_len = max_sequence_len(self.table)
                 less_than(self.counter, self.max_len, cond=self.loop_cond)
-            arr = create_array(x.dtype)
-            parent.append_op("lod_tensor_to_array", {"X": x, "RankTable": self.table},
-                             {"Out": arr})
+            arr = lod_tensor_to_array(x, self.table)
         if self.first_input is None:
             self.first_input = arr
         return array_read(arr, self.counter)
@@ -344,22 +330,9 @@ class DynamicRNN(_RNNBase):
         if self.table is None:
             raise self.helper.error("static_input() needs a step_input() before it")
         self._outside(x, "static_input")
-        with _InBlock(self.parent) as parent:
-            ordered = parent.create_var(
-                name=self.program._unique_var_name(f"{self.helper.name}.static"),
-                shape=x.shape, dtype=x.dtype, lod_level=x.lod_level)
-            parent.append_op("reorder_lod_tensor_by_rank", {"X": x, "RankTable": self.table},
-                             {"Out": ordered})
-        return self._shrink(ordered)
-
-    def _shrink(self, value):
-        out = self.body.create_var(
-            name=self.program._unique_var_name(f"{self.helper.name}.shrunk"),
-            shape=value.shape, dtype=value.dtype, lod_level=value.lod_level)
-        self.body.append_op("shrink_rnn_memory",
-                            {"X": value, "RankTable": self.table, "I": self.counter},
-                            {"Out": out})
-        return out
+        with _InBlock(self.parent):
+            ordered = reorder_lod_tensor_by_rank(x, self.table)
+        return shrink_memory(ordered, self.counter, self.table)
 
     def memory(self, init=None, shape=None, value=0.0, need_reorder=False, dtype="float32"):
         """The state carried from step to step: ``init`` (one row per sequence; reordered
@@ -377,15 +350,10 @@ class DynamicRNN(_RNNBase):
         elif not isinstance(init, Variable):
             raise self.helper.error(f"memory: init must be a Variable, got {init!r}"[:300])
         elif need_reorder:
-            with _InBlock(self.parent) as parent:
-                ordered = parent.create_var(
-                    name=self.program._unique_var_name(f"{self.helper.name}.init"),
-                    shape=init.shape, dtype=init.dtype, lod_level=init.lod_level)
-                parent.append_op("reorder_lod_tensor_by_rank",
-                                 {"X": init, "RankTable": self.table}, {"Out": ordered})
-            init = ordered
+            with _InBlock(self.parent):
+                init = reorder_lod_tensor_by_rank(init, self.table)
         mem = self._memory_from(init)
-        shrunk = self._shrink(mem.value)
+        shrunk = shrink_memory(mem.value, self.counter, self.table)
         self.memories[id(shrunk)] = self.memories.pop(id(mem.value))
         return shrunk
 
@@ -398,10 +366,5 @@ class DynamicRNN(_RNNBase):
         self._expect("after", "drnn()")
         if not self.outputs:
             raise self.helper.error("the step block has no output()")
-        outs = []
-        for arr in self.outputs:
-            out = self.helper.create_variable_for_type_inference(arr.dtype)
-            self.helper.append_op("array_to_lod_tensor", {"X": arr, "RankTable": self.table},
-                                  {"Out": out})
-            outs.append(out)
+        outs = [array_to_lod_tensor(arr, self.table) for arr in self.outputs]
         return outs[0] if len(outs) == 1 else outs
