@@ -269,3 +269,38 @@ def test_an_op_whose_definition_says_no_kernel_is_not_run_whatever_its_name():
         np.testing.assert_array_equal(y, [2.0, 4.0])
         np.testing.assert_array_equal(exe.eval(b.var("y"), feed=feed, scope=hr.Scope()),
                                       [2.0, 4.0])
+
+
+def test_a_nested_gradient_block_reads_what_its_ops_read_from_outside():
+    # The inner loop's gradient block lives under the inner body, its grad op in the outer
+    # gradient block: names the outer blocks declare (x) still count as its reads, names of
+    # the inner body (the step's own values) do not.
+    import headrace as hr
+    from headrace import layers
+    from headrace.framework.analysis import reads
+    main, startup = hr.Program(), hr.Program()
+    with hr.program_guard(main, startup):
+        x = layers.data("x", shape=[3], dtype="float64")
+        w = layers.create_parameter([3, 3], "float64", name="W")
+        h = layers.assign(x)
+
+        def counter(n):
+            i = layers.fill_constant([1], "int64", 0)
+            n = layers.fill_constant([1], "int64", n)
+            return i, n, layers.less_than(i, n)
+        i, n, c = counter(2)
+        with layers.While(c).block():
+            j, m, d = counter(2)
+            with layers.While(d).block():
+                layers.assign(layers.tanh(layers.elementwise_add(layers.matmul(h, w), x)),
+                              output=h)
+                layers.increment(j, in_place=True)
+                layers.less_than(j, m, cond=d)
+            layers.increment(i, in_place=True)
+            layers.less_than(i, n, cond=c)
+        hr.append_backward(layers.mean(h))
+    (outer_grad,) = [op for op in main.global_block().ops if op.type == "while_grad"]
+    names = reads(outer_grad)
+    assert "x" in names and "W" in names
+    inner_body = main.block(2)
+    assert not set(inner_body.vars) & set(names)

@@ -47,11 +47,17 @@ def runs(op):
 
 
 def _between(sub, home):
-    """Names declared in the ancestors of ``sub`` below ``home`` (none for a plain sub-block;
-    a gradient block's forward block's for its grad op)."""
+    """Names declared in the ancestors of ``sub`` that ``home`` (the block of the op owning
+    ``sub``) cannot see: none for a plain sub-block; for a gradient block (whose parent is its
+    forward block), the forward block's variables, nested ones' too."""
+    seen = set()
+    b = home
+    while b is not None:
+        seen.add(b.idx)
+        b = b.parent
     names = set()
     b = sub.parent
-    while b is not None and b.idx != home.idx:
+    while b is not None and b.idx not in seen:
         names.update(b.vars)
         b = b.parent
     return names
