@@ -317,3 +317,24 @@ def test_a_cond_inside_a_while():
     for k in range(4):
         ref = np.tanh(ref @ PARAMS["W"]) if k < 2 else 1 / (1 + np.exp(-(ref @ PARAMS["W0"])))
     np.testing.assert_allclose(got, ref, rtol=1e-12)
+
+
+def test_a_step_keeps_only_what_its_gradient_reads():
+    main, startup, loss = _rnn(3)
+    (loop,) = [op for op in main.global_block().ops if op.type == "while"]
+    kept = loop.attr("skip_eager_deletion_vars")
+    body = loop.attr("sub_block")
+    # tanh's output (its grad reads Out) and matmul's inputs are outer or kept; the sum
+    # before tanh is read by no grad op, so no step keeps it.
+    (pre_tanh,) = [op.input("X")[0] for op in body.ops if op.type == "tanh"]
+    (tanh_out,) = [op.output("Out")[0] for op in body.ops if op.type == "tanh"]
+    assert tanh_out in kept and pre_tanh not in kept
+    assert set(kept) < set(body.vars)
+    exe, scope = hr.Executor(), hr.Scope()
+    exe.run(startup, scope=scope)
+    (steps,) = exe.run(main, feed={"x": X}, fetch_list=[loop.output("StepScopes")[0]],
+                       scope=scope)
+    assert len(steps) == 3 and all(len(s.after) == len(kept) for s in steps)
+    analytic, numeric = program_gradients(main, startup, loss, ["W0", "W", "b"], {"x": X},
+                                          values=PARAMS)
+    _close(analytic, numeric)

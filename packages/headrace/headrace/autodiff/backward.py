@@ -314,7 +314,19 @@ def _sub_block_backward(op, attr, wanted, no_grad):
     made = set(block_writes(grad_block))
     inputs = [n for n in reads(op) if visible(n) and grad_name(n) in made
               and outer._find_var_recursive(n) is not None]
+    _keep_for_backward(op, body, grad_block)
     return SubBlockGrad(grad_block, inputs, targets)
+
+
+def _keep_for_backward(op, body, grad_block):
+    """Tell the forward op which of its block's values a step must keep: those the gradient
+    block reads (Paddle's ``skip_eager_deletion_vars``; what an earlier backward pass of the
+    same op needs stays listed)."""
+    needed = {n for o in grad_block.ops for n in reads(o) if n in body.vars}
+    if op.opdef is not None and "skip_eager_deletion_vars" in op.opdef.attrs:
+        kept = set(op.attr("skip_eager_deletion_vars")) if op.has_attr(
+            "skip_eager_deletion_vars") else set()
+        op.set_attr("skip_eager_deletion_vars", sorted(kept | needed))
 
 
 class _StepHazards:

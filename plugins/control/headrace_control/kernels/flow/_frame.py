@@ -22,3 +22,14 @@ def scalar(device, value, what):
     if host.size != 1:
         raise ValueError(f"{what} must hold exactly one element, found shape {list(host.shape)}")
     return host.reshape(-1)[0].item()
+
+
+def kept_ids(plan, attrs):
+    """The slots of the block's values a step keeps for the backward pass: those the backward
+    pass listed in ``skip_eager_deletion_vars``, else (no list: a program from elsewhere) all
+    of the block's own values."""
+    names = attrs.get("skip_eager_deletion_vars") or ()
+    if not names:
+        return plan.local_ids
+    ids = (plan.slot_named(n, local=True) for n in names)
+    return tuple(i for i in ids if i is not None)

@@ -1,5 +1,5 @@
 """conditional_block: run the sub-block's plan once when the condition holds."""
-from ._frame import StepScope, scalar
+from ._frame import StepScope, kept_ids, scalar
 from ._steps import SubBlockGrad
 
 
@@ -7,6 +7,7 @@ class ConditionalBlock:
 
     def __init__(self, attrs, info):
         self.plan = info.subplan("sub_block")
+        self.kept = kept_ids(self.plan, attrs)
         self.scalar = attrs["is_scalar_condition"]
         self.device = info.device
 
@@ -20,7 +21,7 @@ class ConditionalBlock:
         if run:
             before = frame.capture(self.plan.outer_write_ids)
             frame.run(self.plan)
-            frame.set_output("Scope", [StepScope(before, frame.snapshot(self.plan))])
+            frame.set_output("Scope", [StepScope(before, frame.capture(self.kept))])
         else:
             frame.set_output("Scope", [])
 

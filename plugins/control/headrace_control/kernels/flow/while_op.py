@@ -1,7 +1,7 @@
 """while: run the body's plan while Condition holds, keeping one step scope per step."""
 from headrace_control.limits import WhileStepLimitError, max_while_steps
 
-from ._frame import StepScope, scalar
+from ._frame import StepScope, kept_ids, scalar
 from ._steps import SubBlockGrad
 
 
@@ -16,6 +16,7 @@ class While:
                              f"loop could never end")
         self.plan = info.subplan("sub_block")
         self.keep = not attrs["is_test"]
+        self.kept = kept_ids(self.plan, attrs)
         self.device = info.device
 
     def __call__(self, frame):
@@ -32,7 +33,7 @@ class While:
             if self.keep:
                 before = frame.capture(self.plan.outer_write_ids)
                 frame.run(self.plan)
-                steps.append(StepScope(before, frame.snapshot(self.plan)))
+                steps.append(StepScope(before, frame.capture(self.kept)))
             else:
                 frame.run(self.plan)
         frame.set_output("StepScopes", steps)
