@@ -14,7 +14,8 @@ from ..initializer import Constant, Normal
 from ..layer_helper import LayerHelper
 from ..param_attr import ParamAttr
 
-__all__ = ["fc", "embedding", "conv2d", "pool2d", "batch_norm", "dropout", "softmax"]
+__all__ = ["fc", "embedding", "conv2d", "pool2d", "batch_norm", "dropout", "softmax",
+           "dynamic_lstm"]
 
 
 def _attach(out, params, bias):
@@ -263,3 +264,39 @@ def softmax(input, use_cudnn=False, name=None, axis=-1):
     out = helper.create_variable_for_type_inference(input.dtype)
     helper.append_op("softmax", {"X": input}, {"Out": out}, {"axis": axis})
     return out
+
+
+def dynamic_lstm(input, size, h_0=None, c_0=None, param_attr=None, bias_attr=None,
+                 use_peepholes=True, is_reverse=False, gate_activation="sigmoid",
+                 cell_activation="tanh", candidate_activation="tanh", dtype="float32",
+                 name=None):
+    """Fluid's dynamic_lstm: an LSTM over the sequences of ``input`` (LoD rows of
+    ``size`` = 4 * hidden columns: the gates' input projections, say an fc's output, in the
+    layout [candidate, input, forget, output]). Returns ``(hidden, cell)``, each [rows,
+    hidden] with input's LoD. The recurrent weight is [hidden, 4 * hidden]; the bias [1, 4 *
+    hidden], or [1, 7 * hidden] with the peephole weights. The time loop runs in one kernel.
+    """
+    helper = LayerHelper("lstm", param_attr=param_attr, bias_attr=bias_attr, name=name)
+    check_variable("dynamic_lstm", "input", input, ("float32", "float64"))
+    size = check_int("dynamic_lstm", "size", size, minimum=4)
+    if size % 4:
+        raise helper.error(f"argument 'size' must be 4 * hidden (the four gates), got {size}")
+    d = size // 4
+    dtype = input.dtype
+    if (h_0 is None) != (c_0 is None):
+        raise helper.error("h_0 and c_0 are given together or not at all")
+    weight = helper.create_parameter(helper.param_attr, [d, 4 * d], dtype)
+    bias = helper.create_parameter(helper.bias_attr, [1, (7 if use_peepholes else 4) * d],
+                                   dtype, is_bias=True)
+    outs = {k: helper.create_variable_for_type_inference(dtype)
+            for k in ("Hidden", "Cell", "BatchGate", "BatchCellPreAct")}
+    inputs = {"Input": input, "Weight": weight, "Bias": bias}
+    if h_0 is not None:
+        inputs.update(H0=h_0, C0=c_0)
+    helper.append_op("lstm", inputs, outs,
+                     {"use_peepholes": check_bool("dynamic_lstm", "use_peepholes",
+                                                  use_peepholes),
+                      "is_reverse": check_bool("dynamic_lstm", "is_reverse", is_reverse),
+                      "gate_activation": gate_activation, "cell_activation": cell_activation,
+                      "candidate_activation": candidate_activation})
+    return outs["Hidden"], outs["Cell"]

@@ -1,7 +1,8 @@
 # Helpers of this plugin's CPU kernels; the ones every plugin shares are in
 # headrace/kernels/common.pxd (cimported from the core).
 cimport numpy as cnp
-from headrace.kernels.common cimport contiguous, shape_of
+from scipy.linalg.cython_blas cimport dgemm, sgemm
+from headrace.kernels.common cimport contiguous, real, shape_of
 
 
 cdef inline cnp.ndarray float_array(object v, str op, str slot):
@@ -30,3 +31,16 @@ cdef inline int expect_shape(cnp.ndarray a, tuple want, str op, str slot,
     if got != want:
         raise ValueError(f"{op}: {slot}{list(got)} must have {what} {list(want)}")
     return 0
+
+
+cdef inline void gemm(bint ta, bint tb, int M, int N, int K, const real* A, int lda,
+                      const real* B, int ldb, real beta, real* C, int ldc) noexcept nogil:
+    """Row-major C[M, N] = op(A) @ op(B) + beta * C through BLAS; op(A) = A^T when ``ta`` (A
+    stored [K, M]), op(B) = B^T when ``tb`` (B stored [N, K])."""
+    cdef char ca = b'T' if ta else b'N'
+    cdef char cb = b'T' if tb else b'N'
+    cdef real one = 1
+    if real is float:
+        sgemm(&cb, &ca, &N, &M, &K, &one, <float*>B, &ldb, <float*>A, &lda, &beta, C, &ldc)
+    else:
+        dgemm(&cb, &ca, &N, &M, &K, &one, <double*>B, &ldb, <double*>A, &lda, &beta, C, &ldc)

@@ -34,7 +34,7 @@ from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memcpy, memset
 from scipy.linalg.cython_blas cimport dgemm, sgemm
 from headrace.kernels.common cimport contiguous, empty, real, shape_of
-from ._common cimport expect_shape, float_array
+from ._common cimport expect_shape, float_array, gemm
 
 import numpy as np
 
@@ -363,18 +363,6 @@ cdef class Conv2D:
 
 # -- gradient -----------------------------------------------------------------------------------
 
-cdef inline void _gemm2(bint ta, bint tb, int M, int N, int K, const real* A, int lda,
-                        const real* B, int ldb, real beta, real* C, int ldc) noexcept nogil:
-    """Row-major C[M, N] = op(A) @ op(B) + beta * C; op(A) = A^T when ta (A stored [K, M])."""
-    cdef char ca = b'T' if ta else b'N'
-    cdef char cb = b'T' if tb else b'N'
-    cdef real one = 1
-    if real is float:
-        sgemm(&cb, &ca, &N, &M, &K, &one, <float*>B, &ldb, <float*>A, &lda, &beta, C, &ldc)
-    else:
-        dgemm(&cb, &ca, &N, &M, &K, &one, <double*>B, &ldb, <double*>A, &lda, &beta, C, &ldc)
-
-
 cdef void _col2im(const real* col, real* img, Py_ssize_t ld, const Geom* g) noexcept nogil:
     """The adjoint of _im2col: img[c, oh*sh - pt + i*dh, ow*sw - pl + j*dw] += col[(c, i, j),
     (oh, ow)] for the positions inside the image; img is the group's [Cg, H, W] planes."""
@@ -439,11 +427,11 @@ cdef int _run_grad(const real* x, const real* w, const real* dy, real* dx, real*
             for grp in range(g.groups):
                 dyg = dy + n0 * P * g.M + grp * g.Mg
                 if dw != NULL:   # dW_g [Mg, Cg] += dY_g^T [Mg, rows] @ X_g [rows, Cg]
-                    _gemm2(True, False, g.Mg, <int>K, <int>(nb * P), dyg, g.M,
+                    gemm(True, False, g.Mg, <int>K, <int>(nb * P), dyg, g.M,
                            x + n0 * P * g.C + grp * g.Cg, g.C, one, dw + grp * g.Mg * K,
                            <int>K)
                 if dx != NULL:   # dX_g [rows, Cg] = dY_g [rows, Mg] @ W_g [Mg, Cg]
-                    _gemm2(False, False, <int>(nb * P), <int>K, g.Mg, dyg, g.M,
+                    gemm(False, False, <int>(nb * P), <int>K, g.Mg, dyg, g.M,
                            w + grp * g.Mg * K, <int>K, one, dx + n0 * P * g.C + grp * g.Cg,
                            g.C)
             n0 += nb
@@ -469,10 +457,10 @@ cdef int _run_grad(const real* x, const real* w, const real* dy, real* dx, real*
                 if dw != NULL:
                     for b in range(nb):
                         _im2row(x + (n0 + b) * hw * g.C + grp * g.Cg, col + b * P * K, g)
-                    _gemm2(True, False, g.Mg, <int>K, <int>cols, dyg, g.M, col, <int>K, one,
+                    gemm(True, False, g.Mg, <int>K, <int>cols, dyg, g.M, col, <int>K, one,
                            dw + grp * g.Mg * K, <int>K)
                 if dx != NULL:
-                    _gemm2(False, False, <int>cols, <int>K, g.Mg, dyg, g.M,
+                    gemm(False, False, <int>cols, <int>K, g.Mg, dyg, g.M,
                            w + grp * g.Mg * K, <int>K, 0, col, <int>K)
                     for b in range(nb):
                         _row2im(col + b * P * K, dx + (n0 + b) * hw * g.C + grp * g.Cg, g)
@@ -491,10 +479,10 @@ cdef int _run_grad(const real* x, const real* w, const real* dy, real* dx, real*
                 for b in range(nb):
                     _im2col(x + ((n0 + b) * g.C + <Py_ssize_t>grp * g.Cg) * hw, col + b * P,
                             cols, g)
-                _gemm2(False, True, <int>K, g.Mg, <int>cols, col, <int>cols, dyg, <int>cols,
+                gemm(False, True, <int>K, g.Mg, <int>cols, col, <int>cols, dyg, <int>cols,
                        one, dwt + grp * g.Mg * K, g.Mg)
             if dx != NULL:
-                _gemm2(True, False, <int>K, <int>cols, g.Mg, w + grp * g.Mg * K, <int>K, dyg,
+                gemm(True, False, <int>K, <int>cols, g.Mg, w + grp * g.Mg * K, <int>K, dyg,
                        <int>cols, 0, col, <int>cols)
                 for b in range(nb):
                     _col2im(col + b * P, dx + ((n0 + b) * g.C + <Py_ssize_t>grp * g.Cg) * hw,

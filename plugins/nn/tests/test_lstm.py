@@ -1,0 +1,171 @@
+"""lstm ("dynamic_lstm"): outputs and gradients against PyTorch (nn.LSTM, float64, the weights
+mapped over) and against Fluid's peephole equations written out in PyTorch; finite
+differences through the Executor; LoD edge cases (empty sequences, one sequence, two LoD
+levels); errors."""
+import numpy as np
+import pytest
+
+import headrace as hr
+from headrace import layers
+from headrace.runtime.tensor import create_lod_tensor
+from headrace.testing import program_gradients
+
+torch = pytest.importorskip("torch")
+D, I = 3, 4
+
+
+def _paddle_to_torch(a):
+    """Paddle's gate blocks [c, i, f, o] -> PyTorch's [i, f, g(=c), o] along the last axis."""
+    c, i, f, o = np.split(a, 4, axis=-1)
+    return np.concatenate([i, f, c, o], axis=-1)
+
+
+def _program(use_peepholes, is_reverse, with_state=True, dtype="float64", lod_level=1):
+    main, startup = hr.Program(), hr.Program()
+    with hr.program_guard(main, startup):
+        x = layers.data("x", shape=[I], dtype=dtype, lod_level=lod_level)
+        proj = layers.fc(x, size=4 * D, bias_attr=False, param_attr=hr.ParamAttr(name="Wx"))
+        h0 = c0 = None
+        if with_state:
+            h0 = layers.data("h0", shape=[D], dtype=dtype)
+            c0 = layers.data("c0", shape=[D], dtype=dtype)
+        hidden, cell = layers.dynamic_lstm(proj, 4 * D, h0, c0, use_peepholes=use_peepholes,
+                                           is_reverse=is_reverse,
+                                           param_attr=hr.ParamAttr(name="Wh"),
+                                           bias_attr=hr.ParamAttr(name="B"))
+        loss = layers.mean(layers.elementwise_mul(hidden, hidden))
+        hr.append_backward(loss)
+    return main, startup, hidden, cell, loss
+
+
+def _values(rng, peep):
+    return {"Wx": rng.standard_normal((I, 4 * D)) * 0.5,
+            "Wh": rng.standard_normal((D, 4 * D)) * 0.5,
+            "B": rng.standard_normal((1, (7 if peep else 4) * D)) * 0.3}
+
+
+def _run(main, startup, fetch, feed, values):
+    exe, scope = hr.Executor(), hr.Scope()
+    exe.run(startup, scope=scope)
+    for n, v in values.items():
+        scope.set(n, hr.Tensor(v.copy()))
+    return exe.run(main, feed=feed, fetch_list=fetch, scope=scope, return_numpy=False)
+
+
+@pytest.mark.parametrize("lens", [[3, 1, 4], [5], [2, 0, 3, 0]])
+def test_matches_torch_nn_lstm_outputs_and_gradients(lens):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((sum(lens), I))
+    h0, c0 = rng.standard_normal((len(lens), D)), rng.standard_normal((len(lens), D))
+    values = _values(rng, False)
+    main, startup, hidden, cell, loss = _program(False, False)
+    feed = {"x": create_lod_tensor(x, [lens]), "h0": h0, "c0": c0}
+    h, c, gwx, gwh, gb = _run(main, startup, [hidden, cell, "Wx@GRAD", "Wh@GRAD", "B@GRAD"],
+                              feed, values)
+    # PyTorch: one nn.LSTM over each sequence, the same weights; the bias as bias_ih.
+    net = torch.nn.LSTM(I, D).double()
+    with torch.no_grad():
+        net.weight_ih_l0.copy_(torch.from_numpy(_paddle_to_torch(values["Wx"]).T.copy()))
+        net.weight_hh_l0.copy_(torch.from_numpy(_paddle_to_torch(values["Wh"]).T.copy()))
+        net.bias_ih_l0.copy_(torch.from_numpy(_paddle_to_torch(values["B"])[0].copy()))
+        net.bias_hh_l0.zero_()
+    outs, cells, total = [], [], 0
+    offsets = np.cumsum([0] + lens)
+    for s, n in enumerate(lens):
+        if n == 0:
+            continue
+        seq = torch.from_numpy(x[offsets[s]:offsets[s + 1]]).unsqueeze(1)
+        state = (torch.from_numpy(h0[s:s + 1]).unsqueeze(0),
+                 torch.from_numpy(c0[s:s + 1]).unsqueeze(0))
+        out, _ = net(seq, state)
+        outs.append(out[:, 0])
+        # nn.LSTM does not return every c: step it with the same weights.
+        hh, cc = state[0][0], state[1][0]
+        for t in range(n):
+            gates = (seq[t] @ net.weight_ih_l0.T + net.bias_ih_l0 + hh @ net.weight_hh_l0.T)
+            i, f, g, o = gates.chunk(4, 1)
+            cc = torch.sigmoid(f) * cc + torch.sigmoid(i) * torch.tanh(g)
+            hh = torch.sigmoid(o) * torch.tanh(cc)
+            cells.append(cc)
+        total = total + (out ** 2).sum()
+    (total / (sum(lens) * D)).backward()
+    np.testing.assert_allclose(np.asarray(h), torch.cat(outs).detach().numpy(), atol=1e-12)
+    np.testing.assert_allclose(np.asarray(c), torch.cat(cells).detach().numpy(), atol=1e-12)
+    assert h.lod == [list(offsets)]
+    np.testing.assert_allclose(np.asarray(gwx), _torch_to_paddle(net.weight_ih_l0.grad.numpy()
+                                                                 .T), rtol=1e-5, atol=1e-10)
+    np.testing.assert_allclose(np.asarray(gwh), _torch_to_paddle(net.weight_hh_l0.grad.numpy()
+                                                                 .T), rtol=1e-5, atol=1e-10)
+    np.testing.assert_allclose(np.asarray(gb)[0], _torch_to_paddle(net.bias_ih_l0.grad.numpy()),
+                               rtol=1e-5, atol=1e-10)
+
+
+def _torch_to_paddle(a):
+    i, f, g, o = np.split(a, 4, axis=-1)
+    return np.concatenate([g, i, f, o], axis=-1)
+
+
+@pytest.mark.parametrize("peep", [True, False])
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("with_state", [True, False])
+def test_gradients_equal_finite_differences(peep, reverse, with_state):
+    rng = np.random.default_rng(2)
+    lens = [2, 0, 3, 1]
+    main, startup, _, _, loss = _program(peep, reverse, with_state)
+    feed = {"x": create_lod_tensor(rng.standard_normal((sum(lens), I)), [lens])}
+    if with_state:
+        feed.update(h0=rng.standard_normal((4, D)), c0=rng.standard_normal((4, D)))
+    analytic, numeric = program_gradients(main, startup, loss, ["Wx", "Wh", "B"], feed,
+                                          values=_values(rng, peep))
+    for n in analytic:
+        np.testing.assert_allclose(analytic[n], numeric[n], rtol=1e-6, atol=1e-8, err_msg=n)
+
+
+def test_peephole_lstm_matches_fluids_equations_in_torch():
+    rng = np.random.default_rng(3)
+    lens = [3, 2]
+    x = rng.standard_normal((5, I))
+    values = _values(rng, True)
+    main, startup, hidden, _, _ = _program(True, True, with_state=False)
+    (h,) = _run(main, startup, [hidden], {"x": create_lod_tensor(x, [lens])}, values)
+    wx, wh, b = (torch.from_numpy(values[k]) for k in ("Wx", "Wh", "B"))
+    ref, offsets = {}, np.cumsum([0] + lens)
+    for s, n in enumerate(lens):
+        hh, cc = torch.zeros(D, dtype=torch.float64), torch.zeros(D, dtype=torch.float64)
+        for k in range(n - 1, -1, -1):   # is_reverse: from the sequence's end
+            z = torch.from_numpy(x[offsets[s] + k]) @ wx + hh @ wh + b[0, :4 * D]
+            zc, zi, zf, zo = z.split(D)
+            i = torch.sigmoid(zi + b[0, 4 * D:5 * D] * cc)
+            f = torch.sigmoid(zf + b[0, 5 * D:6 * D] * cc)
+            cc = f * cc + i * torch.tanh(zc)
+            o = torch.sigmoid(zo + b[0, 6 * D:] * cc)
+            hh = o * torch.tanh(cc)
+            ref[offsets[s] + k] = hh.numpy()
+    np.testing.assert_allclose(np.asarray(h), np.array([ref[r] for r in range(5)]),
+                               atol=1e-12)
+
+
+def test_two_lod_levels_use_the_last():
+    rng = np.random.default_rng(4)
+    main, startup, hidden, _, _ = _program(False, False, with_state=False, lod_level=2)
+    x = hr.Tensor(rng.standard_normal((6, I)), [[0, 1, 3], [0, 2, 2, 6]])
+    (h,) = _run(main, startup, [hidden], {"x": x}, _values(rng, False))
+    assert h.lod == [[0, 1, 3], [0, 2, 2, 6]] and np.asarray(h).shape == (6, D)
+
+
+def test_bad_shapes_are_clear_errors():
+    prog = hr.Program()
+    g = prog.global_block()
+    g.create_var(name="x", shape=[-1, 4 * D], dtype="float64", lod_level=1)
+    g.create_var(name="w", shape=[D, 4 * D], dtype="float64")
+    g.create_var(name="b", shape=[1, 4 * D], dtype="float64")
+    with pytest.raises(hr.HeadraceError, match=r"Bias.*must be \[1, 7 \* hidden\]"):
+        g.append_op("lstm", {"Input": "x", "Weight": "w", "Bias": "b"},
+                    {"Hidden": "h", "Cell": "c", "BatchGate": "bg", "BatchCellPreAct": "bc"},
+                    {"use_peepholes": True})
+    g.append_op("lstm", {"Input": "x", "Weight": "w", "Bias": "b"},
+                {"Hidden": "h", "Cell": "c", "BatchGate": "bg", "BatchCellPreAct": "bc"},
+                {"use_peepholes": False})
+    feed = {"x": np.zeros((3, 4 * D)), "w": np.zeros((D, 4 * D)), "b": np.zeros((1, 4 * D))}
+    with pytest.raises(hr.HeadraceError, match="lstm: Input must be a batch of sequences"):
+        hr.Executor().run(prog, feed=feed, fetch_list=["h"], scope=hr.Scope())
