@@ -25,6 +25,7 @@ INTERMEDIATE = {
     "batch_norm": {"SavedMean", "SavedVariance", "ReserveSpace"},
     "dropout": {"Mask"},
     "sequence_pool": {"MaxIndex"},
+    "lstm": {"BatchGate", "BatchCellPreAct"},
 }
 
 
