@@ -1,6 +1,7 @@
 # Helpers of this plugin's CPU kernels; the ones every plugin shares are in
 # headrace/kernels/common.pxd (cimported from the core).
 cimport numpy as cnp
+from libc.math cimport exp, tanh
 from scipy.linalg.cython_blas cimport dgemm, sgemm
 from headrace.kernels.common cimport contiguous, real, shape_of
 
@@ -44,3 +45,25 @@ cdef inline void gemm(bint ta, bint tb, int M, int N, int K, const real* A, int 
         sgemm(&cb, &ca, &N, &M, &K, &one, <float*>B, &ldb, <float*>A, &lda, &beta, C, &ldc)
     else:
         dgemm(&cb, &ca, &N, &M, &K, &one, <double*>B, &ldb, <double*>A, &lda, &beta, C, &ldc)
+
+
+# The recurrent kernels' activations, by code: 0 sigmoid, 1 tanh, 2 relu, 3 identity.
+cdef inline real act(int a, real x) noexcept nogil:
+    if a == 0:
+        return 1 / (1 + exp(-x))
+    if a == 1:
+        return tanh(x)
+    if a == 2:
+        return x if x > 0 else 0
+    return x
+
+
+cdef inline real dact(int a, real y) noexcept nogil:
+    """The activation's derivative, from its output ``y``."""
+    if a == 0:
+        return y * (1 - y)
+    if a == 1:
+        return 1 - y * y
+    if a == 2:
+        return 1 if y > 0 else 0
+    return 1

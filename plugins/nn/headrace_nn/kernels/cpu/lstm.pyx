@@ -8,53 +8,19 @@ pass of C over the gates. The gradient walks the steps back the same way. The st
 activated gates (BatchGate) and cells (BatchCellPreAct) are what the forward pass keeps for
 the gradient.
 """
-cimport cython
 cimport numpy as cnp
-from libc.math cimport exp, tanh
 from headrace.kernels.common cimport real
-from ._common cimport gemm
+from ._common cimport act, dact, gemm
 
 import numpy as np
 
 from headrace.runtime.tensor import Tensor
 
+from ._rnn import ACTIVATIONS, checked as _checked, layout
+
 cnp.import_array()
 
 DTYPES = ("float32", "float64")
-ACTIVATIONS = {"sigmoid": 0, "tanh": 1, "relu": 2, "identity": 3}
-
-
-cdef inline real act(int a, real x) noexcept nogil:
-    if a == 0:
-        return 1 / (1 + exp(-x))
-    if a == 1:
-        return tanh(x)
-    if a == 2:
-        return x if x > 0 else 0
-    return x
-
-
-cdef inline real dact(int a, real y) noexcept nogil:
-    """The activation's derivative, from its output ``y``."""
-    if a == 0:
-        return y * (1 - y)
-    if a == 1:
-        return 1 - y * y
-    if a == 2:
-        return 1 if y > 0 else 0
-    return 1
-
-
-@cython.wraparound(True)
-def _checked(value, dtype, shape, op, slot):
-    """``value`` as a C-contiguous array of ``dtype`` and ``shape``, or a clear error (a
-    wrong shape would read past the buffers)."""
-    a = np.asarray(getattr(value, "data", value))
-    if a.dtype != dtype:
-        raise TypeError(f"{op}: {slot} has dtype {a.dtype}, Input is {dtype}")
-    if a.shape != shape:
-        raise ValueError(f"{op}: {slot} has shape {list(a.shape)}, expected {list(shape)}")
-    return np.ascontiguousarray(a)
 
 
 def _operands(op, x, h0, c0, weight, bias, bint peep, bint reverse):
@@ -73,27 +39,6 @@ def _operands(op, x, h0, c0, weight, bias, bint peep, bint reverse):
     if (states[0] is None) != (states[1] is None):
         raise ValueError(f"{op}: H0 and C0 are given together or not at all")
     return data, rows, d, order, alive, first, idx, w, b, states[0], states[1]
-
-
-@cython.wraparound(True)
-def layout(lod, rows, bint reverse):
-    """(order, alive, first, idx): sequences by rank, running sequences per step, each step's
-    first step-major row, and the Input row of every step-major row."""
-    if not lod:
-        raise ValueError("lstm: Input must be a batch of sequences (a tensor with LoD)")
-    offsets = np.asarray(lod[-1], np.int64)
-    if offsets[-1] != rows:
-        raise ValueError(f"lstm: Input's LoD ends at {offsets[-1]}, Input has {rows} rows")
-    lengths = np.diff(offsets)
-    order = np.argsort(-lengths, kind="stable")
-    ranked = lengths[order]
-    steps = int(ranked[0]) if len(ranked) else 0
-    alive = np.searchsorted(-ranked, -np.arange(steps), side="left").astype(np.int64)
-    first = np.cumsum(alive) - alive
-    step = np.repeat(np.arange(steps), alive)
-    seq = order[np.arange(int(alive.sum())) - np.repeat(first, alive)]
-    pos = lengths[seq] - 1 - step if reverse else step
-    return order, alive, first, offsets[seq] + pos
 
 
 cdef void _forward(real* gates, real* hb, real* cb, const real* h0, const real* c0,

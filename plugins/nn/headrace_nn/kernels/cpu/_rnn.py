@@ -1,0 +1,37 @@
+"""What the recurrent kernels (lstm, gru) share on the Python side: the step-major layout of a
+batch of sequences, checked operands, and the activations' codes (``_common.pxd`` has the
+activations themselves). A private module: kernel registration skips it."""
+import numpy as np
+
+ACTIVATIONS = {"sigmoid": 0, "tanh": 1, "relu": 2, "identity": 3}
+
+
+def checked(value, dtype, shape, op, slot):
+    """``value`` as a C-contiguous array of ``dtype`` and ``shape``, or a clear error (a
+    wrong shape would read past the buffers)."""
+    a = np.asarray(getattr(value, "data", value))
+    if a.dtype != dtype:
+        raise TypeError(f"{op}: {slot} has dtype {a.dtype}, Input is {dtype}")
+    if a.shape != shape:
+        raise ValueError(f"{op}: {slot} has shape {list(a.shape)}, expected {list(shape)}")
+    return np.ascontiguousarray(a)
+
+
+def layout(lod, rows, reverse, op="lstm"):
+    """(order, alive, first, idx): sequences by rank, running sequences per step, each step's
+    first step-major row, and the Input row of every step-major row."""
+    if not lod:
+        raise ValueError(f"{op}: Input must be a batch of sequences (a tensor with LoD)")
+    offsets = np.asarray(lod[-1], np.int64)
+    if offsets[-1] != rows:
+        raise ValueError(f"{op}: Input's LoD ends at {offsets[-1]}, Input has {rows} rows")
+    lengths = np.diff(offsets)
+    order = np.argsort(-lengths, kind="stable")
+    ranked = lengths[order]
+    steps = int(ranked[0]) if len(ranked) else 0
+    alive = np.searchsorted(-ranked, -np.arange(steps), side="left").astype(np.int64)
+    first = np.cumsum(alive) - alive
+    step = np.repeat(np.arange(steps), alive)
+    seq = order[np.arange(int(alive.sum())) - np.repeat(first, alive)]
+    pos = lengths[seq] - 1 - step if reverse else step
+    return order, alive, first, offsets[seq] + pos
