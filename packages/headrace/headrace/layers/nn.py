@@ -15,7 +15,7 @@ from ..layer_helper import LayerHelper
 from ..param_attr import ParamAttr
 
 __all__ = ["fc", "embedding", "conv2d", "pool2d", "batch_norm", "dropout", "softmax",
-           "dynamic_lstm"]
+           "dynamic_lstm", "dynamic_gru"]
 
 
 def _attach(out, params, bias):
@@ -300,3 +300,33 @@ def dynamic_lstm(input, size, h_0=None, c_0=None, param_attr=None, bias_attr=Non
                       "gate_activation": gate_activation, "cell_activation": cell_activation,
                       "candidate_activation": candidate_activation})
     return outs["Hidden"], outs["Cell"]
+
+
+def dynamic_gru(input, size, param_attr=None, bias_attr=None, is_reverse=False,
+                gate_activation="sigmoid", candidate_activation="tanh", h_0=None,
+                origin_mode=False):
+    """Fluid's dynamic_gru: a GRU over the sequences of ``input`` (LoD rows of 3 * ``size``
+    columns: the input projections of the [update, reset, candidate] gates). Returns the hidden
+    states, [rows, size] with input's LoD. The reset gate applies before the candidate's
+    product, (r * h) W_c. The time loop runs in one kernel."""
+    helper = LayerHelper("gru", param_attr=param_attr, bias_attr=bias_attr)
+    check_variable("dynamic_gru", "input", input, ("float32", "float64"))
+    d = check_int("dynamic_gru", "size", size, minimum=1)
+    if input.shape and input.shape[-1] not in (-1, 3 * d):
+        raise helper.error(f"input must have 3 * size = {3 * d} columns (the gates' input "
+                           f"projections), found {list(input.shape)}")
+    dtype = input.dtype
+    weight = helper.create_parameter(helper.param_attr, [d, 3 * d], dtype)
+    bias = helper.create_parameter(helper.bias_attr, [1, 3 * d], dtype, is_bias=True)
+    outs = {k: helper.create_variable_for_type_inference(dtype)
+            for k in ("BatchGate", "BatchResetHiddenPrev", "BatchHidden", "Hidden")}
+    inputs = {"Input": input, "Weight": weight}
+    if bias is not None:
+        inputs["Bias"] = bias
+    if h_0 is not None:
+        inputs["H0"] = h_0
+    helper.append_op("gru", inputs, outs,
+                     {"is_reverse": check_bool("dynamic_gru", "is_reverse", is_reverse),
+                      "gate_activation": gate_activation, "activation": candidate_activation,
+                      "origin_mode": check_bool("dynamic_gru", "origin_mode", origin_mode)})
+    return outs["Hidden"]
