@@ -1,7 +1,7 @@
 # Helpers of this plugin's CPU kernels; the ones every plugin shares are in
 # headrace/kernels/common.pxd (cimported from the core).
 cimport numpy as cnp
-from libc.math cimport exp, tanh
+from libc.math cimport exp, expf, tanh, tanhf
 from scipy.linalg.cython_blas cimport dgemm, sgemm
 from headrace.kernels.common cimport contiguous, real, shape_of
 
@@ -49,9 +49,14 @@ cdef inline void gemm(bint ta, bint tb, int M, int N, int K, const real* A, int 
 
 # The recurrent kernels' activations, by code: 0 sigmoid, 1 tanh, 2 relu, 3 identity.
 cdef inline real act(int a, real x) noexcept nogil:
+    # float32 in single precision (expf/tanhf): twice as fast, and float32's own accuracy.
     if a == 0:
+        if real is float:
+            return 1 / (1 + expf(-x))
         return 1 / (1 + exp(-x))
     if a == 1:
+        if real is float:
+            return tanhf(x)
         return tanh(x)
     if a == 2:
         return x if x > 0 else 0
@@ -67,3 +72,31 @@ cdef inline real dact(int a, real y) noexcept nogil:
     if a == 2:
         return 1 if y > 0 else 0
     return 1
+
+
+cdef inline int mm(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c, bint ta, bint tb,
+                   double beta) except -1:
+    """``c = op(a) @ op(b) + beta * c`` on 2-D arrays whose rows are contiguous (``c`` may be
+    a column block of a wider array: its leading dimension comes from its strides), through
+    BLAS. ``ta``/``tb``: a / b transposed."""
+    cdef int isz = a.itemsize
+    cdef int m = c.shape[0], n = c.shape[1]
+    cdef int k = a.shape[0] if ta else a.shape[1]
+    cdef int lda = a.strides[0] // isz, ldb = b.strides[0] // isz, ldc = c.strides[0] // isz
+    if m == 0 or n == 0:
+        return 0
+    if k == 0:
+        if beta == 0:
+            c[...] = 0
+        return 0
+    if a.dtype.num == cnp.NPY_FLOAT32:
+        with nogil:
+            gemm[float](ta, tb, m, n, k, <float*>cnp.PyArray_DATA(a), lda,
+                        <float*>cnp.PyArray_DATA(b), ldb, <float>beta,
+                        <float*>cnp.PyArray_DATA(c), ldc)
+    else:
+        with nogil:
+            gemm[double](ta, tb, m, n, k, <double*>cnp.PyArray_DATA(a), lda,
+                         <double*>cnp.PyArray_DATA(b), ldb, beta,
+                         <double*>cnp.PyArray_DATA(c), ldc)
+    return 0

@@ -35,3 +35,41 @@ def layout(lod, rows, reverse, op="lstm"):
     seq = order[np.arange(int(alive.sum())) - np.repeat(first, alive)]
     pos = lengths[seq] - 1 - step if reverse else step
     return order, alive, first, offsets[seq] + pos
+
+
+def activate(code, v):
+    """Apply activation ``code`` to ``v`` in place (NumPy's vectorized loops: the cells'
+    transcendental functions are most of their work)."""
+    if code == 0:
+        with np.errstate(over="ignore"):  # exp(-x) of a very negative x: 1 / inf = 0
+            np.negative(v, out=v)
+            np.exp(v, out=v)
+        v += 1
+        np.reciprocal(v, out=v)
+    elif code == 1:
+        np.tanh(v, out=v)
+    elif code == 2:
+        np.maximum(v, 0, out=v)
+    return v
+
+
+def derivative(code, y):
+    """The activation's derivative from its output ``y`` (a new array)."""
+    if code == 0:
+        return y * (1 - y)
+    if code == 1:
+        return 1 - y * y
+    if code == 2:
+        return (y > 0).astype(y.dtype)
+    return np.ones_like(y)
+
+
+def previous_rows(hb, first, alive, start):
+    """Per step-major row, the row of the step before (``start``: the initial states in rank
+    order, or None: zeros), stacked: the left operand of the weight gradient's one GEMM."""
+    d = hb.shape[1]
+    parts = [start[:alive[0]] if start is not None else np.zeros((alive[0], d), hb.dtype)] \
+        if len(alive) else []
+    for t in range(1, len(alive)):
+        parts.append(hb[first[t - 1]:first[t - 1] + alive[t]])
+    return np.concatenate(parts) if parts else np.zeros((0, d), hb.dtype)

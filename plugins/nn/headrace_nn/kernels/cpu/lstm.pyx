@@ -3,20 +3,21 @@
 
 The sequences are ranked by length, longest first, and their rows gathered step-major (step t
 holds one row per sequence longer than t, in rank order), so each step is a prefix of the
-previous one: one recurrent GEMM per step through BLAS over the running sequences, then one
-pass of C over the gates. The gradient walks the steps back the same way. The step-major
-activated gates (BatchGate) and cells (BatchCellPreAct) are what the forward pass keeps for
-the gradient.
+previous one: one recurrent GEMM per step through BLAS over the running sequences, then the
+gates with NumPy's vectorized loops on the step's block (the transcendental functions are most
+of a cell's work). The gradient walks the steps back the same way, and the weight gradient is
+one GEMM over all steps at the end. The step-major activated gates (BatchGate) and cells
+(BatchCellPreAct) are what the forward pass keeps for the gradient.
 """
 cimport numpy as cnp
 from headrace.kernels.common cimport real
-from ._common cimport act, dact, gemm
+from ._common cimport dact, mm
 
 import numpy as np
 
 from headrace.runtime.tensor import Tensor
 
-from ._rnn import ACTIVATIONS, checked as _checked, layout
+from ._rnn import ACTIVATIONS, activate, checked as _checked, derivative, layout, previous_rows
 
 cnp.import_array()
 
@@ -41,101 +42,137 @@ def _operands(op, x, h0, c0, weight, bias, bint peep, bint reverse):
     return data, rows, d, order, alive, first, idx, w, b, states[0], states[1]
 
 
-cdef void _forward(real* gates, real* hb, real* cb, const real* h0, const real* c0,
-                   const real* w, const real* bias, const cnp.int64_t* alive,
-                   const cnp.int64_t* first, Py_ssize_t steps, int d, bint peep, int ag, int ac,
-                   int ah) noexcept nogil:
-    cdef Py_ssize_t t, r, j, s, n
-    cdef int d4 = 4 * d
-    cdef const real* ph
-    cdef const real* pc
-    cdef real* g
-    cdef real cp, cand, i, f, o, c, gi, gf, go
-    for t in range(steps):
+def _forward(gates, hb, cb, h0r, c0r, w, b, alive, first, int d, bint peep, int ag, int ac,
+             int ah):
+    cdef Py_ssize_t t, s, n
+    cdef int d2 = 2 * d, d3 = 3 * d, d4 = 4 * d
+    gates += b[:d4]
+    if peep:
+        w_ic, w_fc, w_oc = b[d4:d4 + d], b[d4 + d:d4 + d2], b[d4 + d2:]
+    for t in range(len(alive)):
         s, n = first[t], alive[t]
         if t == 0:
-            ph, pc = h0, c0
+            ph, pc = h0r, c0r
         else:
-            ph, pc = hb + first[t - 1] * d, cb + first[t - 1] * d
-        if ph != NULL:
-            gemm(False, False, <int>n, d4, d, ph, d, w, d4, 1, gates + s * d4, d4)
-        for r in range(n):
-            g = gates + (s + r) * d4
-            for j in range(d):
-                cp = pc[r * d + j] if pc != NULL else 0
-                gi = g[d + j] + bias[d + j]
-                gf = g[2 * d + j] + bias[2 * d + j]
-                if peep:
-                    gi = gi + bias[d4 + j] * cp
-                    gf = gf + bias[d4 + d + j] * cp
-                cand = act(ac, g[j] + bias[j])
-                i = act(ag, gi)
-                f = act(ag, gf)
-                c = f * cp + i * cand
-                go = g[3 * d + j] + bias[3 * d + j]
-                if peep:
-                    go = go + bias[d4 + 2 * d + j] * c
-                o = act(ag, go)
-                g[j], g[d + j], g[2 * d + j], g[3 * d + j] = cand, i, f, o
-                cb[(s + r) * d + j] = c
-                hb[(s + r) * d + j] = o * act(ah, c)
+            ph, pc = hb[first[t - 1]:first[t - 1] + n], cb[first[t - 1]:first[t - 1] + n]
+        g = gates[s:s + n]
+        if ph is not None:
+            mm(ph[:n], w, g, False, False, 1)
+        cand, i, f, o = g[:, :d], g[:, d:d2], g[:, d2:d3], g[:, d3:]
+        if peep and pc is not None:
+            i += w_ic * pc[:n]
+            f += w_fc * pc[:n]
+        activate(ac, cand)
+        activate(ag, i)
+        activate(ag, f)
+        c = cb[s:s + n]
+        np.multiply(i, cand, out=c)
+        if pc is not None:
+            c += f * pc[:n]
+        if peep:
+            o += w_oc * c
+        activate(ag, o)
+        h = hb[s:s + n]
+        np.copyto(h, c)
+        activate(ah, h)
+        h *= o
 
 
-cdef void _backward(const real* gates, const real* hb, const real* cb, const real* dhb,
-                    const real* dcb, const real* h0, const real* c0, const real* w, const real* bias,
-                    real* dg, real* dh_next, real* dc_next, real* dw, real* dpeep,
-                    const cnp.int64_t* alive, const cnp.int64_t* first, Py_ssize_t steps, int d,
-                    bint peep, int ag, int ac, int ah) noexcept nogil:
-    cdef Py_ssize_t t, r, j, s, n, prev_n
-    cdef int d4 = 4 * d
-    cdef const real* ph
-    cdef const real* pc
-    cdef const real* g
-    cdef real* e
-    cdef real dh, dc, c, ahc, cand, i, f, o, cp, dgo, dgi, dgf, dcp
-    for t in range(steps - 1, -1, -1):
+cdef void _cell_grads(const real* g, const real* c, const real* ahc, const real* pc,
+                      const real* dhb, const real* dcb, real* dh, real* dc, real* e,
+                      const real* peep_w, real* dpeep, Py_ssize_t n, int d, int ag, int ac,
+                      int ah) noexcept nogil:
+    """One step's gate gradients (into e) and the cell gradient of the step before (into dc),
+    from dh/dc after the step; derivatives from the kept activations, no transcendentals."""
+    cdef Py_ssize_t r, j, k
+    cdef int d2 = 2 * d, d3 = 3 * d, d4 = 4 * d
+    cdef real h_g, cand, i, f, o, cp, dgo, dgi, dgf, dcc, dhh
+    for r in range(n):
+        for j in range(d):
+            k = r * d + j
+            cand, i, f, o = g[r * d4 + j], g[r * d4 + d + j], g[r * d4 + d2 + j], \
+                g[r * d4 + d3 + j]
+            dhh = dh[k] + (dhb[k] if dhb != NULL else 0)
+            dgo = dhh * ahc[k] * dact(ag, o)
+            dcc = dc[k] + dhh * o * dact(ah, ahc[k]) + (dcb[k] if dcb != NULL else 0)
+            if peep_w != NULL:
+                dcc = dcc + dgo * peep_w[d2 + j]
+                dpeep[d2 + j] += dgo * c[k]
+            cp = pc[k] if pc != NULL else 0
+            dgi = dcc * cand * dact(ag, i)
+            dgf = dcc * cp * dact(ag, f)
+            e[r * d4 + j] = dcc * i * dact(ac, cand)
+            e[r * d4 + d + j], e[r * d4 + d2 + j], e[r * d4 + d3 + j] = dgi, dgf, dgo
+            dcc = dcc * f
+            if peep_w != NULL:
+                dcc = dcc + dgi * peep_w[j] + dgf * peep_w[d + j]
+                dpeep[j] += dgi * cp
+                dpeep[d + j] += dgf * cp
+            dc[k] = dcc
+
+
+cdef _step_grads(real[:, ::1] g, real[:, ::1] c, real[:, ::1] ahc, pc, dhb, dcb,
+                 real[:, ::1] dh, real[:, ::1] dc, real[:, ::1] e, peep_w, real[::1] dpeep,
+                 Py_ssize_t n, int d, int ag, int ac, int ah):
+    cdef real[:, ::1] v
+    cdef real[::1] pw
+    cdef const real* ppc = NULL
+    cdef const real* pdh = NULL
+    cdef const real* pdc = NULL
+    cdef const real* ppw = NULL
+    if n == 0:
+        return
+    if pc is not None:
+        v = pc
+        ppc = &v[0, 0]
+    if dhb is not None:
+        v = dhb
+        pdh = &v[0, 0]
+    if dcb is not None:
+        v = dcb
+        pdc = &v[0, 0]
+    if peep_w is not None:
+        pw = peep_w
+        ppw = &pw[0]
+    with nogil:
+        _cell_grads(&g[0, 0], &c[0, 0], &ahc[0, 0], ppc, pdh, pdc, &dh[0, 0], &dc[0, 0],
+                    &e[0, 0], ppw, &dpeep[0], n, d, ag, ac, ah)
+
+
+def _backward(gates, hb, cb, dhb, dcb, h0r, c0r, w, b, dg, alive, first, int d, bint peep,
+              int ag, int ac, int ah, Py_ssize_t n_seq):
+    """dg (the gates' pre-activation gradients, step-major), and the gradients of the initial
+    states and of the peephole weights."""
+    cdef Py_ssize_t t, s, n, prev_n
+    dtype = gates.dtype
+    dh_next = np.zeros((max(n_seq, 1), d), dtype)  # rank order, every sequence
+    dc_next = np.zeros_like(dh_next)
+    dpeep = np.zeros(3 * d, dtype)
+    ahc = np.empty_like(dh_next)
+    peep_w = np.ascontiguousarray(b[4 * d:]) if peep else None
+    for t in range(len(alive) - 1, -1, -1):
         s, n = first[t], alive[t]
-        if t == 0:
-            ph, pc = h0, c0
+        pc = (c0r[:n] if c0r is not None else None) if t == 0 else \
+            cb[first[t - 1]:first[t - 1] + n]
+        a = ahc[:n]
+        np.copyto(a, cb[s:s + n])
+        activate(ah, a)
+        e = dg[s:s + n]
+        if dtype == np.float32:
+            _step_grads[float](gates[s:s + n], cb[s:s + n], a, pc,
+                               None if dhb is None else dhb[s:s + n],
+                               None if dcb is None else dcb[s:s + n], dh_next[:n],
+                               dc_next[:n], e, peep_w, dpeep, n, d, ag, ac, ah)
         else:
-            ph, pc = hb + first[t - 1] * d, cb + first[t - 1] * d
-        for r in range(n):
-            g = gates + (s + r) * d4
-            e = dg + (s + r) * d4
-            for j in range(d):
-                dh = dh_next[r * d + j]
-                if dhb != NULL:
-                    dh = dh + dhb[(s + r) * d + j]
-                cand, i, f, o = g[j], g[d + j], g[2 * d + j], g[3 * d + j]
-                c = cb[(s + r) * d + j]
-                ahc = act(ah, c)
-                dgo = dh * ahc * dact(ag, o)
-                dc = dc_next[r * d + j] + dh * o * dact(ah, ahc)
-                if dcb != NULL:
-                    dc = dc + dcb[(s + r) * d + j]
-                if peep:
-                    dc = dc + dgo * bias[d4 + 2 * d + j]
-                    dpeep[2 * d + j] += dgo * c
-                cp = pc[r * d + j] if pc != NULL else 0
-                dgi = dc * cand * dact(ag, i)
-                dgf = dc * cp * dact(ag, f)
-                e[j] = dc * i * dact(ac, cand)
-                e[d + j], e[2 * d + j], e[3 * d + j] = dgi, dgf, dgo
-                dcp = dc * f
-                if peep:
-                    dcp = dcp + dgi * bias[d4 + j] + dgf * bias[d4 + d + j]
-                    dpeep[j] += dgi * cp
-                    dpeep[d + j] += dgf * cp
-                dc_next[r * d + j] = dcp
-        # The step before: its first n sequences get the recurrent gradient, the rest (they
-        # ended there) none.
-        gemm(False, True, <int>n, d, d4, dg + s * d4, d4, w, d4, 0, dh_next, d)
+            _step_grads[double](gates[s:s + n], cb[s:s + n], a, pc,
+                                None if dhb is None else dhb[s:s + n],
+                                None if dcb is None else dcb[s:s + n], dh_next[:n],
+                                dc_next[:n], e, peep_w, dpeep, n, d, ag, ac, ah)
+        mm(e, w, dh_next[:n], False, True, 0)
         prev_n = alive[t - 1] if t > 0 else n
-        for r in range(n * d, prev_n * d):
-            dh_next[r] = 0
-            dc_next[r] = 0
-        if ph != NULL:
-            gemm(True, False, d, d4, <int>n, ph, d, dg + s * d4, d4, 1, dw, d4)
+        dh_next[n:prev_n] = 0
+        dc_next[n:prev_n] = 0
+    return dh_next, dc_next, dpeep
 
 
 cdef class LSTM:
@@ -154,10 +191,8 @@ cdef class LSTM:
         gates = np.ascontiguousarray(data[idx])
         hb = np.empty((len(idx), d), data.dtype)
         cb = np.empty((len(idx), d), data.dtype)
-        if data.dtype == np.float32:
-            _run_forward[float](gates, hb, cb, h0r, c0r, w, b, alive, first, d, self)
-        else:
-            _run_forward[double](gates, hb, cb, h0r, c0r, w, b, alive, first, d, self)
+        _forward(gates, hb, cb, h0r, c0r, w, b, alive, first, d, self.peep, self.ag, self.ac,
+                 self.ah)
         hidden = np.empty((rows, d), data.dtype)
         cell = np.empty((rows, d), data.dtype)
         hidden[idx] = hb
@@ -165,27 +200,9 @@ cdef class LSTM:
         return Tensor(hidden, x.lod), Tensor(cell, x.lod), gates, cb
 
 
-cdef _run_forward(real[:, ::1] gates, real[:, ::1] hb, real[:, ::1] cb, h0r, c0r,
-                  real[:, ::1] w, real[::1] b, cnp.int64_t[::1] alive, cnp.int64_t[::1] first,
-                  int d, LSTM k):
-    cdef real[:, ::1] h0v, c0v
-    cdef const real* ph = NULL
-    cdef const real* pc = NULL
-    if h0r is not None:
-        h0v, c0v = h0r, c0r
-        if h0v.shape[0]:
-            ph, pc = &h0v[0, 0], &c0v[0, 0]
-    if gates.shape[0] == 0:
-        return
-    with nogil:
-        _forward(&gates[0, 0], &hb[0, 0], &cb[0, 0], ph, pc, &w[0, 0], &b[0], &alive[0],
-                 &first[0], alive.shape[0], d, k.peep, k.ag, k.ac, k.ah)
-
-
 cdef class LSTMGrad:
     cdef bint peep, reverse
     cdef int ag, ac, ah
-    cdef object wanted
 
     def __init__(self, dict attrs, info=None):
         self.peep, self.reverse = attrs["use_peepholes"], attrs["is_reverse"]
@@ -205,18 +222,12 @@ cdef class LSTMGrad:
         dhb, dcb = (None if g is None or g.data is None else
                     np.ascontiguousarray(_checked(g, dtype, (rows, d), op, slot)[idx])
                     for g, slot in ((dhidden, "Hidden@GRAD"), (dcell, "Cell@GRAD")))
-        dg = np.empty((len(idx), 4 * d), dtype)
-        dh_next = np.zeros((max(n_seq, 1), d), dtype)
-        dc_next = np.zeros((max(n_seq, 1), d), dtype)
+        dg = np.empty((total, 4 * d), dtype)
+        dh_next, dc_next, dpeep = _backward(gates, hb, cb, dhb, dcb, h0r, c0r, w, b, dg, alive,
+                                            first, d, self.peep, self.ag, self.ac, self.ah,
+                                            n_seq)
         dw = np.zeros((d, 4 * d), dtype)
-        dpeep = np.zeros(3 * d, dtype)
-        if len(idx):
-            if dtype == np.float32:
-                _run_backward[float](gates, hb, cb, dhb, dcb, h0r, c0r, w, b, dg, dh_next, dc_next,
-                                     dw, dpeep, alive, first, d, self)
-            else:
-                _run_backward[double](gates, hb, cb, dhb, dcb, h0r, c0r, w, b, dg, dh_next,
-                                      dc_next, dw, dpeep, alive, first, d, self)
+        mm(previous_rows(hb, first, alive, h0r), dg, dw, True, False, 0)  # one GEMM, all steps
         dx = np.empty((rows, 4 * d), dtype)
         dx[idx] = dg
         db = dg.sum(axis=0)
@@ -229,31 +240,6 @@ cdef class LSTMGrad:
             dh0[order] = dh_next[:n_seq]
             dc0[order] = dc_next[:n_seq]
         return (Tensor(dx, x.lod), dh0, dc0, dw, db.reshape(1, -1))
-
-
-cdef _run_backward(real[:, ::1] gates, real[:, ::1] hb, real[:, ::1] cb, dhb, dcb, h0r, c0r,
-                   real[:, ::1] w, real[::1] b, real[:, ::1] dg, real[:, ::1] dh_next,
-                   real[:, ::1] dc_next, real[:, ::1] dw, real[::1] dpeep,
-                   cnp.int64_t[::1] alive, cnp.int64_t[::1] first, int d, LSTMGrad k):
-    cdef real[:, ::1] dhv, dcv, h0v, c0v
-    cdef const real* pdh = NULL
-    cdef const real* pdc = NULL
-    cdef const real* ph = NULL
-    cdef const real* pc = NULL
-    if dhb is not None:
-        dhv = dhb
-        pdh = &dhv[0, 0]
-    if dcb is not None:
-        dcv = dcb
-        pdc = &dcv[0, 0]
-    if h0r is not None:
-        h0v, c0v = h0r, c0r
-        if h0v.shape[0]:
-            ph, pc = &h0v[0, 0], &c0v[0, 0]
-    with nogil:
-        _backward(&gates[0, 0], &hb[0, 0], &cb[0, 0], pdh, pdc, ph, pc, &w[0, 0], &b[0], &dg[0, 0],
-                  &dh_next[0, 0], &dc_next[0, 0], &dw[0, 0], &dpeep[0], &alive[0], &first[0],
-                  alive.shape[0], d, k.peep, k.ag, k.ac, k.ah)
 
 
 KERNELS = [("lstm", LSTM, DTYPES, "lod"), ("lstm_grad", LSTMGrad, DTYPES, "lod")]

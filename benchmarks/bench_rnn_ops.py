@@ -1,0 +1,72 @@
+"""An LSTM and a GRU layer, forward and backward, beside PyTorch's nn.LSTM / nn.GRU in the
+same run, threads pinned: batch 32, 50 steps, input 128, hidden 256, float32.
+
+Headrace runs fc (the input projection of every step at once) + dynamic_lstm / dynamic_gru
+over 32 LoD sequences of 50 steps, the loss the mean of the hidden states, and its backward
+(append_backward); PyTorch the same layer (projection inside) on [50, 32, 128], the same loss,
+``backward()``. The cells differ in detail (Fluid's GRU resets before the product), not in
+work.
+
+    HEADRACE_BENCH_THREADS=1 python benchmarks/bench_rnn_ops.py [lstm|gru ...]
+"""
+import _bench  # noqa: F401  (pins threads before NumPy loads)
+
+import sys
+
+import numpy as np
+
+import headrace as hr
+from headrace import layers
+from headrace.runtime.tensor import create_lod_tensor
+
+B, T, I, H = 32, 50, 128, 256
+
+
+def headrace_step(kind, x):
+    main, startup = hr.Program(), hr.Program()
+    startup.random_seed = 1
+    with hr.program_guard(main, startup):
+        xs = layers.data("x", shape=[I], dtype="float32", lod_level=1)
+        if kind == "lstm":
+            proj = layers.fc(xs, size=4 * H)
+            hidden, _ = layers.dynamic_lstm(proj, 4 * H, use_peepholes=False)
+        else:
+            proj = layers.fc(xs, size=3 * H)
+            hidden = layers.dynamic_gru(proj, H)
+        loss = layers.mean(hidden)
+        hr.append_backward(loss)
+    exe, scope = hr.Executor(), hr.Scope()
+    exe.run(startup, scope=scope)
+    feed = {"x": create_lod_tensor(x.transpose(1, 0, 2).reshape(-1, I), [[T] * B])}
+    return lambda: exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
+
+
+def torch_step(torch, kind, x):
+    torch.manual_seed(1)
+    net = (torch.nn.LSTM if kind == "lstm" else torch.nn.GRU)(I, H)
+    xt = torch.from_numpy(x)
+
+    def step():
+        net.zero_grad()
+        out, _ = net(xt)
+        loss = out.mean()
+        loss.backward()
+        return loss
+    return step
+
+
+def main(kinds):
+    x = np.random.default_rng(0).standard_normal((T, B, I)).astype(np.float32)
+    torch = _bench.torch_or_none()
+    for kind in kinds:
+        ours = _bench.best_time(headrace_step(kind, x), repeat=5, number=2)
+        peer = _bench.best_time(torch_step(torch, kind, x), repeat=5, number=2) \
+            if torch is not None else None
+        _bench.report(f"{kind}_layer", sizes=dict(batch=B, steps=T, input=I, hidden=H),
+                      headrace_ms=round(ours * 1e3, 2),
+                      torch_ms=round(peer * 1e3, 2) if peer else None,
+                      ratio=round(ours / peer, 3) if peer else None)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:] or ["lstm", "gru"])
