@@ -1,18 +1,18 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """gru and gru_grad: the whole time loop in one kernel, laid out like lstm's (sequences ranked,
 rows step-major, each step a prefix of the one before). A step is two GEMMs through BLAS (the
-update/reset gates from h, then the candidate from r * h) around two passes of C; the
-gradient runs the same steps back.
+update/reset gates from h, then the candidate from r * h) around the activations (NumPy's
+vectorized loops); the gradient runs the same steps back, its cell arithmetic in C.
 """
 cimport numpy as cnp
 from headrace.kernels.common cimport real
-from ._common cimport act, dact, gemm
+from ._common cimport dact, gemm, mm
 
 import numpy as np
 
 from headrace.runtime.tensor import Tensor
 
-from ._rnn import ACTIVATIONS, checked, layout
+from ._rnn import ACTIVATIONS, activate, checked, layout
 
 cnp.import_array()
 
@@ -33,36 +33,43 @@ def _operands(op, x, h0, weight, bias, bint reverse):
     return data, rows, d, order, alive, first, idx, w, b, h0r
 
 
-cdef void _forward(real* gates, real* rb, real* hb, const real* h0, const real* w,
-                   const cnp.int64_t* alive, const cnp.int64_t* first, Py_ssize_t steps,
-                   int d, int ag, int ac, bint origin) noexcept nogil:
-    cdef Py_ssize_t t, r, j, s, n
-    cdef int d3 = 3 * d, d2 = 2 * d
-    cdef const real* ph
-    cdef const real* wc = w + d2 * d
-    cdef real* g
-    cdef real u, hp, c
-    for t in range(steps):
+def _forward(gates, rb, hb, h0r, w, alive, first, int d, int ag, int ac, bint origin):
+    """The steps, each two GEMMs through BLAS around the gates' activations with NumPy's
+    vectorized loops (the transcendental functions are most of a cell's work)."""
+    cdef Py_ssize_t t, s, n
+    cdef int d2 = 2 * d
+    w_ur, w_c = w[:d2 * d].reshape(d, d2), w[d2 * d:].reshape(d, d)
+    for t in range(len(alive)):
         s, n = first[t], alive[t]
-        ph = h0 if t == 0 else hb + first[t - 1] * d
-        if ph != NULL:
-            gemm(False, False, <int>n, d2, d, ph, d, w, d2, 1, gates + s * d3, d3)
-        for r in range(n):
-            g = gates + (s + r) * d3
-            for j in range(d):
-                g[j] = act(ag, g[j])
-                g[d + j] = act(ag, g[d + j])
-                rb[(s + r) * d + j] = g[d + j] * ph[r * d + j] if ph != NULL else 0
-        if ph != NULL:
-            gemm(False, False, <int>n, d, d, rb + s * d, d, wc, d, 1, gates + s * d3 + d2, d3)
-        for r in range(n):
-            g = gates + (s + r) * d3
-            for j in range(d):
-                c = act(ac, g[d2 + j])
-                g[d2 + j] = c
-                u = g[j]
-                hp = ph[r * d + j] if ph != NULL else 0
-                hb[(s + r) * d + j] = u * hp + (1 - u) * c if origin else (1 - u) * hp + u * c
+        ph = (h0r[:n] if h0r is not None else None) if t == 0 else \
+            hb[first[t - 1]:first[t - 1] + n]
+        g = gates[s:s + n]
+        if ph is not None:
+            mm(ph, w_ur, g[:, :d2], False, False, 1)
+        activate(ag, g[:, :d2])
+        u, cand, reset = g[:, :d], g[:, d2:], rb[s:s + n]
+        if ph is not None:
+            np.multiply(g[:, d:d2], ph, out=reset)
+            mm(reset, w_c, cand, False, False, 1)
+        else:
+            reset[...] = 0
+        activate(ac, cand)
+        h = hb[s:s + n]
+        if origin:   # h = u h' + (1 - u) c = c + u (h' - c)
+            if ph is not None:
+                np.subtract(ph, cand, out=h)
+            else:
+                np.negative(cand, out=h)
+            h *= u
+            h += cand
+        else:        # h = (1 - u) h' + u c = h' + u (c - h')
+            if ph is not None:
+                np.subtract(cand, ph, out=h)
+            else:
+                np.copyto(h, cand)
+            h *= u
+            if ph is not None:
+                h += ph
 
 
 cdef void _backward(const real* gates, const real* rb, const real* hb, const real* dhb,
@@ -133,27 +140,10 @@ cdef class GRU:
         total = len(idx)
         rb = np.empty((total, d), data.dtype)
         hb = np.empty((total, d), data.dtype)
-        if total:
-            if data.dtype == np.float32:
-                _run_forward[float](gates, rb, hb, h0r, w, alive, first, d, self)
-            else:
-                _run_forward[double](gates, rb, hb, h0r, w, alive, first, d, self)
+        _forward(gates, rb, hb, h0r, w, alive, first, d, self.ag, self.ac, self.origin)
         hidden = np.empty((rows, d), data.dtype)
         hidden[idx] = hb
         return gates, rb, hb, Tensor(hidden, x.lod)
-
-
-cdef _run_forward(real[:, ::1] gates, real[:, ::1] rb, real[:, ::1] hb, h0r, real[::1] w,
-                  cnp.int64_t[::1] alive, cnp.int64_t[::1] first, int d, GRU k):
-    cdef real[:, ::1] h0v
-    cdef const real* ph = NULL
-    if h0r is not None:
-        h0v = np.ascontiguousarray(h0r)
-        if h0v.shape[0]:
-            ph = &h0v[0, 0]
-    with nogil:
-        _forward(&gates[0, 0], &rb[0, 0], &hb[0, 0], ph, &w[0], &alive[0], &first[0],
-                 alive.shape[0], d, k.ag, k.ac, k.origin)
 
 
 cdef class GRUGrad:
