@@ -571,3 +571,20 @@ def test_schedule_errors(call, message):
     with hr.program_guard(hr.Program(), hr.Program()):
         with pytest.raises(LayerError, match=message):
             call()
+
+
+@pytest.mark.parametrize("shape", [[], [1], [1, 1]])
+def test_a_loss_of_one_element_of_any_rank_trains(shape):
+    # Paddle 3's mean is 0-D; a [1, 1] loss is one element too (Paddle fills its gradient).
+    main, startup = hr.Program(), hr.Program()
+    with hr.program_guard(main, startup):
+        w = L.create_parameter([3], "float32", name="w",
+                               default_initializer=hr.initializer.Constant(1.0))
+        loss = L.reshape(L.reduce_sum(L.elementwise_mul(w, w), dim=[0], keep_dim=True),
+                         shape)
+        assert [int(d) for d in loss.shape] == shape
+        O.SGD(0.25).minimize(loss)
+    exe, scope = hr.Executor(), hr.Scope()
+    exe.run(startup, scope=scope)
+    exe.run(main, scope=scope)
+    np.testing.assert_allclose(scope.get("w").numpy(), [0.5, 0.5, 0.5])  # w - 0.25 * 2w

@@ -371,10 +371,12 @@ def append_backward(loss, parameter_list=None, no_grad_set=None):
     """
     if not isinstance(loss, Variable):
         raise BackwardError(f"append_backward takes the loss Variable, got {type(loss).__name__}")
-    if tuple(loss.shape) not in ((1,), ()):
+    shape = [int(d) for d in loss.shape]
+    if any(d != 1 for d in shape):
+        # One element of any rank: [], [1] or, as Paddle fills loss@GRAD, [1, 1].
         raise BackwardError(
-            f"the loss '{loss.name}' must have shape [1] (e.g. the mean of the per-example "
-            f"losses), found {list(loss.shape)}")
+            f"the loss '{loss.name}' must have shape [1] or [] (one element: e.g. the mean of "
+            f"the per-example losses), found {shape}")
     block = loss.block
     if block.idx != 0:
         raise BackwardError("append_backward: the loss must be in the global block")
@@ -388,7 +390,7 @@ def append_backward(loss, parameter_list=None, no_grad_set=None):
                 if v.stop_gradient and not isinstance(v, Parameter)}
     sources = {p.name for p in params if p.name not in no_grad}
     seed = GradOp("fill_constant", {}, {"Out": [grad_name(loss.name)]},
-                  {"shape": [1] if loss.shape else [], "value": 1.0,
+                  {"shape": shape, "value": 1.0,
                    "dtype": dtype_enum(loss.dtype), "op_role": OP_ROLE_BACKWARD | OP_ROLE_LOSS})
     wanted = _build(block, [loss], [seed], sources, no_grad)
     return [(p, block.var(grad_name(p.name))) for p in params if p.name in wanted]
