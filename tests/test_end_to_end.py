@@ -75,6 +75,11 @@ def test_char_lm_perplexity_falls():
     assert after < 0.35 * before
 
 
+def test_sequence_tagger_with_dynamic_gru_learns_the_bracket_depth():
+    accuracy, base = example("sequence_tagger").main(steps=150, verbose=False)
+    assert base < 0.8 and accuracy > 0.97
+
+
 def test_fetch_a_layer_parameter_and_its_gradient():
     main, startup = hr.Program(), hr.Program()
     with hr.program_guard(main, startup):
