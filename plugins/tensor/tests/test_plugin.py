@@ -10,9 +10,11 @@ EXPECTED = [
     "assign_value", "cast", "concat", "fill_constant_batch_size_like", "flatten_contiguous_range",
     "gaussian_random", "lod_reset",
     "reshape2", "split", "transpose2", "uniform_random", "unstack",
+    "arg_max", "arg_min", "gather", "gather_nd", "one_hot_v2", "scatter", "where",
     # grad ops (the other differentiable ops' gradients are made of forward ops)
     "concat_grad", "flatten_contiguous_range_grad", "reshape2_grad", "transpose2_grad",
     "unstack_grad",
+    "gather_grad", "gather_nd_grad", "scatter_grad", "where_grad",
 ]
 OPDEFS = op_definitions(PACKAGE)
 

@@ -37,6 +37,7 @@ from .ops import (abs, ceil, cos, elementwise_add, elementwise_div, elementwise_
 from .tensor import (assign, cast, concat, create_global_var, create_parameter, create_tensor,
                      fill_constant, fill_constant_batch_size_like, ones, reshape, split, sums,
                      transpose, unstack, zeros, zeros_like)
+from .tensor import argmax, argmin, gather, gather_nd, one_hot, scatter, where
 
 __all__ = [
     # modules
@@ -62,6 +63,7 @@ __all__ = [
     "sums", "create_tensor",
     "create_parameter", "create_global_var", "cast", "concat", "reshape", "transpose", "split",
     "unstack",
+    "gather", "gather_nd", "scatter", "where", "argmax", "argmin", "one_hot",
     # control_flow
     "increment", "less_than", "less_equal", "greater_than", "greater_equal", "equal",
     "not_equal", "logical_and", "logical_or", "logical_xor", "logical_not", "create_array",

@@ -13,7 +13,8 @@ from ..param_attr import ParamAttr
 __all__ = ["fill_constant", "fill_constant_batch_size_like", "zeros", "ones", "zeros_like",
            "assign", "sums", "create_tensor",
            "create_parameter", "create_global_var", "cast", "concat", "reshape", "transpose",
-           "split", "unstack"]
+           "split", "unstack",
+           "gather", "gather_nd", "scatter", "where", "argmax", "argmin", "one_hot"]
 
 
 def _err(fn, message):
@@ -274,3 +275,111 @@ def unstack(x, axis=0, num=None):
     outs = [helper.create_variable_for_type_inference(x.dtype) for _ in range(num)]
     helper.append_op("unstack", {"X": x}, {"Y": outs}, {"axis": axis, "num": num})
     return outs
+
+
+# -- selection by indices --------------------------------------------------------------------
+
+def _int_var(fn, arg, v):
+    return check_variable(fn, arg, v, ("int32", "int64"))
+
+
+def gather(input, index, overwrite=True, axis=0, name=None):
+    """The slices of ``input`` along ``axis`` at ``index`` (an int32/int64 Variable of shape
+    [N], [N, 1] or []), stacked in index order (``gather``). ``axis`` may be an int Variable
+    holding it. The gradient adds the slices' gradients back at their indices (repeated
+    indices accumulate, whatever ``overwrite``, Fluid 1.x's flag, says)."""
+    helper = LayerHelper("gather", name=name)
+    check_variable("gather", "input", input)
+    inputs = {"X": input, "Index": _int_var("gather", "index", index)}
+    attrs = {"overwrite": check_bool("gather", "overwrite", overwrite)}
+    if isinstance(axis, Variable):
+        inputs["Axis"] = _int_var("gather", "axis", axis)
+    else:
+        rank = len(input.shape)
+        attrs["axis"] = check_int("gather", "axis", axis, minimum=-rank, maximum=rank - 1)
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op("gather", inputs, {"Out": out}, attrs)
+    return out
+
+
+def gather_nd(input, index, name=None):
+    """``input[index[..., 0], ..., index[..., k-1]]`` for each row of ``index``'s last dim:
+    shape ``index.shape[:-1] + input.shape[k:]`` (``gather_nd``)."""
+    helper = LayerHelper("gather_nd", name=name)
+    check_variable("gather_nd", "input", input)
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op("gather_nd", {"X": input, "Index": _int_var("gather_nd", "index", index)},
+                     {"Out": out}, {})
+    return out
+
+
+def scatter(input, index, updates, name=None, overwrite=True):
+    """``input`` with its rows at ``index`` replaced by the rows of ``updates``
+    (``overwrite``: the last of repeated indices wins) or set to the sum of the updates naming
+    them (``scatter``)."""
+    helper = LayerHelper("scatter", name=name)
+    check_variable("scatter", "input", input)
+    check_variable("scatter", "updates", updates)
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op("scatter", {"X": input, "Ids": _int_var("scatter", "index", index),
+                                 "Updates": updates}, {"Out": out},
+                     {"overwrite": check_bool("scatter", "overwrite", overwrite)})
+    return out
+
+
+def where(condition, x, y, name=None):
+    """``x`` where the bool ``condition`` holds, else ``y``, elementwise (``where``; the three
+    have one shape)."""
+    helper = LayerHelper("where", name=name)
+    check_variable("where", "condition", condition, ("bool",))
+    check_variable("where", "x", x)
+    check_variable("where", "y", y)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op("where", {"Condition": condition, "X": x, "Y": y}, {"Out": out}, {})
+    return out
+
+
+def _arg(op_type, fn, x, axis, keepdim, dtype, name):
+    helper = LayerHelper(op_type, name=name)
+    check_variable(fn, "x", x)
+    dtype = _dtype(fn, dtype)
+    if dtype not in ("int32", "int64"):
+        raise _err(fn, f"argument 'dtype' must be int32 or int64, got {dtype}")
+    attrs = {"keepdims": check_bool(fn, "keepdim", keepdim), "dtype": dtype_enum(dtype),
+             "flatten": axis is None, "axis": 0}
+    if axis is not None:
+        rank = len(x.shape)
+        attrs["axis"] = check_int(fn, "axis", axis, minimum=-rank, maximum=rank - 1)
+    out = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
+    helper.append_op(op_type, {"X": x}, {"Out": out}, attrs)
+    return out
+
+
+def argmax(x, axis=0, keepdim=False, dtype="int64", name=None):
+    """The index of the largest entry along ``axis`` (None: of the flattened ``x``), the first
+    one on ties (``arg_max``); no gradient."""
+    return _arg("arg_max", "argmax", x, axis, keepdim, dtype, name)
+
+
+def argmin(x, axis=0, keepdim=False, dtype="int64", name=None):
+    """The index of the smallest entry along ``axis`` (None: of the flattened ``x``), the
+    first one on ties (``arg_min``); no gradient."""
+    return _arg("arg_min", "argmin", x, axis, keepdim, dtype, name)
+
+
+def one_hot(input, depth, allow_out_of_range=False, dtype="float32", name=None):
+    """One-hot rows of length ``depth`` (an int or an int Variable) for the int ids of
+    ``input``: shape ``input.shape + [depth]`` (``one_hot_v2``); no gradient."""
+    helper = LayerHelper("one_hot_v2", name=name)
+    _int_var("one_hot", "input", input)
+    inputs, attrs = {"X": input}, {
+        "allow_out_of_range": check_bool("one_hot", "allow_out_of_range", allow_out_of_range),
+        "dtype": dtype_enum(_dtype("one_hot", dtype))}
+    if isinstance(depth, Variable):
+        inputs["depth_tensor"] = _int_var("one_hot", "depth", depth)
+    else:
+        attrs["depth"] = check_int("one_hot", "depth", depth, minimum=1)
+    out = helper.create_variable_for_type_inference(_dtype("one_hot", dtype),
+                                                    stop_gradient=True)
+    helper.append_op("one_hot_v2", inputs, {"Out": out}, attrs)
+    return out
