@@ -120,6 +120,70 @@ def select_output_program():
     return [x, m], [picked]
 
 
+def fc_cond_in_while_program():
+    """A cond inside a while_loop whose body has an fc layer: its parameters live in the
+    global block (saved in model.pdiparams) and are read at every step."""
+    x = paddle.static.data("x", [2, 3], "float32")
+    n = paddle.static.data("n", [1], "int64")
+    i = paddle.full([1], 0, "int64")
+    rng = np.random.default_rng(1)
+    init = paddle.nn.initializer.Assign
+    weight = paddle.ParamAttr(name="cell_w", initializer=init(
+        rng.uniform(-1, 1, (3, 3)).astype("float32")))
+    bias = paddle.ParamAttr(name="cell_b", initializer=init(
+        rng.uniform(-0.5, 0.5, 3).astype("float32")))
+
+    def cond(i, h):
+        return i < n
+
+    def body(i, h):
+        z = snn.fc(h, 3, weight_attr=weight, bias_attr=bias)
+        h = snn.cond(paddle.mean(z) > 0, lambda: _tanh(z), lambda: z * 0.5)
+        return [paddle.increment(i), h]
+
+    i, h = snn.while_loop(cond, body, [i, x])
+    return [x, n], [i, h]
+
+
+def nested_while_program():
+    """A while_loop inside a while_loop: the inner one runs i + 1 times and sums int64
+    scale(j) into a counter; the outer one writes each step's x into a tensor array."""
+    x = paddle.static.data("x", [2], "float32")
+    n = paddle.static.data("n", [1], "int64")
+    i = paddle.full([1], 0, "int64")
+    total = paddle.full([1], 0, "int64")
+    arr = paddle.tensor.create_array("float32")
+
+    def outer_cond(i, total, x, arr):
+        return i < n
+
+    def outer_body(i, total, x, arr):
+        j = paddle.full([1], 0, "int64")
+
+        def inner_cond(j, total, x):
+            return j < i + 1
+
+        def inner_body(j, total, x):
+            total = paddle.add(total, paddle.scale(j, scale=3.0, bias=1.0))
+            return [paddle.increment(j), total, x * 0.9 + 0.1]
+
+        j, total, x = snn.while_loop(inner_cond, inner_body, [j, total, x])
+        paddle.tensor.array_write(x, i, array=arr)
+        return [paddle.increment(i), total, x, arr]
+
+    i, total, x, arr = snn.while_loop(outer_cond, outer_body, [i, total, x, arr])
+    return [x, n], [i, total, x, paddle.tensor.array_length(arr)]
+
+
+def case_program():
+    """case with two predicates and a default (conditional_blocks chained by select_input)."""
+    x = paddle.static.data("x", [3], "float32")
+    s = paddle.mean(x)
+    out = snn.case([(s < -0.2, lambda: x - 1.0), (s > 0.2, lambda: x * 2.0)],
+                   default=lambda: _op("abs", {"X": [x]}))
+    return [x], [out]
+
+
 def _feeds(name, rng):
     x = {"cond_pos": rng.uniform(0.1, 1, (3, 4)), "cond_neg": -rng.uniform(0.1, 1, (3, 4))}
     if name.startswith("cond"):
@@ -128,12 +192,22 @@ def _feeds(name, rng):
         return [{"x": rng.uniform(0, 1, (2, 3)).astype("float32"),
                  "limit": np.array([20], "int64")},
                 {"x": rng.uniform(0, 1, (2, 3)).astype("float32"),
-                 "limit": np.array([2], "int64")}]
+                 "limit": np.array([2], "int64")},
+                {"x": rng.uniform(0, 1, (2, 3)).astype("float32"),      # no step
+                 "limit": np.array([0], "int64")}]
     if name == "array":
         return [{"x": rng.uniform(-1, 1, (2, 2)).astype("float32")}]
     if name.startswith("switch_case"):
         k = int(name[-1])
         return [{"index": np.array([k], "int64"), "x": rng.uniform(-1, 1, 3).astype("float32")}]
+    if name in ("fc_cond_in_while", "nested_while"):
+        shape = (2, 3) if name == "fc_cond_in_while" else 2
+        return [{"x": rng.uniform(-1, 1, shape).astype("float32"), "n": np.array([k], "int64")}
+                for k in (3, 0)]
+    if name == "case":
+        return [{"x": x} for x in (np.array([-1, -1, 0], "float32"),
+                                   np.array([1, 1, 0], "float32"),
+                                   np.array([0, 0.1, 0], "float32"))]
     if name.startswith("select_output"):
         return [{"x": rng.uniform(-1, 1, (2, 3)).astype("float32"),
                  "m": np.array([int(name[-1])], "int32")}]
@@ -144,7 +218,9 @@ FIXTURES = {"cond_pos": cond_program, "cond_neg": cond_program,
             "while_counter": while_counter_program, "array": array_program,
             "switch_case_0": switch_case_program, "switch_case_1": switch_case_program,
             "switch_case_9": switch_case_program, "select_output_0": select_output_program,
-            "select_output_1": select_output_program}
+            "select_output_1": select_output_program,
+            "fc_cond_in_while": fc_cond_in_while_program,
+            "nested_while": nested_while_program, "case": case_program}
 
 
 def make(out_dir):
@@ -158,16 +234,19 @@ def make(out_dir):
         with paddle.static.program_guard(main, startup):
             feeds, fetches = build()
         exe = paddle.static.Executor(paddle.CPUPlace())
-        exe.run(startup)
         where = pathlib.Path(out_dir) / name
         where.mkdir(parents=True, exist_ok=True)
         arrays = {}
         for k, feed in enumerate(_feeds(name, rng)):
-            results = exe.run(main, feed=feed, fetch_list=fetches)
+            # A fresh scope per feed: Paddle keeps a tensor array's items in the scope from
+            # one run to the next (a loop of no step would report the last run's length).
+            with paddle.static.scope_guard(paddle.static.Scope()):
+                exe.run(startup)
+                results = exe.run(main, feed=feed, fetch_list=fetches)
+                paddle.static.save_inference_model(str(where / "model"), feeds, fetches, exe,
+                                                   program=main)
             arrays.update({f"{k}/in:{n}": v for n, v in feed.items()})
             arrays.update({f"{k}/out:{j}": np.asarray(v) for j, v in enumerate(results)})
-        paddle.static.save_inference_model(str(where / "model"), feeds, fetches, exe,
-                                           program=main)
         np.savez(where / "io.npz", **arrays)
         types = sorted({op.type for b in main.blocks for op in b.ops})
         (where / "ops.txt").write_text("\n".join(types) + "\n")

@@ -23,7 +23,25 @@ EXERCISES = {
     "array": {"while", "write_to_array", "read_from_array", "lod_array_length"},
     "switch_case": {"conditional_block", "select_input", "equal"},
     "select_output": {"select_output", "select_input"},
+    "case": {"conditional_block", "select_input", "less_than", "greater_than"},
+    "fc_cond_in_while": {"while", "conditional_block", "select_input", "mul", "increment"},
+    "nested_while": {"while", "write_to_array", "lod_array_length", "scale", "increment"},
 }
+# Ops that must act on an int64 X (the loop counters' arithmetic).
+INT64_OPS = {"while_counter": {"scale", "elementwise_add", "increment"},
+             "nested_while": {"scale", "elementwise_add", "increment"}}
+# (outer, inner): an `outer` op whose sub-block holds an `inner` op.
+NESTED = {"fc_cond_in_while": ("while", "conditional_block"), "nested_while": ("while", "while")}
+
+
+def _int64_op_types(program):
+    return {op.type for b in program.blocks for op in b.ops if "X" in op.input_names
+            and op.input("X") and str(b.var_recursive(op.input("X")[0]).dtype) == "int64"}
+
+
+def _nests(program, outer, inner):
+    return any(op.type == outer and any(o.type == inner for o in op.attr("sub_block").ops)
+               for b in program.blocks for op in b.ops)
 
 
 def test_every_construct_has_a_fixture():
@@ -42,6 +60,15 @@ def test_paddle_program_gives_paddles_numbers(name):
     types = {op.type for b in program.blocks for op in b.ops}
     kind = next(k for k in EXERCISES if name.startswith(k))
     assert EXERCISES[kind] <= types, f"{name}: missing {EXERCISES[kind] - types}"
+    if kind in INT64_OPS:
+        assert INT64_OPS[kind] <= _int64_op_types(program), name
+    if kind in NESTED:
+        assert _nests(program, *NESTED[kind]), f"{name}: no {NESTED[kind][1]} inside a " \
+                                               f"{NESTED[kind][0]}"
+    if params:  # the loop body's parameters, saved by Paddle, are in the scope
+        saved = {v.name for v in program.global_block().vars.values()
+                 if v.persistable and v.name not in ("feed", "fetch")}
+        assert saved and all(n in scope for n in saved), f"{name}: {saved}"
     io = np.load(where / "io.npz")
     runs = sorted({key.split("/")[0] for key in io.files})
     for run in runs:
