@@ -13,7 +13,8 @@ EXPECTED = [
     "lod_rank_table", "max_sequence_len", "reorder_lod_tensor_by_rank",
     "reorder_lod_tensor_by_rank_grad",
     "lod_tensor_to_array", "array_to_lod_tensor", "shrink_rnn_memory", "shrink_rnn_memory_grad",
-    "select_input", "select_output", "tensor_array_to_tensor", "tensor_array_to_tensor_grad",
+    "select_input", "select_output", "select_input_grad",
+    "tensor_array_to_tensor", "tensor_array_to_tensor_grad",
 ]
 OPDEFS = op_definitions(PACKAGE)
 

@@ -1,4 +1,6 @@
 """select_input / select_output: route one value by a mask read on the host."""
+from headrace.runtime.tensor import Tensor, TensorArray
+
 from ._frame import scalar
 
 
@@ -40,5 +42,33 @@ class SelectOutput:
         frame.store(frame.output_ids("Out")[m], x.data, x.lod)
 
 
+def _zeros(device, value):
+    """Zeros like ``value`` (a tensor or a tensor array); None when it has no value."""
+    if value is None:
+        return None
+    if isinstance(value, list):
+        return TensorArray(None if t is None else Tensor(device.zeros_like(t.data), t.lod)
+                           for t in value)
+    return device.zeros_like(value)
+
+
+class SelectInputGrad:
+    """X@GRAD[Mask] = Out@GRAD; zeros like X[k] (none where X[k] has no value) elsewhere."""
+
+    def __init__(self, attrs, info):
+        self.device = info.device
+
+    def __call__(self, frame):
+        xs = frame.tensors("X")
+        m = _mask(self.device, frame, len(xs), "select_input_grad")
+        g = frame.tensor("Out@GRAD")
+        for k, i in enumerate(frame.output_ids("X@GRAD")):
+            if k == m and g is not None and g.data is not None:
+                frame.store(i, g.data, g.lod)
+            else:  # not picked, or no gradient reached Out: zeros
+                frame.store(i, _zeros(self.device, xs[k].data), xs[k].lod)
+
+
 KERNELS = [("select_input", SelectInput, None, "frame"),
-           ("select_output", SelectOutput, None, "frame")]
+           ("select_output", SelectOutput, None, "frame"),
+           ("select_input_grad", SelectInputGrad, None, "frame")]
