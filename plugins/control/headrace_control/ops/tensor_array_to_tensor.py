@@ -9,6 +9,10 @@ from ._common import expect_kind
 def _infer(ctx):
     arr = ctx.input("X")
     expect_kind(ctx, arr, "lod_tensor_array", "X")
+    if ctx.is_runtime:
+        # On real values (the executor re-runs the rule when the kernel fails) an array has
+        # no elements' shape to check: the kernel's own message is the precise one.
+        return
     rank = len(arr.shape)
     axis = ctx.attr("axis")
     stack = ctx.attr("use_stack")
@@ -31,8 +35,8 @@ tensor_array_to_tensor = OpDef(
     "tensor_array_to_tensor",
     inputs=[In("X", "the array (kind lod_tensor_array); every element must have a value")],
     outputs=[Out("Out", "the elements joined along axis (or stacked on a new axis)"),
-             Out("OutIndex", "each element's size along axis (1 each when stacking), int32",
-                 intermediate=True)],
+             Out("OutIndex", "each element's size along axis, int32 (as Paddle, also when "
+                 "stacking; 1 each when stacking on a new last axis)", intermediate=True)],
     attrs=[Attr("axis", "int", 0, "the axis to join along (or of the new stacked axis)"),
            Attr("use_stack", "bool", False, "stack on a new axis instead of concatenating")],
     infer=_infer,
@@ -57,7 +61,8 @@ tensor_array_to_tensor_grad = OpDef(
     infer=_infer_grad,
     differentiable=False,
     doc="Gradient of tensor_array_to_tensor: Out@GRAD cut along axis into the elements' "
-        "sizes (unstacked when use_stack).",
+        "sizes (unstacked when use_stack), added to what X@GRAD already holds (the array's "
+        "other readers' gradients).",
 )
 
 
