@@ -11,11 +11,12 @@ ALL_OPS = [op for m in MODULES for op in m.OPS]
 
 def test_modules_and_op_count():
     assert [m.__name__.rsplit(".", 1)[1] for m in MODULES] == [
-        "activation", "compare", "elementwise", "logical", "matmul", "reduce"]
-    # 52 forward ops and 40 grad ops (24 activations, 7 elementwise, 3 products, 6 reductions);
-    # scale and sum are the core's (headrace.core_ops): autodiff emits them
-    assert len(ALL_OPS) == len({op.type for op in ALL_OPS}) == 92
-    assert len([op for op in ALL_OPS if op.type.endswith("_grad")]) == 40
+        "activation", "clip", "compare", "cumsum", "elementwise", "logical", "matmul", "reduce"]
+    # 54 forward ops and 42 grad ops (24 activations, 7 elementwise, 3 products, 6 reductions,
+    # clip, cumsum's flattening case); scale and sum are the core's (headrace.core_ops):
+    # autodiff emits them
+    assert len(ALL_OPS) == len({op.type for op in ALL_OPS}) == 96
+    assert len([op for op in ALL_OPS if op.type.endswith("_grad")]) == 42
 
 
 @pytest.mark.parametrize("op", ALL_OPS, ids=lambda op: op.type)

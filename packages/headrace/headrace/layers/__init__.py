@@ -34,6 +34,7 @@ from .ops import (abs, ceil, cos, elementwise_add, elementwise_div, elementwise_
                   reduce_max, reduce_mean, reduce_min, reduce_prod, reduce_sum, relu, relu6,
                   round, rsqrt, scale, sigmoid, silu, sin, softplus, softsign, sqrt, square,
                   swish, tanh)
+from .ops import clip, cumsum
 from .tensor import (assign, cast, concat, create_global_var, create_parameter, create_tensor,
                      fill_constant, fill_constant_batch_size_like, ones, reshape, split, sums,
                      transpose, unstack, zeros, zeros_like)
@@ -54,7 +55,7 @@ __all__ = [
     "log", "sqrt", "rsqrt", "square", "abs", "ceil", "floor", "round", "reciprocal", "sin",
     "cos", "softsign", "silu", "softplus", "leaky_relu", "relu6", "elu", "gelu", "swish",
     "hard_sigmoid", "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod",
-    "mean", "mul", "matmul", "scale",
+    "mean", "mul", "matmul", "scale", "cumsum", "clip",
     # loss, metric
     "cross_entropy", "softmax_with_cross_entropy", "square_error_cost", "mse", "mse_loss",
     "topk", "accuracy",

@@ -1,5 +1,6 @@
 """Math layers: elementwise binary ops, activations, reductions, mean, mul, matmul, scale."""
 from ..checks import check_bool, check_int, check_number, check_variable
+from ..framework import Variable
 from ..errors import LayerError
 from ..layer_helper import LayerHelper
 
@@ -11,6 +12,7 @@ __all__ = [
     "elu", "gelu", "swish", "hard_sigmoid",
     "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod",
     "mean", "mul", "matmul", "scale",
+    "cumsum", "clip",
 ]
 
 
@@ -289,3 +291,41 @@ def scale(x, scale=1.0, bias=0.0, bias_after_scale=True, act=None, name=None):
                       "bias_after_scale": check_bool("scale", "bias_after_scale",
                                                      bias_after_scale)})
     return helper.append_activation(out)
+
+
+# -- running sums, clipping ----------------------------------------------------------------
+
+def cumsum(x, axis=None, exclusive=False, reverse=False, name=None):
+    """Running sums of ``x`` along ``axis`` (None: over the flattened ``x``, a 1-D result);
+    ``exclusive`` leaves each element out of its own sum, ``reverse`` sums from the end
+    (``cumsum``). The gradient is the running sum of the output's gradient the other way."""
+    helper = LayerHelper("cumsum", name=name)
+    check_variable("cumsum", "x", x)
+    attrs = {"flatten": axis is None, "axis": -1,
+             "exclusive": check_bool("cumsum", "exclusive", exclusive),
+             "reverse": check_bool("cumsum", "reverse", reverse)}
+    if axis is not None:
+        rank = max(len(x.shape), 1)
+        attrs["axis"] = check_int("cumsum", "axis", axis, minimum=-rank, maximum=rank - 1)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op("cumsum", {"X": x}, {"Out": out}, attrs)
+    return out
+
+
+def clip(x, min, max, name=None):  # noqa: A002 - Fluid's argument names
+    """``x`` limited to [min, max] (``clip``); each bound a number or a one-element Variable
+    of x's dtype. The gradient passes where min < x < max."""
+    helper = LayerHelper("clip", name=name)
+    check_variable("clip", "x", x)
+    inputs, attrs = {"X": x}, {}
+    for arg, slot, value in (("min", "Min", min), ("max", "Max", max)):
+        if isinstance(value, Variable):
+            inputs[slot] = check_variable("clip", arg, value, (x.dtype,))
+        else:
+            attrs[arg] = check_number("clip", arg, value)
+    if "min" in attrs and "max" in attrs and attrs["min"] > attrs["max"]:
+        raise LayerError(f"clip: argument 'min' ({attrs['min']}) exceeds 'max' "
+                         f"({attrs['max']})")
+    out = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op("clip", inputs, {"Out": out}, attrs)
+    return out
