@@ -156,3 +156,20 @@ def test_gradients_through_a_program():
     analytic, numeric = program_gradients(main, startup, loss, ["P"], feed)
     np.testing.assert_allclose(analytic["P"], numeric["P"], rtol=1e-6, atol=1e-8)
     assert np.all(analytic["P"][3] == 0)  # row 3 is never picked
+
+
+@pytest.mark.parametrize("dtype", ["int64", "bool", "float16"])
+def test_any_element_type(dtype):
+    x = (np.arange(12).reshape(4, 3) % 3).astype(dtype)
+    idx = np.array([[3, 0], [1, 1]], "int64")
+
+    def build():
+        xv = layers.data("x", [4, 3], dtype=dtype, append_batch_size=False)
+        i = layers.data("i", [2], dtype="int32", append_batch_size=False)
+        nd = layers.data("nd", [2, 2], dtype="int64", append_batch_size=False)
+        return [layers.gather(xv, i, axis=1), layers.gather_nd(xv, nd)]
+
+    _, (rows, picks) = _run(build, {"x": x, "i": np.array([2, 0], "int32"), "nd": idx})
+    assert rows.dtype == dtype and picks.dtype == dtype
+    np.testing.assert_array_equal(rows, x[:, [2, 0]])
+    np.testing.assert_array_equal(picks, x[idx[:, 0], idx[:, 1]])
