@@ -284,3 +284,28 @@ def test_select_input_over_tensor_arrays(mask):
     for n in names:
         np.testing.assert_allclose(analytic[n], numeric[n], rtol=1e-6, atol=1e-8)
         assert analytic[n].any() == (n[1] == str(mask))
+
+
+@pytest.mark.cuda
+def test_select_ops_on_cuda_agree_with_the_cpu():
+    prog = hr.Program()
+    g = prog.global_block()
+    xs = [g.create_var(name=f"x{k}", shape=[2, 3], dtype="float32", need_check_feed=True)
+          for k in range(2)]
+    m = g.create_var(name="m", shape=[1], dtype="int32", need_check_feed=True)
+    og = g.create_var(name="og", shape=[2, 3], dtype="float32", need_check_feed=True)
+    grads = [g.create_var(name=f"x{k}@GRAD", shape=[2, 3], dtype="float32") for k in range(2)]
+    g.append_op("select_input", {"X": xs, "Mask": m}, {"Out": "out"})
+    g.append_op("select_input_grad", {"X": xs, "Mask": m, "Out@GRAD": og}, {"X@GRAD": grads})
+    outs = [g.create_var(name=f"o{k}", shape=[2, 3], dtype="float32") for k in range(2)]
+    g.append_op("select_output", {"X": og, "Mask": m}, {"Out": outs})
+    rng = np.random.RandomState(0)
+    feed = {"x0": rng.rand(2, 3).astype(np.float32), "x1": rng.rand(2, 3).astype(np.float32),
+            "m": np.array([1], np.int32), "og": rng.rand(2, 3).astype(np.float32)}
+    fetch = ["out", "x0@GRAD", "x1@GRAD", "o1"]
+    cpu = hr.Executor(hr.CPUPlace()).run(prog, feed=feed, fetch_list=fetch, scope=hr.Scope())
+    gpu = hr.Executor(hr.CUDAPlace(0)).run(prog, feed=feed, fetch_list=fetch,
+                                           scope=hr.Scope())
+    for a, b in zip(cpu, gpu):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(cpu[1], np.zeros((2, 3), np.float32))

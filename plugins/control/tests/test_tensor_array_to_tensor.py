@@ -155,3 +155,37 @@ def test_unwritten_position_is_a_clear_error():
     with pytest.raises(OpError, match=r"tensor_array_to_tensor.*positions \[0, 1\]"):
         hr.Executor().run(prog, feed={"x": np.ones(2), "i": np.array([2], np.int64)},
                           fetch_list=["out"], scope=hr.Scope())
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("stack", [False, True])
+def test_on_cuda_agrees_with_the_cpu(stack):
+    prog = hr.Program()
+    g = prog.global_block()
+    arr = g.create_var(name="arr", type="lod_tensor_array", dtype="float32", shape=[2, 3])
+    for k in range(3):
+        x = g.create_var(name=f"x{k}", shape=[2, 3], dtype="float32", need_check_feed=True)
+        i = g.create_var(name=f"i{k}", shape=[1], dtype="int64", need_check_feed=True)
+        g.append_op("write_to_array", {"X": x, "I": i}, {"Out": arr})
+    out = _join(g, arr, 1, stack)
+    og = g.create_var(name="og", shape=list(out.shape), dtype="float32", need_check_feed=True)
+    grad = g.create_var(name="arr@GRAD", type="lod_tensor_array", dtype="float32",
+                        shape=[2, 3])
+    g.append_op("tensor_array_to_tensor_grad", {"X": arr, "Out@GRAD": og}, {"X@GRAD": grad},
+                {"axis": 1, "use_stack": stack})
+    for k in range(3):
+        g.append_op("read_from_array", {"X": grad, "I": f"i{k}"}, {"Out": f"g{k}"})
+    rng = np.random.RandomState(0)
+    feed = {f"x{k}": rng.rand(2, 3).astype(np.float32) for k in range(3)}
+    feed.update({f"i{k}": np.array([k], np.int64) for k in range(3)})
+    feed["og"] = rng.rand(*((2, 3, 3) if stack else (2, 9))).astype(np.float32)
+    fetch = ["out", "index", "g0", "g1", "g2"]
+    cpu = hr.Executor(hr.CPUPlace()).run(prog, feed=feed, fetch_list=fetch, scope=hr.Scope())
+    gpu = hr.Executor(hr.CUDAPlace(0)).run(prog, feed=feed, fetch_list=fetch,
+                                           scope=hr.Scope())
+    for a, b in zip(cpu, gpu):
+        np.testing.assert_array_equal(a, b)
+    parts = [feed[f"x{k}"] for k in range(3)]
+    np.testing.assert_array_equal(cpu[0], ref.tensor_array_to_tensor(parts, 1, stack)[0])
+    for got, want in zip(cpu[2:], ref.tensor_array_to_tensor_grad(parts, feed["og"], 1, stack)):
+        np.testing.assert_array_equal(got, want)
