@@ -15,7 +15,7 @@ from ..layer_helper import LayerHelper
 from ..param_attr import ParamAttr
 
 __all__ = ["fc", "embedding", "conv2d", "pool2d", "batch_norm", "dropout", "softmax",
-           "dynamic_lstm", "dynamic_gru"]
+           "dynamic_lstm", "dynamic_gru", "layer_norm"]
 
 
 def _attach(out, params, bias):
@@ -330,3 +330,34 @@ def dynamic_gru(input, size, param_attr=None, bias_attr=None, is_reverse=False,
                       "gate_activation": gate_activation, "activation": candidate_activation,
                       "origin_mode": check_bool("dynamic_gru", "origin_mode", origin_mode)})
     return outs["Hidden"]
+
+
+def layer_norm(input, scale=True, shift=True, begin_norm_axis=1, epsilon=1e-5,
+               param_attr=None, bias_attr=None, act=None, name=None):
+    """Fluid's layer_norm: each row of ``input`` (its dims from ``begin_norm_axis`` on)
+    normalized to zero mean and unit variance, times a learned scale (ones at first) plus a
+    learned shift (zeros), then ``act``."""
+    helper = LayerHelper("layer_norm", param_attr=param_attr, bias_attr=bias_attr, act=act,
+                         name=name)
+    check_variable("layer_norm", "input", input, ("float32", "float64"))
+    rank = len(input.shape)
+    axis = check_int("layer_norm", "begin_norm_axis", begin_norm_axis, minimum=1,
+                     maximum=max(rank - 1, 1))
+    right = [int(d) for d in input.shape[axis:]]
+    if any(d < 0 for d in right):
+        raise helper.error(f"the dims from begin_norm_axis on must be known to size the scale "
+                           f"and shift, found {list(input.shape)}")
+    size = int(np.prod(right))
+    dtype = input.dtype
+    inputs = {"X": input}
+    if check_bool("layer_norm", "scale", scale):
+        inputs["Scale"] = helper.create_parameter(helper.param_attr, [size], dtype,
+                                                  default_initializer=Constant(1.0))
+    if check_bool("layer_norm", "shift", shift):
+        inputs["Bias"] = helper.create_parameter(helper.bias_attr, [size], dtype, is_bias=True)
+    outs = {k: helper.create_variable_for_type_inference(dtype, stop_gradient=k != "Y")
+            for k in ("Y", "Mean", "Variance")}
+    helper.append_op("layer_norm", inputs, outs,
+                     {"epsilon": check_number("layer_norm", "epsilon", epsilon),
+                      "begin_norm_axis": axis})
+    return helper.append_activation(outs["Y"])
