@@ -80,6 +80,11 @@ def test_sequence_tagger_with_dynamic_gru_learns_the_bracket_depth():
     assert base < 0.8 and accuracy > 0.97
 
 
+def test_transformer_block_learns_a_task_that_needs_attention():
+    accuracy, base = example("transformer_block").main(steps=150, verbose=False)
+    assert base < 0.6 and accuracy > 0.9
+
+
 def test_fetch_a_layer_parameter_and_its_gradient():
     main, startup = hr.Program(), hr.Program()
     with hr.program_guard(main, startup):
