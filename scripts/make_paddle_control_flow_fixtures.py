@@ -184,9 +184,45 @@ def case_program():
     return [x], [out]
 
 
+def array_read_loop_program():
+    """Tensor arrays read inside a while_loop bounded by their length: three items written
+    before the loop, each read back at step i, summed, and written again at i + length."""
+    x = paddle.static.data("x", [3, 2], "float32")
+    arr = paddle.tensor.create_array("float32")
+    for k in range(3):
+        paddle.tensor.array_write(x * float(k + 1), paddle.full([1], k, "int64"), array=arr)
+    n = paddle.tensor.array_length(arr)
+    i = paddle.full([1], 0, "int64")
+    acc = paddle.zeros([3, 2], "float32")
+
+    def cond(i, acc, arr):
+        return i < n
+
+    def body(i, acc, arr):
+        item = paddle.tensor.array_read(arr, i)
+        paddle.tensor.array_write(item + acc, i + n, array=arr)    # int64 elementwise_add
+        return [paddle.increment(i), acc + item * item, arr]
+
+    i, acc, arr = snn.while_loop(cond, body, [i, acc, arr])
+    last = paddle.tensor.array_read(arr, paddle.tensor.array_length(arr) - 1)
+    return [x], [i, acc, paddle.tensor.array_length(arr), last]
+
+
+def cond_struct_program():
+    """cond whose branches return a nested structure (a tensor and a dict of a 0-D mean and
+    an int64 constant), on a fed bool."""
+    x = paddle.static.data("x", [2, 2], "float32")
+    flag = paddle.static.data("flag", [1], "bool")
+    a, d = snn.cond(flag,
+                    lambda: (x + 1.0, {"s": paddle.mean(x), "i": paddle.full([1], 7, "int64")}),
+                    lambda: (x * x, {"s": paddle.mean(x) * 2.0,
+                                     "i": paddle.full([1], -1, "int64")}))
+    return [x, flag], [a, d["s"], d["i"]]
+
+
 def _feeds(name, rng):
     x = {"cond_pos": rng.uniform(0.1, 1, (3, 4)), "cond_neg": -rng.uniform(0.1, 1, (3, 4))}
-    if name.startswith("cond"):
+    if name in ("cond_pos", "cond_neg"):
         return [{"x": x[name].astype("float32")}]
     if name == "while_counter":
         return [{"x": rng.uniform(0, 1, (2, 3)).astype("float32"),
@@ -208,6 +244,11 @@ def _feeds(name, rng):
         return [{"x": x} for x in (np.array([-1, -1, 0], "float32"),
                                    np.array([1, 1, 0], "float32"),
                                    np.array([0, 0.1, 0], "float32"))]
+    if name == "array_read_loop":
+        return [{"x": rng.uniform(-1, 1, (3, 2)).astype("float32")}]
+    if name == "cond_struct":
+        return [{"x": rng.uniform(-1, 1, (2, 2)).astype("float32"), "flag": np.array([f])}
+                for f in (True, False)]
     if name.startswith("select_output"):
         return [{"x": rng.uniform(-1, 1, (2, 3)).astype("float32"),
                  "m": np.array([int(name[-1])], "int32")}]
@@ -220,7 +261,8 @@ FIXTURES = {"cond_pos": cond_program, "cond_neg": cond_program,
             "switch_case_9": switch_case_program, "select_output_0": select_output_program,
             "select_output_1": select_output_program,
             "fc_cond_in_while": fc_cond_in_while_program,
-            "nested_while": nested_while_program, "case": case_program}
+            "nested_while": nested_while_program, "case": case_program,
+            "array_read_loop": array_read_loop_program, "cond_struct": cond_struct_program}
 
 
 def make(out_dir):
