@@ -175,7 +175,8 @@ def _backward(gates, hb, cb, dhb, dcb, h0r, c0r, w, b, dg, alive, first, int d, 
     return dh_next, dc_next, dpeep
 
 
-cdef class LSTM:
+cdef class _Options:
+    """The attributes both kernels read."""
     cdef bint peep, reverse
     cdef int ag, ac, ah
 
@@ -184,6 +185,9 @@ cdef class LSTM:
         self.ag = ACTIVATIONS[attrs["gate_activation"]]
         self.ac = ACTIVATIONS[attrs["candidate_activation"]]
         self.ah = ACTIVATIONS[attrs["cell_activation"]]
+
+
+cdef class LSTM(_Options):
 
     def __call__(self, x, h0, c0, weight, bias):
         data, rows, d, order, alive, first, idx, w, b, h0r, c0r = _operands(
@@ -200,15 +204,7 @@ cdef class LSTM:
         return Tensor(hidden, x.lod), Tensor(cell, x.lod), gates, cb
 
 
-cdef class LSTMGrad:
-    cdef bint peep, reverse
-    cdef int ag, ac, ah
-
-    def __init__(self, dict attrs, info=None):
-        self.peep, self.reverse = attrs["use_peepholes"], attrs["is_reverse"]
-        self.ag = ACTIVATIONS[attrs["gate_activation"]]
-        self.ac = ACTIVATIONS[attrs["candidate_activation"]]
-        self.ah = ACTIVATIONS[attrs["cell_activation"]]
+cdef class LSTMGrad(_Options):
 
     def __call__(self, x, h0, c0, weight, bias, hidden, cell, batch_gate, batch_cell, dhidden,
                  dcell):

@@ -4,29 +4,21 @@
 Integer X (loop counters in programs Paddle writes) computes in its own type with scale and
 bias converted to it first, truncating toward zero, as Paddle's kernel does."""
 cimport numpy as cnp
-from headrace.kernels.common cimport contiguous, empty_like, real
+from headrace.kernels.common cimport contiguous, empty_like
 
 cnp.import_array()
 
 DTYPES = ("float32", "float64", "int32", "int64")
 
-ctypedef fused integer:
+ctypedef fused number:
+    float
+    double
     int
     long long
 
 
-cdef void _scale(const real* x, real* out, Py_ssize_t n, real s, real b, bint after) noexcept nogil:
-    cdef Py_ssize_t i
-    if after:
-        for i in range(n):
-            out[i] = s * x[i] + b
-    else:
-        for i in range(n):
-            out[i] = s * (x[i] + b)
-
-
-cdef void _scale_int(const integer* x, integer* out, Py_ssize_t n, integer s, integer b,
-                     bint after) noexcept nogil:
+cdef void _scale(const number* x, number* out, Py_ssize_t n, number s, number b,
+                 bint after) noexcept nogil:
     cdef Py_ssize_t i
     if after:
         for i in range(n):
@@ -61,12 +53,12 @@ cdef class Scale:
                        self.s, self.b, self.after)
         elif t == cnp.NPY_INT64:
             with nogil:
-                _scale_int(<const long long*>cnp.PyArray_DATA(a),
+                _scale(<const long long*>cnp.PyArray_DATA(a),
                            <long long*>cnp.PyArray_DATA(out), n, <long long>self.s,
                            <long long>self.b, self.after)
         elif t == cnp.NPY_INT32:
             with nogil:
-                _scale_int(<const int*>cnp.PyArray_DATA(a), <int*>cnp.PyArray_DATA(out), n,
+                _scale(<const int*>cnp.PyArray_DATA(a), <int*>cnp.PyArray_DATA(out), n,
                            <int>self.s, <int>self.b, self.after)
         else:
             raise TypeError(f"scale: X has dtype {a.dtype}, expected float32, float64, int32 "
