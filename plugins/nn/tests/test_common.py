@@ -7,7 +7,7 @@ from headrace_nn.ops import _common
 NN_OPS = {
     "softmax", "cross_entropy", "cross_entropy2", "softmax_with_cross_entropy", "accuracy",
     "top_k", "conv2d", "pool2d", "batch_norm", "dropout", "lookup_table", "lookup_table_v2",
-    "sequence_pool", "lstm", "gru", "layer_norm",
+    "sequence_pool", "lstm", "gru", "layer_norm", "sequence_reverse",
 }
 # Their gradient ops (Paddle's names: cross_entropy2's is cross_entropy_grad2).
 GRAD_OPS = {

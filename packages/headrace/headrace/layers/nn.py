@@ -15,7 +15,7 @@ from ..layer_helper import LayerHelper
 from ..param_attr import ParamAttr
 
 __all__ = ["fc", "embedding", "conv2d", "pool2d", "batch_norm", "dropout", "softmax",
-           "dynamic_lstm", "dynamic_gru", "layer_norm"]
+           "dynamic_lstm", "dynamic_gru", "layer_norm", "sequence_reverse"]
 
 
 def _attach(out, params, bias):
@@ -361,3 +361,13 @@ def layer_norm(input, scale=True, shift=True, begin_norm_axis=1, epsilon=1e-5,
                      {"epsilon": check_number("layer_norm", "epsilon", epsilon),
                       "begin_norm_axis": axis})
     return helper.append_activation(outs["Y"])
+
+
+def sequence_reverse(x, name=None):
+    """Each sequence of ``x`` (its last LoD level) with its rows in reverse order, LoD kept
+    (the backward direction of a bidirectional RNN)."""
+    helper = LayerHelper("sequence_reverse", name=name)
+    check_variable("sequence_reverse", "x", x)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op("sequence_reverse", {"X": x}, {"Y": out})
+    return out
