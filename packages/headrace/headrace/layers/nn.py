@@ -15,7 +15,8 @@ from ..layer_helper import LayerHelper
 from ..param_attr import ParamAttr
 
 __all__ = ["fc", "embedding", "conv2d", "pool2d", "batch_norm", "dropout", "softmax",
-           "dynamic_lstm", "dynamic_gru", "layer_norm", "sequence_reverse"]
+           "dynamic_lstm", "dynamic_gru", "layer_norm", "sequence_reverse",
+           "sequence_softmax"]
 
 
 def _attach(out, params, bias):
@@ -370,4 +371,13 @@ def sequence_reverse(x, name=None):
     check_variable("sequence_reverse", "x", x)
     out = helper.create_variable_for_type_inference(x.dtype)
     helper.append_op("sequence_reverse", {"X": x}, {"Y": out})
+    return out
+
+
+def sequence_softmax(input, use_cudnn=False, name=None):
+    """A softmax over the rows of each sequence of ``input`` (one score per row: [rows, 1])."""
+    helper = LayerHelper("sequence_softmax", name=name)
+    check_variable("sequence_softmax", "input", input, ("float32", "float64"))
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op("sequence_softmax", {"X": input}, {"Out": out})
     return out
