@@ -193,3 +193,25 @@ def test_grad_kernel_gives_x_its_lod(kernel):
 def test_grad_kernel_rejects_bad_inputs(kernel, x, idx, dout, error, match):
     with pytest.raises(error, match=f"sequence_pool_grad: {match}"):
         kernel("sequence_pool_grad", {"pooltype": "MAX"}, "float64")(x, Tensor(idx, []), dout)
+
+
+# == layers ======================================================================================
+
+@pytest.mark.parametrize("layer, kind", [("sequence_first_step", "FIRST"),
+                                         ("sequence_last_step", "LAST"),
+                                         ("sequence_pool", "sqrt")])
+def test_layers_pool_each_sequence(layer, kind):
+    import headrace as hr
+    from headrace import layers
+    from headrace.runtime.tensor import create_lod_tensor
+    main = hr.Program()
+    with hr.program_guard(main, hr.Program()):
+        x = layers.data("x", shape=[2], dtype="float64", lod_level=1)
+        fn = getattr(layers, layer)
+        out = fn(x, kind) if layer == "sequence_pool" else fn(x)
+    data = np.arange(10, dtype=np.float64).reshape(5, 2)
+    (got,) = hr.Executor().run(main, feed={"x": create_lod_tensor(data, [[2, 0, 3]])},
+                               fetch_list=[out], scope=hr.Scope())
+    rows = {"FIRST": [data[0], [0, 0], data[2]], "LAST": [data[1], [0, 0], data[4]],
+            "sqrt": [data[:2].sum(0) / np.sqrt(2), [0, 0], data[2:].sum(0) / np.sqrt(3)]}
+    np.testing.assert_allclose(got, np.array(rows[kind]), rtol=1e-12)

@@ -16,7 +16,7 @@ from ..param_attr import ParamAttr
 
 __all__ = ["fc", "embedding", "conv2d", "pool2d", "batch_norm", "dropout", "softmax",
            "dynamic_lstm", "dynamic_gru", "layer_norm", "sequence_reverse",
-           "sequence_softmax"]
+           "sequence_softmax", "sequence_pool", "sequence_first_step", "sequence_last_step"]
 
 
 def _attach(out, params, bias):
@@ -381,3 +381,30 @@ def sequence_softmax(input, use_cudnn=False, name=None):
     out = helper.create_variable_for_type_inference(input.dtype)
     helper.append_op("sequence_softmax", {"X": input}, {"Out": out})
     return out
+
+
+def sequence_pool(input, pool_type, is_test=False, pad_value=0.0):
+    """One row per sequence of ``input`` (its last LoD level): ``pool_type`` "average",
+    "sum", "sqrt" (sum / sqrt(length)), "max", "last" or "first"; an empty sequence gives
+    ``pad_value``. The result has one LoD level less."""
+    helper = LayerHelper("sequence_pool")
+    check_variable("sequence_pool", "input", input, ("float32", "float64"))
+    kind = check_choice("sequence_pool", "pool_type", str(pool_type).upper(),
+                        ("AVERAGE", "SUM", "SQRT", "MAX", "LAST", "FIRST"))
+    out = helper.create_variable_for_type_inference(input.dtype)
+    index = helper.create_variable_for_type_inference("int32", stop_gradient=True)
+    helper.append_op("sequence_pool", {"X": input}, {"Out": out, "MaxIndex": index},
+                     {"pooltype": kind, "is_test": check_bool("sequence_pool", "is_test",
+                                                              is_test),
+                      "pad_value": check_number("sequence_pool", "pad_value", pad_value)})
+    return out
+
+
+def sequence_first_step(input):
+    """The first row of each sequence."""
+    return sequence_pool(input, "first")
+
+
+def sequence_last_step(input):
+    """The last row of each sequence."""
+    return sequence_pool(input, "last")
