@@ -85,6 +85,10 @@ def test_transformer_block_learns_a_task_that_needs_attention():
     assert base < 0.6 and accuracy > 0.9
 
 
+def test_text_classifier_with_stacked_lstms_learns_word_order():
+    assert example("text_classifier").main(steps=120, verbose=False) > 0.95
+
+
 def test_fetch_a_layer_parameter_and_its_gradient():
     main, startup = hr.Program(), hr.Program()
     with hr.program_guard(main, startup):
