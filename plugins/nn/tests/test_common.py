@@ -8,6 +8,7 @@ NN_OPS = {
     "softmax", "cross_entropy", "cross_entropy2", "softmax_with_cross_entropy", "accuracy",
     "top_k", "conv2d", "pool2d", "batch_norm", "dropout", "lookup_table", "lookup_table_v2",
     "sequence_pool", "lstm", "gru", "layer_norm", "sequence_reverse", "sequence_softmax",
+    "sequence_mask",
 }
 # Their gradient ops (Paddle's names: cross_entropy2's is cross_entropy_grad2).
 GRAD_OPS = {
@@ -17,7 +18,7 @@ GRAD_OPS = {
     "lstm_grad", "gru_grad", "layer_norm_grad", "sequence_softmax_grad",
 }
 # op-conventions.md: "Ops with no gradient: ... top_k, accuracy ..."
-NO_GRADIENT = {"accuracy", "top_k"}
+NO_GRADIENT = {"accuracy", "top_k", "sequence_mask"}
 # op-conventions.md: "int." outputs, kept for the backward pass.
 INTERMEDIATE = {
     "cross_entropy2": {"XShape", "MatchX"},

@@ -10,13 +10,16 @@ import math
 import numpy as np
 
 from ..checks import check_bool, check_choice, check_int, check_ints, check_number, check_variable
+from ..framework import Variable
+from ..framework.builder import dtype_enum
 from ..initializer import Constant, Normal
 from ..layer_helper import LayerHelper
 from ..param_attr import ParamAttr
 
 __all__ = ["fc", "embedding", "conv2d", "pool2d", "batch_norm", "dropout", "softmax",
            "dynamic_lstm", "dynamic_gru", "layer_norm", "sequence_reverse",
-           "sequence_softmax", "sequence_pool", "sequence_first_step", "sequence_last_step"]
+           "sequence_softmax", "sequence_pool", "sequence_first_step", "sequence_last_step",
+           "sequence_mask"]
 
 
 def _attach(out, params, bias):
@@ -408,3 +411,19 @@ def sequence_first_step(input):
 def sequence_last_step(input):
     """The last row of each sequence."""
     return sequence_pool(input, "last")
+
+
+def sequence_mask(x, maxlen=None, dtype="int64", name=None):
+    """The mask of lengths ``x``: ``x.shape + [maxlen]``, 1 where the position is within the
+    length (``maxlen``: an int, an int Variable, or None for the largest length)."""
+    helper = LayerHelper("sequence_mask", name=name)
+    check_variable("sequence_mask", "x", x, ("int32", "int64"))
+    inputs, attrs = {"X": x}, {"out_dtype": dtype_enum(dtype)}
+    if isinstance(maxlen, Variable):
+        inputs["MaxLenTensor"] = maxlen
+    else:
+        attrs["maxlen"] = -1 if maxlen is None else check_int("sequence_mask", "maxlen",
+                                                              maxlen, minimum=1)
+    out = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
+    helper.append_op("sequence_mask", inputs, {"Y": out}, attrs)
+    return out
