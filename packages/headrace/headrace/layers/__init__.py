@@ -27,8 +27,8 @@ from .learning_rate_scheduler import (autoincreased_step_counter, cosine_decay,
 from .loss import cross_entropy, mse, mse_loss, softmax_with_cross_entropy, square_error_cost
 from .metric import accuracy, topk
 from .nn import (batch_norm, conv2d, dropout, dynamic_gru, dynamic_lstm, embedding, fc,
-                 layer_norm, pool2d, sequence_first_step, sequence_last_step, sequence_mask,
-                 sequence_pool, sequence_reverse, sequence_softmax, softmax)
+                 layer_norm, pool2d, sequence_expand, sequence_first_step, sequence_last_step,
+                 sequence_mask, sequence_pool, sequence_reverse, sequence_softmax, softmax)
 from .ops import (abs, ceil, cos, elementwise_add, elementwise_div, elementwise_max,
                   elementwise_min, elementwise_mul, elementwise_pow, elementwise_sub, elu, exp,
                   floor, gelu, hard_sigmoid, leaky_relu, log, matmul, mean, mul, reciprocal,
@@ -50,7 +50,7 @@ __all__ = [
     # nn
     "fc", "embedding", "conv2d", "pool2d", "batch_norm", "dropout", "softmax", "dynamic_lstm",
     "dynamic_gru", "layer_norm", "sequence_reverse", "sequence_softmax", "sequence_pool",
-    "sequence_first_step", "sequence_last_step", "sequence_mask",
+    "sequence_first_step", "sequence_last_step", "sequence_mask", "sequence_expand",
     # ops
     "elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div",
     "elementwise_max", "elementwise_min", "elementwise_pow", "relu", "sigmoid", "tanh", "exp",

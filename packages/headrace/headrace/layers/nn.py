@@ -19,7 +19,7 @@ from ..param_attr import ParamAttr
 __all__ = ["fc", "embedding", "conv2d", "pool2d", "batch_norm", "dropout", "softmax",
            "dynamic_lstm", "dynamic_gru", "layer_norm", "sequence_reverse",
            "sequence_softmax", "sequence_pool", "sequence_first_step", "sequence_last_step",
-           "sequence_mask"]
+           "sequence_mask", "sequence_expand"]
 
 
 def _attach(out, params, bias):
@@ -426,4 +426,17 @@ def sequence_mask(x, maxlen=None, dtype="int64", name=None):
                                                               maxlen, minimum=1)
     out = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
     helper.append_op("sequence_mask", inputs, {"Y": out}, attrs)
+    return out
+
+
+def sequence_expand(x, y, ref_level=-1, name=None):
+    """Each row of ``x`` (or each sequence, when ``x`` has LoD) repeated as many times as the
+    matching sequence of ``y``'s LoD level ``ref_level`` is long."""
+    helper = LayerHelper("sequence_expand", name=name)
+    check_variable("sequence_expand", "x", x, ("float32", "float64"))
+    check_variable("sequence_expand", "y", y)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op("sequence_expand", {"X": x, "Y": y}, {"Out": out},
+                     {"ref_level": check_int("sequence_expand", "ref_level", ref_level,
+                                             minimum=-1)})
     return out

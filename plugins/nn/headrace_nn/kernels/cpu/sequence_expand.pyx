@@ -1,0 +1,73 @@
+# cython: language_level=3
+"""sequence_expand and its gradient: the row index of every copy is computed from the LoDs,
+then one gather (forward) or one scatter-add (np.add.at, gradient)."""
+import numpy as np
+
+from headrace.runtime.tensor import Tensor
+
+DTYPES = ("float32", "float64")
+
+
+def expansion(x, y, int ref_level, op):
+    """(row index into X of every output row, the output's LoD)."""
+    rows = np.shape(x.data)[0] if np.ndim(x.data) else 0
+    if not y.lod:
+        raise ValueError(f"{op}: Y must be a batch of sequences (a tensor with LoD): its "
+                         f"LoD gives the repeats")
+    level = ref_level if ref_level >= 0 else len(y.lod) + ref_level
+    if not 0 <= level < len(y.lod):
+        raise ValueError(f"{op}: ref_level {ref_level} is not a LoD level of Y (it has "
+                         f"{len(y.lod)})")
+    repeats = np.diff(np.asarray(y.lod[level], np.int64))
+    if x.lod:
+        if len(x.lod) > 1:
+            raise ValueError(f"{op}: X may have one LoD level, it has {len(x.lod)}")
+        starts = np.asarray(x.lod[0], np.int64)
+    else:
+        starts = np.arange(rows + 1, dtype=np.int64)
+    if len(starts) - 1 != len(repeats):
+        raise ValueError(f"{op}: X has {len(starts) - 1} entries, Y's LoD level {level} "
+                         f"{len(repeats)} sequences")
+    if starts[len(starts) - 1] != rows:
+        raise ValueError(f"{op}: X's LoD ends at {starts[len(starts) - 1]}, X has {rows} rows")
+    lengths = np.diff(starts)
+    entry = np.repeat(np.arange(len(repeats)), repeats)          # one per copy
+    copy_len = lengths[entry]
+    first = np.concatenate([[0], np.cumsum(copy_len)])[:-1]
+    total = int(copy_len.sum())
+    index = starts[np.repeat(entry, copy_len)] + np.arange(total) - np.repeat(first, copy_len)
+    lod = [[int(v) for v in np.concatenate([[0], np.cumsum(copy_len)])]]
+    return index, lod
+
+
+cdef class SequenceExpand:
+    cdef int ref_level
+
+    def __init__(self, dict attrs, info=None):
+        self.ref_level = attrs["ref_level"]
+
+    def __call__(self, x, y):
+        index, lod = expansion(x, y, self.ref_level, "sequence_expand")
+        return (Tensor(np.asarray(x.data)[index], lod),)
+
+
+cdef class SequenceExpandGrad:
+    cdef int ref_level
+
+    def __init__(self, dict attrs, info=None):
+        self.ref_level = attrs["ref_level"]
+
+    def __call__(self, x, y, dout):
+        index, _ = expansion(x, y, self.ref_level, "sequence_expand_grad")
+        data = np.asarray(x.data)
+        g = np.asarray(dout.data)
+        if g.shape != (len(index),) + data.shape[1:]:
+            raise ValueError(f"sequence_expand_grad: Out@GRAD has shape {list(g.shape)}, "
+                             f"expected {[len(index)] + list(data.shape[1:])}")
+        dx = np.zeros(data.shape, g.dtype)
+        np.add.at(dx, index, g)
+        return (Tensor(dx, x.lod),)
+
+
+KERNELS = [("sequence_expand", SequenceExpand, DTYPES, "lod"),
+           ("sequence_expand_grad", SequenceExpandGrad, DTYPES, "lod")]
