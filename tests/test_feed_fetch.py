@@ -88,3 +88,27 @@ def test_col_checks(op_type, ins, outs, attrs, match):
     prog, block = _program()
     with pytest.raises(OpValidationError, match=match):
         block.append_op(op_type, ins, outs, attrs)
+
+
+def test_lod_variables_take_nested_python_sequences():
+    # Fluid's habit: a batch of word-id sentences fed as a list of lists.
+    import numpy as np
+
+    import headrace as hr
+    main = hr.Program()
+    with hr.program_guard(main, hr.Program()):
+        words = hr.layers.data("words", shape=[1], dtype="int64", lod_level=1)
+        docs = hr.layers.data("docs", shape=[2], dtype="float32", lod_level=2)
+        a = hr.layers.scale(hr.layers.cast(words, "float32"), scale=1.0)
+        b = hr.layers.scale(docs, scale=2.0)
+    ta, tb = hr.Executor().run(
+        main, feed={"words": [[1, 2, 3], [], [4]],
+                    "docs": [[[[1, 1]], [[2, 2], [3, 3]]], [[[4, 4]]]]},
+        fetch_list=[a, b], scope=hr.Scope(), return_numpy=False)
+    assert np.asarray(ta).ravel().tolist() == [1, 2, 3, 4] and ta.lod == [[0, 3, 3, 4]]
+    assert tb.lod == [[0, 2, 3], [0, 1, 3, 4]]
+    np.testing.assert_array_equal(np.asarray(tb), 2 * np.array([[1, 1], [2, 2], [3, 3],
+                                                                [4, 4]], np.float32))
+    with pytest.raises(hr.HeadraceError, match="expected sequences nested 2 deep"):
+        hr.Executor().run(main, feed={"words": [[1]], "docs": [[1, 2]]}, fetch_list=[b],
+                          scope=hr.Scope())

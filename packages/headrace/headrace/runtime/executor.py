@@ -18,7 +18,7 @@ from ..framework import Program, Variable, analysis, default_main_program
 from . import plan as plan_mod
 from .place import CPUPlace, Place
 from .scope import global_scope
-from .tensor import Tensor, check_lod
+from .tensor import Tensor, check_lod, create_lod_tensor
 
 __all__ = ["Executor", "FeedError", "FetchError"]
 
@@ -217,6 +217,8 @@ class Executor:
 
     def _convert_feed(self, var, value):
         lod = None
+        if var.lod_level > 0 and _ragged(value):
+            value = _nested_to_tensor(var, value)
         if isinstance(value, Tensor):
             value, lod = value.data, value.lod
         expected = var.dtype
@@ -261,3 +263,43 @@ class Executor:
         host = np.array(self._device.to_host(value), copy=True)
         return host if return_numpy else Tensor(host, lod)
 
+
+
+def _ragged(value):
+    """A Python list (or tuple) of sequences: what Fluid users feed a LoD variable."""
+    return isinstance(value, (list, tuple)) and len(value) > 0 and all(
+        isinstance(v, (list, tuple, np.ndarray)) for v in value)
+
+
+def _nested_to_tensor(var, value):
+    """Nested sequences (as deep as the variable's lod_level) to rows and their LoD, each
+    innermost item one row of the variable's row shape."""
+    lengths = [[] for _ in range(var.lod_level)]
+
+    def walk(seq, depth):
+        lengths[depth].append(len(seq))
+        if depth + 1 == var.lod_level:
+            return list(seq)
+        rows = []
+        for sub in seq:
+            if not isinstance(sub, (list, tuple, np.ndarray)):
+                raise FeedError(f"fed variable '{var.name}' has lod_level {var.lod_level}: "
+                                f"expected sequences nested {var.lod_level} deep, found "
+                                f"{type(sub).__name__} {sub!r} at depth {depth + 1}"[:300])
+            rows.extend(walk(sub, depth + 1))
+        return rows
+
+    rows = []
+    for seq in value:
+        rows.extend(walk(seq, 0))
+    row_shape = tuple(int(d) for d in var.shape[1:])
+    try:
+        data = np.asarray(rows, dtype=np.dtype(var.dtype))
+        if data.size and all(d >= 0 for d in row_shape):
+            data = data.reshape((len(rows),) + row_shape)
+        elif not data.size:
+            data = data.reshape((0,) + tuple(max(d, 1) for d in row_shape))
+    except (TypeError, ValueError) as e:
+        raise FeedError(f"fed variable '{var.name}': cannot make rows of {var.dtype} "
+                        f"{list(var.shape[1:])} from the nested sequences: {e}") from None
+    return create_lod_tensor(data, lengths)
