@@ -5,11 +5,12 @@ program, with their initializer ops) and returns its output Variable(s). Modules
 ``nn`` (layers with parameters, pooling, dropout, softmax), ``ops`` (math and activations),
 ``loss``, ``metric``, ``tensor`` (constants, copies, shapes), ``control_flow`` (loops, counters,
 comparisons, tensor arrays), ``conditional`` (cond, case, Switch, IfElse), ``rnn``
-(StaticRNN, DynamicRNN), ``lod_array`` (rank tables, sequences as time steps),
+(StaticRNN, DynamicRNN), ``lod_array`` (rank tables, sequences as time steps), ``sequence``
+(pooling, reversing, masks, expanding over LoD batches),
 ``learning_rate_scheduler``.
 """
 from . import (conditional, control_flow, io, learning_rate_scheduler, lod_array, loss, metric,
-               nn, ops, rnn, tensor)
+               nn, ops, rnn, sequence, tensor)
 from .conditional import IfElse, Switch, case, cond, switch_case
 from .rnn import DynamicRNN, StaticRNN
 from .control_flow import (While, array_length, array_read, array_write, create_array, equal,
@@ -27,8 +28,9 @@ from .learning_rate_scheduler import (autoincreased_step_counter, cosine_decay,
 from .loss import cross_entropy, mse, mse_loss, softmax_with_cross_entropy, square_error_cost
 from .metric import accuracy, topk
 from .nn import (batch_norm, conv2d, dropout, dynamic_gru, dynamic_lstm, embedding, fc,
-                 layer_norm, pool2d, sequence_expand, sequence_first_step, sequence_last_step,
-                 sequence_mask, sequence_pool, sequence_reverse, sequence_softmax, softmax)
+                 layer_norm, pool2d, softmax)
+from .sequence import (sequence_expand, sequence_first_step, sequence_last_step,
+                       sequence_mask, sequence_pool, sequence_reverse, sequence_softmax)
 from .ops import (abs, ceil, cos, elementwise_add, elementwise_div, elementwise_max,
                   elementwise_min, elementwise_mul, elementwise_pow, elementwise_sub, elu, exp,
                   floor, gelu, hard_sigmoid, leaky_relu, log, matmul, mean, mul, reciprocal,
@@ -44,7 +46,7 @@ from .tensor import argmax, argmin, gather, gather_nd, one_hot, scatter, where
 __all__ = [
     # modules
     "conditional", "control_flow", "io", "learning_rate_scheduler", "lod_array", "loss",
-    "metric", "nn", "ops", "rnn", "tensor",
+    "metric", "nn", "ops", "rnn", "sequence", "tensor",
     # io
     "data",
     # nn

@@ -10,16 +10,12 @@ import math
 import numpy as np
 
 from ..checks import check_bool, check_choice, check_int, check_ints, check_number, check_variable
-from ..framework import Variable
-from ..framework.builder import dtype_enum
 from ..initializer import Constant, Normal
 from ..layer_helper import LayerHelper
 from ..param_attr import ParamAttr
 
 __all__ = ["fc", "embedding", "conv2d", "pool2d", "batch_norm", "dropout", "softmax",
-           "dynamic_lstm", "dynamic_gru", "layer_norm", "sequence_reverse",
-           "sequence_softmax", "sequence_pool", "sequence_first_step", "sequence_last_step",
-           "sequence_mask", "sequence_expand"]
+           "dynamic_lstm", "dynamic_gru", "layer_norm"]
 
 
 def _attach(out, params, bias):
@@ -365,78 +361,3 @@ def layer_norm(input, scale=True, shift=True, begin_norm_axis=1, epsilon=1e-5,
                      {"epsilon": check_number("layer_norm", "epsilon", epsilon),
                       "begin_norm_axis": axis})
     return helper.append_activation(outs["Y"])
-
-
-def sequence_reverse(x, name=None):
-    """Each sequence of ``x`` (its last LoD level) with its rows in reverse order, LoD kept
-    (the backward direction of a bidirectional RNN)."""
-    helper = LayerHelper("sequence_reverse", name=name)
-    check_variable("sequence_reverse", "x", x)
-    out = helper.create_variable_for_type_inference(x.dtype)
-    helper.append_op("sequence_reverse", {"X": x}, {"Y": out})
-    return out
-
-
-def sequence_softmax(input, use_cudnn=False, name=None):
-    """A softmax over the rows of each sequence of ``input`` (one score per row: [rows, 1])."""
-    helper = LayerHelper("sequence_softmax", name=name)
-    check_variable("sequence_softmax", "input", input, ("float32", "float64"))
-    out = helper.create_variable_for_type_inference(input.dtype)
-    helper.append_op("sequence_softmax", {"X": input}, {"Out": out})
-    return out
-
-
-def sequence_pool(input, pool_type, is_test=False, pad_value=0.0):
-    """One row per sequence of ``input`` (its last LoD level): ``pool_type`` "average",
-    "sum", "sqrt" (sum / sqrt(length)), "max", "last" or "first"; an empty sequence gives
-    ``pad_value``. The result has one LoD level less."""
-    helper = LayerHelper("sequence_pool")
-    check_variable("sequence_pool", "input", input, ("float32", "float64"))
-    kind = check_choice("sequence_pool", "pool_type", str(pool_type).upper(),
-                        ("AVERAGE", "SUM", "SQRT", "MAX", "LAST", "FIRST"))
-    out = helper.create_variable_for_type_inference(input.dtype)
-    index = helper.create_variable_for_type_inference("int32", stop_gradient=True)
-    helper.append_op("sequence_pool", {"X": input}, {"Out": out, "MaxIndex": index},
-                     {"pooltype": kind, "is_test": check_bool("sequence_pool", "is_test",
-                                                              is_test),
-                      "pad_value": check_number("sequence_pool", "pad_value", pad_value)})
-    return out
-
-
-def sequence_first_step(input):
-    """The first row of each sequence."""
-    return sequence_pool(input, "first")
-
-
-def sequence_last_step(input):
-    """The last row of each sequence."""
-    return sequence_pool(input, "last")
-
-
-def sequence_mask(x, maxlen=None, dtype="int64", name=None):
-    """The mask of lengths ``x``: ``x.shape + [maxlen]``, 1 where the position is within the
-    length (``maxlen``: an int, an int Variable, or None for the largest length)."""
-    helper = LayerHelper("sequence_mask", name=name)
-    check_variable("sequence_mask", "x", x, ("int32", "int64"))
-    inputs, attrs = {"X": x}, {"out_dtype": dtype_enum(dtype)}
-    if isinstance(maxlen, Variable):
-        inputs["MaxLenTensor"] = maxlen
-    else:
-        attrs["maxlen"] = -1 if maxlen is None else check_int("sequence_mask", "maxlen",
-                                                              maxlen, minimum=1)
-    out = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
-    helper.append_op("sequence_mask", inputs, {"Y": out}, attrs)
-    return out
-
-
-def sequence_expand(x, y, ref_level=-1, name=None):
-    """Each row of ``x`` (or each sequence, when ``x`` has LoD) repeated as many times as the
-    matching sequence of ``y``'s LoD level ``ref_level`` is long."""
-    helper = LayerHelper("sequence_expand", name=name)
-    check_variable("sequence_expand", "x", x, ("float32", "float64"))
-    check_variable("sequence_expand", "y", y)
-    out = helper.create_variable_for_type_inference(x.dtype)
-    helper.append_op("sequence_expand", {"X": x, "Y": y}, {"Out": out},
-                     {"ref_level": check_int("sequence_expand", "ref_level", ref_level,
-                                             minimum=-1)})
-    return out
