@@ -30,7 +30,8 @@ from .metric import accuracy, topk
 from .nn import (batch_norm, conv2d, dropout, dynamic_gru, dynamic_lstm, embedding, fc,
                  layer_norm, pool2d, softmax)
 from .sequence import (sequence_expand, sequence_first_step, sequence_last_step,
-                       sequence_mask, sequence_pool, sequence_reverse, sequence_softmax)
+                       sequence_mask, sequence_pad, sequence_pool, sequence_reverse,
+                       sequence_softmax, sequence_unpad)
 from .ops import (abs, ceil, cos, elementwise_add, elementwise_div, elementwise_max,
                   elementwise_min, elementwise_mul, elementwise_pow, elementwise_sub, elu, exp,
                   floor, gelu, hard_sigmoid, leaky_relu, log, matmul, mean, mul, reciprocal,
@@ -53,6 +54,7 @@ __all__ = [
     "fc", "embedding", "conv2d", "pool2d", "batch_norm", "dropout", "softmax", "dynamic_lstm",
     "dynamic_gru", "layer_norm", "sequence_reverse", "sequence_softmax", "sequence_pool",
     "sequence_first_step", "sequence_last_step", "sequence_mask", "sequence_expand",
+    "sequence_pad", "sequence_unpad",
     # ops
     "elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div",
     "elementwise_max", "elementwise_min", "elementwise_pow", "relu", "sigmoid", "tanh", "exp",

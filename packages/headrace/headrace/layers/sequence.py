@@ -7,7 +7,8 @@ from ..framework.builder import dtype_enum
 from ..layer_helper import LayerHelper
 
 __all__ = ["sequence_pool", "sequence_first_step", "sequence_last_step", "sequence_reverse",
-           "sequence_softmax", "sequence_mask", "sequence_expand"]
+           "sequence_softmax", "sequence_mask", "sequence_expand", "sequence_pad",
+           "sequence_unpad"]
 
 
 def sequence_reverse(x, name=None):
@@ -84,3 +85,27 @@ def sequence_expand(x, y, ref_level=-1, name=None):
                                              minimum=-1)})
     return out
 
+
+def sequence_pad(x, pad_value, maxlen=None, name=None):
+    """``(padded, lengths)``: the sequences of ``x`` as [sequences, maxlen, ...] (``maxlen``
+    None: the longest), filled with ``pad_value`` (a Variable of one value or one row)."""
+    helper = LayerHelper("sequence_pad", name=name)
+    check_variable("sequence_pad", "x", x, ("float32", "float64"))
+    check_variable("sequence_pad", "pad_value", pad_value, ("float32", "float64"))
+    out = helper.create_variable_for_type_inference(x.dtype)
+    length = helper.create_variable_for_type_inference("int64", stop_gradient=True)
+    width = -1 if maxlen is None else check_int("sequence_pad", "maxlen", maxlen, minimum=1)
+    helper.append_op("sequence_pad", {"X": x, "PadValue": pad_value},
+                     {"Out": out, "Length": length}, {"padded_length": width})
+    return out, length
+
+
+def sequence_unpad(x, length, name=None):
+    """The first ``length[s]`` rows of each ``x[s]`` as one LoD batch (the inverse of
+    :func:`sequence_pad`)."""
+    helper = LayerHelper("sequence_unpad", name=name)
+    check_variable("sequence_unpad", "x", x, ("float32", "float64"))
+    check_variable("sequence_unpad", "length", length, ("int32", "int64"))
+    out = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op("sequence_unpad", {"X": x, "Length": length}, {"Out": out})
+    return out

@@ -1,0 +1,119 @@
+# cython: language_level=3
+"""sequence_pad / sequence_unpad and their gradients: the positions of the sequences' rows in
+the padded tensor are computed once from the LoD (or the lengths), then one gather or one
+scatter moves the rows."""
+import numpy as np
+
+from headrace.runtime.tensor import Tensor, lengths_to_offsets
+
+DTYPES = ("float32", "float64")
+
+
+def _offsets(lod, rows, op):
+    if not lod:
+        raise ValueError(f"{op}: X must be a batch of sequences (a tensor with LoD)")
+    off = np.asarray(lod[len(lod) - 1], np.int64)
+    if off[len(off) - 1] != rows:
+        raise ValueError(f"{op}: X's LoD ends at {off[len(off) - 1]}, X has {rows} rows")
+    return off
+
+
+def _positions(lengths, width):
+    """Flat positions (sequence * width + step) of every row, in row order."""
+    seq = np.repeat(np.arange(len(lengths)), lengths)
+    first = np.concatenate([[0], np.cumsum(lengths)])[:-1]
+    return seq * width + np.arange(int(np.sum(lengths))) - np.repeat(first, lengths)
+
+
+def _width(lengths, int padded, op):
+    longest = int(lengths.max()) if len(lengths) else 0
+    if padded == -1:
+        return longest
+    if longest > padded:
+        raise ValueError(f"{op}: a sequence of length {longest} does not fit padded_length "
+                         f"{padded}")
+    return padded
+
+
+cdef class SequencePad:
+    cdef int padded
+
+    def __init__(self, dict attrs, info=None):
+        self.padded = attrs["padded_length"]
+
+    def __call__(self, x, pad):
+        data = np.asarray(x.data)
+        lengths = np.diff(_offsets(x.lod, data.shape[0], "sequence_pad"))
+        width = _width(lengths, self.padded, "sequence_pad")
+        row = data.shape[1:]
+        p = np.asarray(pad.data, data.dtype)
+        if p.size != 1 and p.shape != row:
+            raise ValueError(f"sequence_pad: PadValue must be one value or one row "
+                             f"{list(row)}, found {list(p.shape)}")
+        out = np.empty((len(lengths) * width,) + row, data.dtype)
+        out[...] = p.reshape(()) if p.size == 1 and p.shape != row else p
+        out[_positions(lengths, width)] = data
+        return (out.reshape((len(lengths), width) + row), lengths.astype(np.int64))
+
+
+cdef class SequencePadGrad:
+    cdef int padded
+
+    def __init__(self, dict attrs, info=None):
+        self.padded = attrs["padded_length"]
+
+    def __call__(self, x, dout):
+        data = np.asarray(x.data)
+        lengths = np.diff(_offsets(x.lod, data.shape[0], "sequence_pad_grad"))
+        g = np.asarray(dout.data)
+        width = g.shape[1] if g.ndim > 1 else 0
+        if g.shape[:1] != (len(lengths),) or g.shape[2:] != data.shape[1:] or \
+                (len(lengths) and width < lengths.max()):
+            raise ValueError(f"sequence_pad_grad: Out@GRAD has shape {list(g.shape)}, not "
+                             f"[{len(lengths)}, >= longest, {list(data.shape[1:])}]")
+        flat = g.reshape((-1,) + data.shape[1:])
+        return (Tensor(np.ascontiguousarray(flat[_positions(lengths, width)]), x.lod),)
+
+
+def _lengths(length, n, width, op):
+    lengths = np.asarray(length).reshape(-1).astype(np.int64)
+    if len(lengths) != n or (lengths < 0).any() or (lengths > width).any():
+        raise ValueError(f"{op}: Length {lengths.tolist()} must hold one length in [0, "
+                         f"{width}] per sequence of X ({n})")
+    return lengths
+
+
+cdef class SequenceUnpad:
+
+    def __init__(self, dict attrs, info=None):
+        pass
+
+    def __call__(self, x, length):
+        data = np.asarray(x.data)
+        if data.ndim < 2:
+            raise ValueError(f"sequence_unpad: X must be [sequences, length, ...], found "
+                             f"{list(data.shape)}")
+        lengths = _lengths(length.data, data.shape[0], data.shape[1], "sequence_unpad")
+        flat = data.reshape((-1,) + data.shape[2:])
+        rows = np.ascontiguousarray(flat[_positions(lengths, data.shape[1])])
+        return (Tensor(rows, [lengths_to_offsets(lengths.tolist())]),)
+
+
+cdef class SequenceUnpadGrad:
+
+    def __init__(self, dict attrs, info=None):
+        pass
+
+    def __call__(self, x, length, dout):
+        data = np.asarray(x.data)
+        lengths = _lengths(length.data, data.shape[0], data.shape[1], "sequence_unpad_grad")
+        g = np.asarray(dout.data)
+        dx = np.zeros((data.shape[0] * data.shape[1],) + data.shape[2:], g.dtype)
+        dx[_positions(lengths, data.shape[1])] = g
+        return (dx.reshape(data.shape),)
+
+
+KERNELS = [("sequence_pad", SequencePad, DTYPES, "lod"),
+           ("sequence_pad_grad", SequencePadGrad, DTYPES, "lod"),
+           ("sequence_unpad", SequenceUnpad, DTYPES, "lod"),
+           ("sequence_unpad_grad", SequenceUnpadGrad, DTYPES, "lod")]

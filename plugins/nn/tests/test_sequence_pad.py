@@ -1,0 +1,50 @@
+"""sequence_pad / sequence_unpad: padding (a value or a row, padded_length), lengths, the
+round trip, gradients of "sequence_pad" and "sequence_unpad" against finite differences, and
+errors."""
+import numpy as np
+import pytest
+
+import headrace as hr
+from headrace import layers
+from headrace.runtime.tensor import Tensor, create_lod_tensor
+from headrace.testing import program_gradients, run_op
+
+
+def test_pad_and_unpad_round_trip():
+    x = Tensor(np.arange(12.0).reshape(6, 2), [[0, 2, 2, 6]])
+    res = run_op("sequence_pad", {"X": x, "PadValue": np.array([-1.0])},
+                 attrs={"padded_length": 5})
+    out, length = (np.asarray(res[k][0].data) for k in ("Out", "Length"))
+    assert out.shape == (3, 5, 2) and length.tolist() == [2, 0, 4]
+    np.testing.assert_array_equal(out[0, :2], x.data[:2])
+    assert (out[0, 2:] == -1).all() and (out[1] == -1).all() and (out[2, 4] == -1).all()
+    (back,) = run_op("sequence_unpad", {"X": out, "Length": length})["Out"]
+    np.testing.assert_array_equal(np.asarray(back.data), x.data)
+    assert back.lod == [[0, 2, 2, 6]]
+
+
+def test_gradients_through_pad_and_unpad():
+    main, startup = hr.Program(), hr.Program()
+    with hr.program_guard(main, startup):
+        x = layers.data("x", shape=[2], dtype="float64", lod_level=1)
+        x.stop_gradient = False
+        pad = layers.fill_constant([1], "float64", 0.5)
+        padded, length = layers.sequence_pad(x, pad)
+        w = layers.create_parameter([2], "float64", name="w")
+        y = layers.sequence_unpad(layers.elementwise_mul(layers.tanh(padded), w), length)
+        loss = layers.mean(layers.elementwise_mul(y, y))
+        hr.gradients(loss, [x, w])
+    feed = {"x": create_lod_tensor(np.random.default_rng(0).standard_normal((5, 2)),
+                                   [[3, 0, 2]])}
+    analytic, numeric = program_gradients(main, startup, loss, ["x", "w"], feed)
+    for n in analytic:
+        np.testing.assert_allclose(analytic[n], numeric[n], rtol=1e-6, atol=1e-8, err_msg=n)
+
+
+def test_errors():
+    x = Tensor(np.zeros((4, 2)), [[0, 4]])
+    with pytest.raises(hr.HeadraceError, match="does not fit padded_length 3"):
+        run_op("sequence_pad", {"X": x, "PadValue": np.array([0.0])},
+               attrs={"padded_length": 3})
+    with pytest.raises(hr.HeadraceError, match="one length in \\[0, 4\\] per sequence"):
+        run_op("sequence_unpad", {"X": np.zeros((2, 4, 1)), "Length": np.array([5, 1])})
