@@ -47,3 +47,22 @@ def test_mismatched_counts_are_clear_errors():
     with pytest.raises(hr.HeadraceError, match="X has 2 entries, Y's LoD level 0 3 sequences"):
         run_op("sequence_expand", {"X": np.zeros((2, 1)),
                                    "Y": Tensor(np.zeros((3, 1)), [[0, 1, 2, 3]])})
+
+
+def test_expand_as_takes_y_lod_and_sums_the_gradient():
+    main, startup = hr.Program(), hr.Program()
+    with hr.program_guard(main, startup):
+        w = layers.create_parameter([3, 2], "float64", name="w")
+        y = layers.data("y", shape=[1], dtype="float64", lod_level=1)
+        out = layers.sequence_expand_as(w, y)
+        loss = layers.mean(layers.elementwise_mul(out, layers.tanh(out)))
+        hr.append_backward(loss)
+    feed = {"y": create_lod_tensor(np.zeros((5, 1)), [[2, 0, 3]])}
+    exe, scope = hr.Executor(), hr.Scope()
+    exe.run(startup, scope=scope)
+    (got,) = exe.run(main, feed=feed, fetch_list=[out], scope=scope, return_numpy=False)
+    wv = scope.get("w").numpy()
+    np.testing.assert_array_equal(np.asarray(got), wv[[0, 0, 2, 2, 2]])
+    assert got.lod == [[0, 2, 2, 5]]
+    analytic, numeric = program_gradients(main, startup, loss, ["w"], feed)
+    np.testing.assert_allclose(analytic["w"], numeric["w"], rtol=1e-6, atol=1e-8)

@@ -7,8 +7,8 @@ from ..framework.builder import dtype_enum
 from ..layer_helper import LayerHelper
 
 __all__ = ["sequence_pool", "sequence_first_step", "sequence_last_step", "sequence_reverse",
-           "sequence_softmax", "sequence_mask", "sequence_expand", "sequence_pad",
-           "sequence_unpad"]
+           "sequence_softmax", "sequence_mask", "sequence_expand", "sequence_expand_as",
+           "sequence_pad", "sequence_unpad"]
 
 
 def sequence_reverse(x, name=None):
@@ -108,4 +108,14 @@ def sequence_unpad(x, length, name=None):
     check_variable("sequence_unpad", "length", length, ("int32", "int64"))
     out = helper.create_variable_for_type_inference(x.dtype)
     helper.append_op("sequence_unpad", {"X": x, "Length": length}, {"Out": out})
+    return out
+
+
+def sequence_expand_as(x, y, name=None):
+    """Row i of ``x`` repeated over the rows of sequence i of ``y``, with ``y``'s LoD."""
+    helper = LayerHelper("sequence_expand_as", name=name)
+    check_variable("sequence_expand_as", "x", x, ("float32", "float64"))
+    check_variable("sequence_expand_as", "y", y)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op("sequence_expand_as", {"X": x, "Y": y}, {"Out": out})
     return out

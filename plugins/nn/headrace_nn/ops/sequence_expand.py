@@ -1,6 +1,7 @@
 """sequence_expand: X's rows (X without LoD) or sequences (X with one LoD level) repeated as
 many times as the matching sequence of Y's LoD level ref_level is long (attention's
-per-sequence context broadcast over its steps). The gradient sums the copies back."""
+per-sequence context broadcast over its steps); sequence_expand_as: each row of X repeated
+over the rows of the matching sequence of Y, taking Y's LoD. The gradients sum the copies."""
 from headrace.ops import Attr, In, OpDef, Out
 from headrace.ops.grad import grad_of
 
@@ -37,4 +38,29 @@ sequence_expand_grad = grad_of(
     sequence_expand, uses=["X", "Y"], grads=["X"],
     doc="Gradient of sequence_expand: the gradients of each entry's copies summed.")
 
-OPS = [sequence_expand, sequence_expand_grad]
+
+
+def _infer_sequence_expand_as(ctx):
+    x, y = ctx.input("X"), ctx.input("Y")
+    if not ctx.is_runtime and y.lod_level < 1:
+        ctx.fail(f"{describe('Y', y)} must be a sequence batch: its LoD gives the repeats",
+                 expected="lod_level >= 1", found=f"lod_level {y.lod_level}")
+    ctx.set_output("Out", [y.shape[0]] + list(x.shape[1:]), x.dtype, 1)
+
+
+sequence_expand_as = OpDef(
+    "sequence_expand_as",
+    inputs=[In("X", "one row per sequence of Y", dtypes=FLOATS),
+            In("Y", "its last LoD level gives how many times each row is repeated")],
+    outputs=[Out("Out", "row i of X over the rows of sequence i of Y, with Y's last LoD")],
+    infer=_infer_sequence_expand_as,
+    doc="Out's sequence i = X[i] repeated n_i times, n_i the length of sequence i of Y (its "
+        "last LoD level).",
+)
+
+# sequence_expand_as_grad(X, Y, Out@GRAD) -> X@GRAD: each row's copies summed.
+sequence_expand_as_grad = grad_of(
+    sequence_expand_as, uses=["X", "Y"], grads=["X"],
+    doc="Gradient of sequence_expand_as: the gradients of each row's copies summed.")
+
+OPS = [sequence_expand, sequence_expand_grad, sequence_expand_as, sequence_expand_as_grad]

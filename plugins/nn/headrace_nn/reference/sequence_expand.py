@@ -51,6 +51,38 @@ def sample_sequence_expand_grad(rng, dtype):
     return dict(inputs, **{"Out@GRAD": g}), attrs
 
 
-REFERENCES = {"sequence_expand": sequence_expand, "sequence_expand_grad": sequence_expand_grad}
+def sequence_expand_as(inputs, attrs):
+    data = np.asarray(getattr(inputs["X"], "data", inputs["X"]))
+    off = inputs["Y"].lod[-1]
+    rows = [data[i] for i, (a, b) in enumerate(zip(off[:-1], off[1:])) for _ in range(b - a)]
+    out = np.array(rows, data.dtype).reshape((-1,) + data.shape[1:])
+    return {"Out": Tensor(out, [list(off)])}
+
+
+def sample_sequence_expand_as(rng, dtype):
+    return {"X": rng.standard_normal((3, 2)).astype(dtype),
+            "Y": Tensor(rng.integers(0, 9, (6, 1)), [[0, 1, 1, 6]])}, {}
+
+
+def sequence_expand_as_grad(inputs, attrs):
+    data = np.asarray(getattr(inputs["X"], "data", inputs["X"]))
+    off = inputs["Y"].lod[-1]
+    g = np.asarray(getattr(inputs["Out@GRAD"], "data", inputs["Out@GRAD"]), np.float64)
+    dx = np.zeros(data.shape)
+    for i, (a, b) in enumerate(zip(off[:-1], off[1:])):
+        dx[i] = g[a:b].sum(axis=0)
+    return {"X@GRAD": dx.astype(data.dtype)}
+
+
+def sample_sequence_expand_as_grad(rng, dtype):
+    inputs, attrs = sample_sequence_expand_as(rng, dtype)
+    return dict(inputs, **{"Out@GRAD": rng.standard_normal((6, 2)).astype(dtype)}), attrs
+
+
+REFERENCES = {"sequence_expand": sequence_expand, "sequence_expand_grad": sequence_expand_grad,
+              "sequence_expand_as": sequence_expand_as,
+              "sequence_expand_as_grad": sequence_expand_as_grad}
 SAMPLES = {"sequence_expand": sample_sequence_expand,
-           "sequence_expand_grad": sample_sequence_expand_grad}
+           "sequence_expand_grad": sample_sequence_expand_grad,
+           "sequence_expand_as": sample_sequence_expand_as,
+           "sequence_expand_as_grad": sample_sequence_expand_as_grad}

@@ -69,5 +69,42 @@ cdef class SequenceExpandGrad:
         return (Tensor(dx, x.lod),)
 
 
+def _as_rows(x, y, op):
+    """sequence_expand_as: X's rows against Y's last LoD level (X's own LoD is not read)."""
+    if not y.lod:
+        raise ValueError(f"{op}: Y must be a batch of sequences (a tensor with LoD)")
+    flat = Tensor(x.data, [])
+    index, _ = expansion(flat, y, -1, op)
+    return index, [list(y.lod[len(y.lod) - 1])]
+
+
+cdef class SequenceExpandAs:
+
+    def __init__(self, dict attrs, info=None):
+        pass
+
+    def __call__(self, x, y):
+        index, lod = _as_rows(x, y, "sequence_expand_as")
+        return (Tensor(np.asarray(x.data)[index], lod),)
+
+
+cdef class SequenceExpandAsGrad:
+
+    def __init__(self, dict attrs, info=None):
+        pass
+
+    def __call__(self, x, y, dout):
+        index, _ = _as_rows(x, y, "sequence_expand_as_grad")
+        data, g = np.asarray(x.data), np.asarray(dout.data)
+        if g.shape != (len(index),) + data.shape[1:]:
+            raise ValueError(f"sequence_expand_as_grad: Out@GRAD has shape {list(g.shape)}, "
+                             f"expected {[len(index)] + list(data.shape[1:])}")
+        dx = np.zeros(data.shape, g.dtype)
+        np.add.at(dx, index, g)
+        return (dx,)
+
+
 KERNELS = [("sequence_expand", SequenceExpand, DTYPES, "lod"),
-           ("sequence_expand_grad", SequenceExpandGrad, DTYPES, "lod")]
+           ("sequence_expand_grad", SequenceExpandGrad, DTYPES, "lod"),
+           ("sequence_expand_as", SequenceExpandAs, DTYPES, "lod"),
+           ("sequence_expand_as_grad", SequenceExpandAsGrad, DTYPES, "lod")]
