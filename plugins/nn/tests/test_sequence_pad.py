@@ -48,3 +48,20 @@ def test_errors():
                attrs={"padded_length": 3})
     with pytest.raises(hr.HeadraceError, match="one length in \\[0, 4\\] per sequence"):
         run_op("sequence_unpad", {"X": np.zeros((2, 4, 1)), "Length": np.array([5, 1])})
+
+
+def test_lod_reset_and_lod_append_layers():
+    main = hr.Program()
+    with hr.program_guard(main, hr.Program()):
+        x = layers.data("x", shape=[2], dtype="float64", lod_level=1)
+        plain = layers.data("plain", shape=[2], dtype="float64")
+        a = layers.lod_reset(x, target_lod=[0, 1, 4])
+        b = layers.lod_append(plain, [0, 3, 4])
+    feed = {"x": create_lod_tensor(np.arange(8.0).reshape(4, 2), [[2, 2]]),
+            "plain": np.arange(8.0).reshape(4, 2)}
+    ta, tb = hr.Executor().run(main, feed=feed, fetch_list=[a, b], scope=hr.Scope(),
+                               return_numpy=False)
+    assert ta.lod == [[0, 1, 4]] and tb.lod == [[0, 3, 4]]
+    with pytest.raises(hr.HeadraceError, match="give y .* or target_lod"):
+        with hr.program_guard(hr.Program(), hr.Program()):
+            layers.lod_reset(layers.data("z", shape=[1], dtype="float32"))

@@ -8,7 +8,7 @@ from ..layer_helper import LayerHelper
 
 __all__ = ["sequence_pool", "sequence_first_step", "sequence_last_step", "sequence_reverse",
            "sequence_softmax", "sequence_mask", "sequence_expand", "sequence_expand_as",
-           "sequence_pad", "sequence_unpad"]
+           "sequence_pad", "sequence_unpad", "lod_reset", "lod_append"]
 
 
 def sequence_reverse(x, name=None):
@@ -119,3 +119,32 @@ def sequence_expand_as(x, y, name=None):
     out = helper.create_variable_for_type_inference(x.dtype)
     helper.append_op("sequence_expand_as", {"X": x, "Y": y}, {"Out": out})
     return out
+
+
+def _lod_reset(fn, x, y, target_lod, append):
+    helper = LayerHelper("lod_reset")
+    check_variable(fn, "x", x)
+    inputs, attrs = {"X": x}, {"append": append}
+    if isinstance(y, Variable):
+        inputs["Y"] = y
+    elif target_lod is not None:
+        attrs["target_lod"] = [check_int(fn, "target_lod", v, minimum=0) for v in target_lod]
+    else:
+        raise helper.error(f"{fn}: give y (a Variable whose LoD, or data, holds the offsets) "
+                           f"or target_lod (offsets)")
+    out = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op("lod_reset", inputs, {"Out": out}, attrs)
+    return out
+
+
+def lod_reset(x, y=None, target_lod=None):
+    """``x``'s data with a new LoD: ``y``'s LoD (or, without one, its data as offsets), or
+    the offsets ``target_lod``."""
+    return _lod_reset("lod_reset", x, y, target_lod, False)
+
+
+def lod_append(x, level):
+    """``x`` with one more LoD level (``level``: offsets, or a Variable holding them)."""
+    if isinstance(level, Variable):
+        return _lod_reset("lod_append", x, level, None, True)
+    return _lod_reset("lod_append", x, None, list(level), True)
