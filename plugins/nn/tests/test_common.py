@@ -9,6 +9,7 @@ NN_OPS = {
     "top_k", "conv2d", "pool2d", "batch_norm", "dropout", "lookup_table", "lookup_table_v2",
     "sequence_pool", "lstm", "gru", "layer_norm", "sequence_reverse", "sequence_softmax",
     "sequence_mask", "sequence_expand", "sequence_pad", "sequence_unpad", "sequence_expand_as",
+    "norm",
 }
 # Their gradient ops (Paddle's names: cross_entropy2's is cross_entropy_grad2).
 GRAD_OPS = {
@@ -16,7 +17,7 @@ GRAD_OPS = {
     "softmax_with_cross_entropy_grad", "conv2d_grad", "pool2d_grad", "batch_norm_grad",
     "dropout_grad", "lookup_table_grad", "lookup_table_v2_grad", "sequence_pool_grad",
     "lstm_grad", "gru_grad", "layer_norm_grad", "sequence_softmax_grad", "sequence_expand_grad",
-    "sequence_pad_grad", "sequence_unpad_grad", "sequence_expand_as_grad",
+    "sequence_pad_grad", "sequence_unpad_grad", "sequence_expand_as_grad", "norm_grad",
 }
 # op-conventions.md: "Ops with no gradient: ... top_k, accuracy ..."
 NO_GRADIENT = {"accuracy", "top_k", "sequence_mask"}
@@ -30,6 +31,7 @@ INTERMEDIATE = {
     "lstm": {"BatchGate", "BatchCellPreAct"},
     "gru": {"BatchGate", "BatchResetHiddenPrev", "BatchHidden"},
     "layer_norm": {"Mean", "Variance"},
+    "norm": {"Norm"},
 }
 
 

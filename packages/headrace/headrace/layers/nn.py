@@ -15,7 +15,7 @@ from ..layer_helper import LayerHelper
 from ..param_attr import ParamAttr
 
 __all__ = ["fc", "embedding", "conv2d", "pool2d", "batch_norm", "dropout", "softmax",
-           "dynamic_lstm", "dynamic_gru", "layer_norm"]
+           "dynamic_lstm", "dynamic_gru", "layer_norm", "l2_normalize"]
 
 
 def _attach(out, params, bias):
@@ -361,3 +361,17 @@ def layer_norm(input, scale=True, shift=True, begin_norm_axis=1, epsilon=1e-5,
                      {"epsilon": check_number("layer_norm", "epsilon", epsilon),
                       "begin_norm_axis": axis})
     return helper.append_activation(outs["Y"])
+
+
+def l2_normalize(x, axis, epsilon=1e-12, name=None):
+    """``x`` divided by its L2 norm along ``axis`` (the ``norm`` op)."""
+    helper = LayerHelper("l2_normalize", name=name)
+    check_variable("l2_normalize", "x", x, ("float32", "float64"))
+    rank = len(x.shape)
+    axis = check_int("l2_normalize", "axis", axis, minimum=-rank, maximum=rank - 1)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    norm = helper.create_variable_for_type_inference(x.dtype, stop_gradient=True)
+    helper.append_op("norm", {"X": x}, {"Out": out, "Norm": norm},
+                     {"axis": axis, "epsilon": check_number("l2_normalize", "epsilon",
+                                                            epsilon)})
+    return out
