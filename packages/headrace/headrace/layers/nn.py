@@ -15,7 +15,7 @@ from ..layer_helper import LayerHelper
 from ..param_attr import ParamAttr
 
 __all__ = ["fc", "embedding", "conv2d", "pool2d", "batch_norm", "dropout", "softmax",
-           "dynamic_lstm", "dynamic_gru", "layer_norm", "l2_normalize"]
+           "dynamic_lstm", "dynamic_gru", "layer_norm", "l2_normalize", "group_norm"]
 
 
 def _attach(out, params, bias):
@@ -375,3 +375,34 @@ def l2_normalize(x, axis, epsilon=1e-12, name=None):
                      {"axis": axis, "epsilon": check_number("l2_normalize", "epsilon",
                                                             epsilon)})
     return out
+
+
+def group_norm(input, groups, epsilon=1e-5, param_attr=None, bias_attr=None, act=None,
+               data_layout="NCHW", name=None):
+    """Fluid's group_norm over NCHW ``input``: each example's ``groups`` groups of channels
+    normalized, then a learned per-channel scale (ones) and shift (zeros), then ``act``."""
+    helper = LayerHelper("group_norm", param_attr=param_attr, bias_attr=bias_attr, act=act,
+                         name=name)
+    check_variable("group_norm", "input", input, ("float32", "float64"))
+    if len(input.shape) < 2 or input.shape[1] < 0:
+        raise helper.error(f"input must be [N, C, ...] with C known, found "
+                           f"{list(input.shape)}")
+    channels = int(input.shape[1])
+    groups = check_int("group_norm", "groups", groups, minimum=1)
+    if channels % groups:
+        raise helper.error(f"groups ({groups}) must divide the {channels} channels")
+    dtype = input.dtype
+    inputs = {"X": input}
+    scale = helper.create_parameter(helper.param_attr, [channels], dtype,
+                                    default_initializer=Constant(1.0))
+    if scale is not None:
+        inputs["Scale"] = scale
+    bias = helper.create_parameter(helper.bias_attr, [channels], dtype, is_bias=True)
+    if bias is not None:
+        inputs["Bias"] = bias
+    outs = {k: helper.create_variable_for_type_inference(dtype, stop_gradient=k != "Y")
+            for k in ("Y", "Mean", "Variance")}
+    helper.append_op("group_norm", inputs, outs,
+                     {"epsilon": check_number("group_norm", "epsilon", epsilon),
+                      "groups": groups, "data_layout": data_layout})
+    return helper.append_activation(outs["Y"])

@@ -40,7 +40,8 @@ layer_norm = OpDef(
     outputs=[Out("Y", "the normalized X, X's shape"),
              Out("Mean", "each row's mean", intermediate=True),
              Out("Variance", "each row's (biased) variance", intermediate=True)],
-    attrs=[Attr("epsilon", "float", 1e-5, "added to the variance"),
+    attrs=[Attr("epsilon", "float", 1e-5, "added to the variance",
+                check=lambda v: None if v >= 0 else "must be >= 0"),
            Attr("begin_norm_axis", "int", 1, "the first dim of a row")],
     infer=_infer_layer_norm,
     doc="Y = (X - mean) / sqrt(var + epsilon) * Scale + Bias over each row (the dims from "
