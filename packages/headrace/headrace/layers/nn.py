@@ -15,7 +15,8 @@ from ..layer_helper import LayerHelper
 from ..param_attr import ParamAttr
 
 __all__ = ["fc", "embedding", "conv2d", "pool2d", "batch_norm", "dropout", "softmax",
-           "dynamic_lstm", "dynamic_gru", "layer_norm", "l2_normalize", "group_norm"]
+           "dynamic_lstm", "dynamic_gru", "layer_norm", "l2_normalize", "group_norm",
+           "instance_norm"]
 
 
 def _attach(out, params, bias):
@@ -406,3 +407,28 @@ def group_norm(input, groups, epsilon=1e-5, param_attr=None, bias_attr=None, act
                      {"epsilon": check_number("group_norm", "epsilon", epsilon),
                       "groups": groups, "data_layout": data_layout})
     return helper.append_activation(outs["Y"])
+
+
+def instance_norm(input, epsilon=1e-5, param_attr=None, bias_attr=None, name=None):
+    """Fluid's instance_norm over NCHW ``input``: each example's channels normalized over
+    their positions, then a learned per-channel scale (ones) and shift (zeros)."""
+    helper = LayerHelper("instance_norm", param_attr=param_attr, bias_attr=bias_attr,
+                         name=name)
+    check_variable("instance_norm", "input", input, ("float32", "float64"))
+    if len(input.shape) < 3 or input.shape[1] < 0:
+        raise helper.error(f"input must be [N, C, positions...] with C known, found "
+                           f"{list(input.shape)}")
+    channels, dtype = int(input.shape[1]), input.dtype
+    inputs = {"X": input}
+    scale = helper.create_parameter(helper.param_attr, [channels], dtype,
+                                    default_initializer=Constant(1.0))
+    if scale is not None:
+        inputs["Scale"] = scale
+    bias = helper.create_parameter(helper.bias_attr, [channels], dtype, is_bias=True)
+    if bias is not None:
+        inputs["Bias"] = bias
+    outs = {k: helper.create_variable_for_type_inference(dtype, stop_gradient=k != "Y")
+            for k in ("Y", "SavedMean", "SavedVariance")}
+    helper.append_op("instance_norm", inputs, outs,
+                     {"epsilon": check_number("instance_norm", "epsilon", epsilon)})
+    return outs["Y"]
