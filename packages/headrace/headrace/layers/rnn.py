@@ -22,9 +22,10 @@ from .control_flow import (While, array_read, array_write, create_array, increme
 from .lod_array import (array_to_lod_tensor, lod_rank_table, lod_tensor_to_array,
                         max_sequence_len, reorder_lod_tensor_by_rank, shrink_memory,
                         tensor_array_to_tensor)
-from .tensor import fill_constant, fill_constant_batch_size_like, unstack
+from .nn import fc
+from .tensor import concat, fill_constant, fill_constant_batch_size_like, unstack
 
-__all__ = ["StaticRNN", "DynamicRNN"]
+__all__ = ["StaticRNN", "DynamicRNN", "lstm_unit"]
 
 
 class _InBlock:
@@ -368,3 +369,25 @@ class DynamicRNN(_RNNBase):
             raise self.helper.error("the step block has no output()")
         outs = [array_to_lod_tensor(arr, self.table) for arr in self.outputs]
         return outs[0] if len(outs) == 1 else outs
+
+
+def lstm_unit(x_t, hidden_t_prev, cell_t_prev, forget_bias=0.0, param_attr=None,
+              bias_attr=None, name=None):
+    """Fluid's lstm_unit: one LSTM step (for a StaticRNN's step block). The gates come from one
+    fc over [x_t, hidden_t_prev] (layout [input, forget, output, candidate]); returns
+    ``(hidden, cell)``."""
+    helper = LayerHelper("lstm_unit", name=name)
+    for arg, v in (("x_t", x_t), ("hidden_t_prev", hidden_t_prev),
+                   ("cell_t_prev", cell_t_prev)):
+        if not isinstance(v, Variable):
+            raise helper.error(f"argument '{arg}' must be a Variable, got {v!r}"[:300])
+    d = cell_t_prev.shape[-1]
+    if d is None or d < 0:
+        raise helper.error(f"cell_t_prev's size must be known, found {list(cell_t_prev.shape)}")
+    gates = fc(concat([x_t, hidden_t_prev], axis=1), size=4 * d, param_attr=param_attr,
+               bias_attr=bias_attr)
+    c = helper.create_variable_for_type_inference(x_t.dtype)
+    h = helper.create_variable_for_type_inference(x_t.dtype)
+    helper.append_op("lstm_unit", {"X": gates, "C_prev": cell_t_prev}, {"C": c, "H": h},
+                     {"forget_bias": float(forget_bias)})
+    return h, c
