@@ -12,7 +12,7 @@ comparisons, tensor arrays), ``conditional`` (cond, case, Switch, IfElse), ``rnn
 from . import (conditional, control_flow, io, learning_rate_scheduler, lod_array, loss, metric,
                nn, ops, rnn, sequence, tensor)
 from .conditional import IfElse, Switch, case, cond, switch_case
-from .rnn import DynamicRNN, StaticRNN, lstm_unit
+from .rnn import DynamicRNN, StaticRNN, gru_unit, lstm_unit
 from .control_flow import (While, array_length, array_read, array_write, create_array, equal,
                            greater_equal, greater_than, increment, less_equal, less_than,
                            logical_and, logical_not, logical_or, logical_xor, not_equal,
@@ -81,7 +81,7 @@ __all__ = [
     # conditional
     "cond", "case", "switch_case", "Switch", "IfElse",
     # rnn, lod_array
-    "StaticRNN", "DynamicRNN", "lstm_unit", "lod_rank_table", "max_sequence_len",
+    "StaticRNN", "DynamicRNN", "lstm_unit", "gru_unit", "lod_rank_table", "max_sequence_len",
     "lod_tensor_to_array", "array_to_lod_tensor", "shrink_memory", "reorder_lod_tensor_by_rank",
     "tensor_array_to_tensor",
     # learning_rate_scheduler

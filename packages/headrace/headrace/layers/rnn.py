@@ -25,7 +25,7 @@ from .lod_array import (array_to_lod_tensor, lod_rank_table, lod_tensor_to_array
 from .nn import fc
 from .tensor import concat, fill_constant, fill_constant_batch_size_like, unstack
 
-__all__ = ["StaticRNN", "DynamicRNN", "lstm_unit"]
+__all__ = ["StaticRNN", "DynamicRNN", "lstm_unit", "gru_unit"]
 
 
 class _InBlock:
@@ -391,3 +391,35 @@ def lstm_unit(x_t, hidden_t_prev, cell_t_prev, forget_bias=0.0, param_attr=None,
     helper.append_op("lstm_unit", {"X": gates, "C_prev": cell_t_prev}, {"C": c, "H": h},
                      {"forget_bias": float(forget_bias)})
     return h, c
+
+
+GRU_ACTIVATIONS = {"identity": 0, "sigmoid": 1, "tanh": 2, "relu": 3}
+
+
+def gru_unit(input, hidden, size, param_attr=None, bias_attr=None, activation="tanh",
+             gate_activation="sigmoid", origin_mode=False):
+    """Fluid's gru_unit: one GRU step; ``input`` holds the step's input projections (``size``
+    = 3 * hidden columns). Returns ``(hidden, reset_hidden_prev, gate)``."""
+    helper = LayerHelper("gru_unit", param_attr=param_attr, bias_attr=bias_attr)
+    for arg, v in (("input", input), ("hidden", hidden)):
+        if not isinstance(v, Variable):
+            raise helper.error(f"argument '{arg}' must be a Variable, got {v!r}"[:300])
+    if not isinstance(size, int) or size % 3:
+        raise helper.error(f"argument 'size' must be 3 * hidden, got {size!r}")
+    for arg, v in (("activation", activation), ("gate_activation", gate_activation)):
+        if v not in GRU_ACTIVATIONS:
+            raise helper.error(f"argument '{arg}' must be one of {sorted(GRU_ACTIVATIONS)}, "
+                               f"got {v!r}")
+    d, dtype = size // 3, input.dtype
+    inputs = {"Input": input, "HiddenPrev": hidden,
+              "Weight": helper.create_parameter(helper.param_attr, [d, 3 * d], dtype)}
+    bias = helper.create_parameter(helper.bias_attr, [1, 3 * d], dtype, is_bias=True)
+    if bias is not None:
+        inputs["Bias"] = bias
+    outs = {k: helper.create_variable_for_type_inference(dtype)
+            for k in ("Gate", "ResetHiddenPrev", "Hidden")}
+    helper.append_op("gru_unit", inputs, outs,
+                     {"activation": GRU_ACTIVATIONS[activation],
+                      "gate_activation": GRU_ACTIVATIONS[gate_activation],
+                      "origin_mode": bool(origin_mode)})
+    return outs["Hidden"], outs["ResetHiddenPrev"], outs["Gate"]
