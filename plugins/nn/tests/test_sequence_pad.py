@@ -65,3 +65,28 @@ def test_lod_reset_and_lod_append_layers():
     with pytest.raises(hr.HeadraceError, match="give y .* or target_lod"):
         with hr.program_guard(hr.Program(), hr.Program()):
             layers.lod_reset(layers.data("z", shape=[1], dtype="float32"))
+
+
+def test_sequence_slice_and_its_gradient():
+    main, startup = hr.Program(), hr.Program()
+    with hr.program_guard(main, startup):
+        x = layers.data("x", shape=[2], dtype="float64", lod_level=1)
+        x.stop_gradient = False
+        off = layers.data("off", shape=[1], dtype="int64")
+        n = layers.data("n", shape=[1], dtype="int64")
+        y = layers.sequence_slice(x, off, n)
+        loss = layers.mean(layers.elementwise_mul(y, layers.tanh(y)))
+        hr.gradients(loss, [x])
+    data = np.random.default_rng(2).standard_normal((7, 2))
+    feed = {"x": create_lod_tensor(data, [[3, 0, 4]]), "off": np.array([[1], [0], [2]]),
+            "n": np.array([[2], [0], [1]])}
+    (got,) = hr.Executor().run(main, feed=feed, fetch_list=[y], scope=hr.Scope(),
+                               return_numpy=False)
+    np.testing.assert_array_equal(np.asarray(got), data[[1, 2, 5]])
+    assert got.lod == [[0, 2, 2, 3]]
+    analytic, numeric = program_gradients(main, startup, loss, ["x"], feed)
+    np.testing.assert_allclose(analytic["x"], numeric["x"], rtol=1e-6, atol=1e-8)
+    with pytest.raises(hr.HeadraceError, match="sequence 2 has 4 rows; Offset 3 and Length 2"):
+        hr.Executor().run(main, feed=dict(feed, off=np.array([[1], [0], [3]]),
+                                          n=np.array([[2], [0], [2]])),
+                          fetch_list=[y], scope=hr.Scope())

@@ -8,7 +8,7 @@ from ..layer_helper import LayerHelper
 
 __all__ = ["sequence_pool", "sequence_first_step", "sequence_last_step", "sequence_reverse",
            "sequence_softmax", "sequence_mask", "sequence_expand", "sequence_expand_as",
-           "sequence_pad", "sequence_unpad", "lod_reset", "lod_append"]
+           "sequence_pad", "sequence_unpad", "sequence_slice", "lod_reset", "lod_append"]
 
 
 def sequence_reverse(x, name=None):
@@ -148,3 +148,16 @@ def lod_append(x, level):
     if isinstance(level, Variable):
         return _lod_reset("lod_append", x, level, None, True)
     return _lod_reset("lod_append", x, None, list(level), True)
+
+
+def sequence_slice(input, offset, length, name=None):
+    """From each sequence of ``input``, ``length[i]`` rows from row ``offset[i]`` of it
+    (``offset``/``length``: int Variables [sequences, 1])."""
+    helper = LayerHelper("sequence_slice", name=name)
+    check_variable("sequence_slice", "input", input, ("float32", "float64"))
+    check_variable("sequence_slice", "offset", offset, ("int32", "int64"))
+    check_variable("sequence_slice", "length", length, ("int32", "int64"))
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op("sequence_slice", {"X": input, "Offset": offset, "Length": length},
+                     {"Out": out})
+    return out
