@@ -10,7 +10,9 @@ def norm(inputs, attrs):
     axis = attr(attrs, "axis", 1) % x.ndim
     eps = float(np.float32(attr(attrs, "epsilon", 1e-10)))
     moved = np.moveaxis(f64(x), axis, -1)
-    n = np.array([np.sqrt(np.dot(v, v) + eps) for v in moved.reshape(-1, moved.shape[-1])])
+    flat = moved.reshape(-1, moved.shape[-1]) if moved.size else \
+        np.zeros((int(np.prod(moved.shape[:-1])), moved.shape[-1]))
+    n = np.array([np.sqrt(np.dot(v, v) + eps) for v in flat])
     n = n.reshape(moved.shape[:-1] + (1,))
     out = np.moveaxis(moved / n, -1, axis)
     return {"Out": out.astype(x.dtype), "Norm": np.moveaxis(n, -1, axis).astype(x.dtype)}
@@ -26,8 +28,10 @@ def norm_grad(inputs, attrs):
     axis = attr(attrs, "axis", 1) % x.ndim
     n = f64(inputs["Norm"])
     g = f64(inputs["Out@GRAD"])
-    out = f64(x) / n
-    return {"X@GRAD": ((g - out * (g * out).sum(axis=axis, keepdims=True)) / n).astype(x.dtype)}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = f64(x) / n
+        dx = (g - out * (g * out).sum(axis=axis, keepdims=True)) / n
+    return {"X@GRAD": dx.astype(x.dtype)}
 
 
 def sample_norm_grad(rng, dtype):

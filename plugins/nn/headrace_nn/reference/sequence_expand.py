@@ -23,7 +23,7 @@ def sequence_expand(inputs, attrs):
         for _ in range(n):
             rows.extend(data[a:b])
             lod.append(lod[-1] + b - a)
-    out = np.array(rows, data.dtype).reshape((-1,) + data.shape[1:])
+    out = np.array(rows, data.dtype).reshape((len(rows),) + data.shape[1:])
     return {"Out": Tensor(out, [lod])}
 
 
@@ -55,7 +55,7 @@ def sequence_expand_as(inputs, attrs):
     data = np.asarray(getattr(inputs["X"], "data", inputs["X"]))
     off = inputs["Y"].lod[-1]
     rows = [data[i] for i, (a, b) in enumerate(zip(off[:-1], off[1:])) for _ in range(b - a)]
-    out = np.array(rows, data.dtype).reshape((-1,) + data.shape[1:])
+    out = np.array(rows, data.dtype).reshape((len(rows),) + data.shape[1:])
     return {"Out": Tensor(out, [list(off)])}
 
 

@@ -63,6 +63,9 @@ cdef class GruUnitGrad:
             raise ValueError(f"{op}: Gate and ResetHiddenPrev must be {list(a.shape)} and "
                              f"{list(hp.shape)}; found {list(g.shape)}, {list(rh.shape)}")
         dh = np.asarray(dhidden)
+        if dh.shape != hp.shape:
+            raise ValueError(f"{op}: Hidden@GRAD must be {list(hp.shape)}, found "
+                             f"{list(dh.shape)}")
         u, r, c = g[:, :d], g[:, d:2 * d], g[:, 2 * d:]
         if self.origin:
             du, dc, dhp = dh * (hp - c), dh * (1 - u), dh * u

@@ -142,6 +142,7 @@ cdef class LayerNormGrad:
         op = "layer_norm_grad"
         a, left, right = _rows(x, self.axis, op)
         s = _param(scale, right, a.dtype, op, "Scale")
+        _param(bias, right, a.dtype, op, "Bias")  # checked: its gradient takes its shape
         m = np.ascontiguousarray(mean, a.dtype).reshape(-1)
         v = np.ascontiguousarray(variance, a.dtype).reshape(-1)
         g = np.ascontiguousarray(dy, a.dtype)

@@ -46,6 +46,9 @@ cdef class LstmUnitGrad:
                              f"{list(c.shape)}")
         dh = np.zeros_like(c) if dh is None else np.asarray(dh)
         dc = np.zeros_like(c) if dc is None else np.asarray(dc)
+        if dh.shape != c.shape or dc.shape != c.shape:
+            raise ValueError(f"lstm_unit_grad: H@GRAD and C@GRAD must be {list(c.shape)}; "
+                             f"found {list(dh.shape)}, {list(dc.shape)}")
         tc = np.tanh(cell)
         term = dc + dh * o * (1 - tc * tc)
         dx = np.concatenate([term * g * i * (1 - i), term * c * f * (1 - f),

@@ -40,8 +40,9 @@ cdef class NormGrad:
         if n.shape != want or g.shape != a.shape:
             raise ValueError(f"norm_grad: Norm must be {list(want)} and Out@GRAD "
                              f"{list(a.shape)}; found {list(n.shape)}, {list(g.shape)}")
-        out = a / n
-        dx = (g - out * (g * out).sum(axis=ax, keepdims=True)) / n
+        with np.errstate(divide="ignore", invalid="ignore"):  # a zero Norm: inf, as divided
+            out = a / n
+            dx = (g - out * (g * out).sum(axis=ax, keepdims=True)) / n
         return (dx.astype(a.dtype),)
 
 

@@ -8,6 +8,13 @@ from headrace.runtime.tensor import Tensor
 DTYPES = ("float32", "float64")
 
 
+def _same_dtype(data, g, op):
+    """The gradient takes X's dtype: a mismatched X is refused, not cast."""
+    if data.dtype != g.dtype:
+        raise TypeError(f"{op}: X has dtype {data.dtype}, Out@GRAD {g.dtype}")
+    return g
+
+
 def expansion(x, y, int ref_level, op):
     """(row index into X of every output row, the output's LoD)."""
     rows = np.shape(x.data)[0] if np.ndim(x.data) else 0
@@ -60,7 +67,7 @@ cdef class SequenceExpandGrad:
     def __call__(self, x, y, dout):
         index, _ = expansion(x, y, self.ref_level, "sequence_expand_grad")
         data = np.asarray(x.data)
-        g = np.asarray(dout.data)
+        g = _same_dtype(data, np.asarray(dout.data), "sequence_expand_grad")
         if g.shape != (len(index),) + data.shape[1:]:
             raise ValueError(f"sequence_expand_grad: Out@GRAD has shape {list(g.shape)}, "
                              f"expected {[len(index)] + list(data.shape[1:])}")
@@ -95,7 +102,8 @@ cdef class SequenceExpandAsGrad:
 
     def __call__(self, x, y, dout):
         index, _ = _as_rows(x, y, "sequence_expand_as_grad")
-        data, g = np.asarray(x.data), np.asarray(dout.data)
+        data = np.asarray(x.data)
+        g = _same_dtype(data, np.asarray(dout.data), "sequence_expand_as_grad")
         if g.shape != (len(index),) + data.shape[1:]:
             raise ValueError(f"sequence_expand_as_grad: Out@GRAD has shape {list(g.shape)}, "
                              f"expected {[len(index)] + list(data.shape[1:])}")

@@ -66,6 +66,8 @@ cdef class SequencePadGrad:
         data = np.asarray(x.data)
         lengths = np.diff(_offsets(x.lod, data.shape[0], "sequence_pad_grad"))
         g = np.asarray(dout.data)
+        if g.dtype != data.dtype:
+            raise TypeError(f"sequence_pad_grad: X has dtype {data.dtype}, Out@GRAD {g.dtype}")
         width = g.shape[1] if g.ndim > 1 else 0
         if g.shape[:1] != (len(lengths),) or g.shape[2:] != data.shape[1:] or \
                 (len(lengths) and width < lengths.max()):
@@ -76,7 +78,10 @@ cdef class SequencePadGrad:
 
 
 def _lengths(length, n, width, op):
-    lengths = np.asarray(length).reshape(-1).astype(np.int64)
+    raw = np.asarray(length)
+    if raw.dtype.kind not in "iu":
+        raise TypeError(f"{op}: Length must hold integers, got {raw.dtype}")
+    lengths = raw.reshape(-1).astype(np.int64)
     if len(lengths) != n or (lengths < 0).any() or (lengths > width).any():
         raise ValueError(f"{op}: Length {lengths.tolist()} must hold one length in [0, "
                          f"{width}] per sequence of X ({n})")
@@ -108,6 +113,12 @@ cdef class SequenceUnpadGrad:
         data = np.asarray(x.data)
         lengths = _lengths(length.data, data.shape[0], data.shape[1], "sequence_unpad_grad")
         g = np.asarray(dout.data)
+        if g.dtype != data.dtype:
+            raise TypeError(f"sequence_unpad_grad: X has dtype {data.dtype}, Out@GRAD "
+                            f"{g.dtype}")
+        if g.shape != (int(lengths.sum()),) + data.shape[2:]:
+            raise ValueError(f"sequence_unpad_grad: Out@GRAD has shape {list(g.shape)}, "
+                             f"expected {[int(lengths.sum())] + list(data.shape[2:])}")
         dx = np.zeros((data.shape[0] * data.shape[1],) + data.shape[2:], g.dtype)
         dx[_positions(lengths, data.shape[1])] = g
         return (dx.reshape(data.shape),)

@@ -51,6 +51,9 @@ cdef class SequenceSliceGrad:
     def __call__(self, x, offset, length, dout):
         data, index, _ = _rows(x, offset, length, "sequence_slice_grad")
         g = np.asarray(dout.data)
+        if g.dtype != data.dtype:
+            raise TypeError(f"sequence_slice_grad: X has dtype {data.dtype}, Out@GRAD "
+                            f"{g.dtype}")
         if g.shape != (len(index),) + data.shape[1:]:
             raise ValueError(f"sequence_slice_grad: Out@GRAD has shape {list(g.shape)}, "
                              f"expected {[len(index)] + list(data.shape[1:])}")
