@@ -16,6 +16,11 @@ def _infer(ctx):
         ctx.fail(f"attribute 'input_dim_idx' must name a dim of input 'Input' ({ref.name})",
                  expected=f"0 <= input_dim_idx < {len(ref.shape)}",
                  found=f"input_dim_idx = {i}")
+    # Only the batch dim is filled in at run time; any other -1 would fail every run.
+    unknown = [k for k, d in enumerate(shape) if d < 0 and k != o]
+    if unknown:
+        ctx.fail("attribute 'shape' may be unknown (-1) only at output_dim_idx",
+                 expected=f"dims >= 0 besides dim {o}", found=f"shape = {shape}")
     # With LoD and input_dim_idx 0 the batch is the number of sequences: unknown until run.
     shape[o] = -1 if (ref.lod_level and i == 0) else ref.shape[i]
     ctx.set_output("Out", shape, enum_name(ctx.attr("dtype")))
