@@ -57,7 +57,7 @@ def fill_constant(shape, dtype, value, force_cpu=False, out=None):
 
 
 def fill_constant_batch_size_like(input, shape, dtype, value, input_dim_idx=0,
-                                  output_dim_idx=0):
+                                  output_dim_idx=0, force_cpu=False):
     """``shape`` filled with ``value``, whose dim ``output_dim_idx`` is ``input``'s dim
     ``input_dim_idx`` at run time (the number of sequences when ``input`` has LoD and the dim
     is 0): an RNN's zero initial state for any batch size."""
@@ -66,13 +66,24 @@ def fill_constant_batch_size_like(input, shape, dtype, value, input_dim_idx=0,
     check_variable(fn, "input", input)
     shape = _shape(fn, shape, allow_unknown=True)
     dtype = _dtype(fn, dtype)
+    number = check_number(fn, "value", value)
+    # As Paddle's layer: the value also goes as text, which the kernel prefers, so that an
+    # int64 beyond 2**53 and a float64 such as 0.1 arrive exactly (the 'value' attribute is a
+    # float32).
+    if dtype == "bool" or dtype.startswith(("int", "uint")):
+        if not np.isfinite(number):
+            raise _err(fn, f"argument 'value' {number} cannot be stored in {dtype}")
+        text = str(int(value))
+    else:
+        text = repr(number)
     out = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
     helper.append_op(fn, {"Input": input}, {"Out": out},
-                     {"shape": shape, "dtype": dtype_enum(dtype),
-                      "value": check_number(fn, "value", value),
+                     {"shape": shape, "dtype": dtype_enum(dtype), "value": number,
+                      "str_value": text,
                       "input_dim_idx": check_int(fn, "input_dim_idx", input_dim_idx, minimum=0),
                       "output_dim_idx": check_int(fn, "output_dim_idx", output_dim_idx,
-                                                  minimum=0)})
+                                                  minimum=0),
+                      "force_cpu": bool(force_cpu)})
     return out
 
 
