@@ -59,17 +59,19 @@ from headrace.testing import build_op  # noqa: E402
 ALL_OPDEFS = [d for m in iter_op_modules("headrace_tensor.ops") for d in m.OPS]
 DIFFERENTIABLE = [d for d in ALL_OPDEFS if d.differentiable]
 GRAD_OPS = {"reshape2_grad", "flatten_contiguous_range_grad", "transpose2_grad", "concat_grad",
-            "unstack_grad",
+            "unstack_grad", "slice_grad", "strided_slice_grad", "stack_grad",
+            "squeeze2_grad", "unsqueeze2_grad",
             "gather_grad", "gather_nd_grad", "scatter_grad", "where_grad"}
 NO_GRADIENT = {"assign_value", "uniform_random", "gaussian_random", "fill_constant_batch_size_like",
-               "arg_max", "arg_min", "one_hot_v2"}
+               "arg_max", "arg_min", "one_hot_v2", "shape"}
 
 
 def test_which_ops_are_differentiable():
     assert {d.type for d in ALL_OPDEFS if not d.differentiable} == NO_GRADIENT | GRAD_OPS
     assert {d.type for d in DIFFERENTIABLE} == {
         "cast", "concat", "split", "reshape2", "flatten_contiguous_range",
-        "transpose2", "lod_reset", "unstack",
+        "transpose2", "lod_reset", "unstack", "slice", "strided_slice", "stack", "squeeze2",
+        "unsqueeze2",
         "gather", "gather_nd", "scatter", "where"}
 
 

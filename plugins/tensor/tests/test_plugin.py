@@ -14,6 +14,8 @@ EXPECTED = [
     # grad ops (the other differentiable ops' gradients are made of forward ops)
     "concat_grad", "flatten_contiguous_range_grad", "reshape2_grad", "transpose2_grad",
     "unstack_grad",
+    "slice", "strided_slice", "slice_grad", "strided_slice_grad", "stack", "stack_grad", "shape",
+    "squeeze2", "unsqueeze2", "squeeze2_grad", "unsqueeze2_grad",
     "gather_grad", "gather_nd_grad", "scatter_grad", "where_grad",
 ]
 OPDEFS = op_definitions(PACKAGE)

@@ -44,6 +44,7 @@ from .tensor import (assign, cast, concat, create_global_var, create_parameter, 
                      fill_constant, fill_constant_batch_size_like, ones, reshape, split, sums,
                      transpose, unstack, zeros, zeros_like)
 from .tensor import argmax, argmin, gather, gather_nd, one_hot, scatter, where
+from .tensor import shape, slice, squeeze, stack, strided_slice, unsqueeze
 
 __all__ = [
     # modules
@@ -74,6 +75,7 @@ __all__ = [
     "create_parameter", "create_global_var", "cast", "concat", "reshape", "transpose", "split",
     "unstack",
     "gather", "gather_nd", "scatter", "where", "argmax", "argmin", "one_hot",
+    "stack", "shape", "squeeze", "unsqueeze", "slice", "strided_slice",
     # control_flow
     "increment", "less_than", "less_equal", "greater_than", "greater_equal", "equal",
     "not_equal", "logical_and", "logical_or", "logical_xor", "logical_not", "create_array",

@@ -13,7 +13,8 @@ from ..param_attr import ParamAttr
 __all__ = ["fill_constant", "fill_constant_batch_size_like", "zeros", "ones", "zeros_like",
            "assign", "sums", "create_tensor",
            "create_parameter", "create_global_var", "cast", "concat", "reshape", "transpose",
-           "split", "unstack",
+           "split", "unstack", "stack", "shape", "squeeze", "unsqueeze", "slice",
+           "strided_slice",
            "gather", "gather_nd", "scatter", "where", "argmax", "argmin", "one_hot"]
 
 
@@ -286,6 +287,118 @@ def unstack(x, axis=0, num=None):
     outs = [helper.create_variable_for_type_inference(x.dtype) for _ in range(num)]
     helper.append_op("unstack", {"X": x}, {"Y": outs}, {"axis": axis, "num": num})
     return outs
+
+
+def stack(x, axis=0, name=None):
+    """The Variables of ``x`` (one shape) joined along a new dim ``axis`` (``stack``)."""
+    helper = LayerHelper("stack", input=x, name=name)
+    xs = helper.multiple_input()
+    rank = len(xs[0].shape)
+    axis = check_int("stack", "axis", axis, minimum=-rank - 1, maximum=rank)
+    out = helper.create_variable_for_type_inference(helper.input_dtype())
+    helper.append_op("stack", {"X": xs}, {"Y": out}, {"axis": axis})
+    return out
+
+
+def shape(input):
+    """The shape of ``input`` at run time, as a 1-D int32 Variable (``shape``)."""
+    helper = LayerHelper("shape")
+    check_variable("shape", "input", input)
+    out = helper.create_variable_for_type_inference("int32", stop_gradient=True)
+    helper.append_op("shape", {"Input": input}, {"Out": out}, {})
+    return out
+
+
+def _axes_of(fn, input, axes, extra=0):
+    rank = len(input.shape) + extra
+    if isinstance(axes, (int, np.integer)) and not isinstance(axes, bool):
+        axes = [axes]
+    if not isinstance(axes, (list, tuple)):
+        raise _err(fn, f"argument 'axes' must be an int or a list of ints, got {axes!r}")
+    return [check_int(fn, "axes", a, minimum=-rank, maximum=rank - 1) for a in axes]
+
+
+def squeeze(input, axes, name=None):
+    """``input`` with the listed dims of size 1 removed (all dims of size 1 for ``axes=[]``;
+    a listed dim of another size stays, as in Paddle) (``squeeze2``)."""
+    helper = LayerHelper("squeeze", name=name)
+    check_variable("squeeze", "input", input)
+    axes = _axes_of("squeeze", input, axes)
+    out = helper.create_variable_for_type_inference(input.dtype)
+    xshape = helper.create_variable_for_type_inference(input.dtype, stop_gradient=True)
+    helper.append_op("squeeze2", {"X": input}, {"Out": out, "XShape": xshape}, {"axes": axes})
+    return out
+
+
+def unsqueeze(input, axes, name=None):
+    """``input`` with dims of size 1 inserted at ``axes``, one after the other, each counted in
+    the rank reached so far (``unsqueeze2``). ``axes`` may be an int Variable (1-D)."""
+    helper = LayerHelper("unsqueeze", name=name)
+    check_variable("unsqueeze", "input", input)
+    inputs, attrs = {"X": input}, {"axes": []}
+    if isinstance(axes, Variable):
+        inputs["AxesTensor"] = _int_var("unsqueeze", "axes", axes)
+    else:
+        axes = _axes_of("unsqueeze", input, axes, extra=1)
+        attrs["axes"] = axes
+    out = helper.create_variable_for_type_inference(input.dtype)
+    xshape = helper.create_variable_for_type_inference(input.dtype, stop_gradient=True)
+    helper.append_op("unsqueeze2", inputs, {"Out": out, "XShape": xshape}, attrs)
+    return out
+
+
+def _slice_part(fn, arg, value, n, inputs, slot, flags):
+    """The attribute value of starts/ends/strides: ints as given; an int Variable goes to
+    ``<slot>Tensor``, a list holding Variables to ``<slot>TensorList`` (its ints as
+    fill_constant), and their entries are -1 in the attribute and in ``flags``."""
+    if isinstance(value, Variable):
+        inputs[f"{slot}Tensor"] = _int_var(fn, arg, value)
+        flags[:] = [-1] * n
+        return [-1] * n
+    if not isinstance(value, (list, tuple)) or len(value) != n:
+        raise _err(fn, f"argument '{arg}' must be a list of {n} ints or int Variables (one per "
+                       f"axis), or a 1-D int Variable, got {value!r}")
+    if not any(isinstance(v, Variable) for v in value):
+        return [check_int(fn, arg, v) for v in value]
+    inputs[f"{slot}TensorList"] = [
+        _int_var(fn, arg, v) if isinstance(v, Variable) else
+        fill_constant([1], "int64", check_int(fn, arg, v)) for v in value]
+    for i, v in enumerate(value):
+        flags[i] = -1 if isinstance(v, Variable) else flags[i]
+    return [-1 if isinstance(v, Variable) else int(v) for v in value]
+
+
+def _slice(op, input, axes, starts, ends, strides):
+    helper = LayerHelper(op)
+    check_variable(op, "input", input)
+    if not isinstance(axes, (list, tuple)):
+        raise _err(op, f"argument 'axes' must be a list of ints, got {axes!r}")
+    rank = len(input.shape)
+    axes = [check_int(op, "axes", a, minimum=-rank, maximum=rank - 1) for a in axes]
+    inputs, flags = {"Input": input}, [1] * len(axes)
+    attrs = {"axes": axes, "decrease_axis": [],
+             "starts": _slice_part(op, "starts", starts, len(axes), inputs, "Starts", flags),
+             "ends": _slice_part(op, "ends", ends, len(axes), inputs, "Ends", flags)}
+    if strides is not None:
+        attrs["strides"] = _slice_part(op, "strides", strides, len(axes), inputs, "Strides",
+                                       flags)
+    attrs["infer_flags"] = flags
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op(op, inputs, {"Out": out}, attrs)
+    return out
+
+
+def slice(input, axes, starts, ends):  # (Fluid's name; the builtin is unused here)
+    """``input[starts[i]:ends[i]]`` along each ``axes[i]`` (``slice``): negative indices count
+    from the end and are clamped to the dim, as in Paddle; an end before its start is an
+    error. starts/ends may be int Variables (known at run time)."""
+    return _slice("slice", input, axes, starts, ends, None)
+
+
+def strided_slice(input, axes, starts, ends, strides):
+    """``input[starts[i]:ends[i]:strides[i]]`` along each ``axes[i]`` (``strided_slice``);
+    with a negative stride an end of -1 means through element 0, as in Paddle."""
+    return _slice("strided_slice", input, axes, starts, ends, strides)
 
 
 # -- selection by indices --------------------------------------------------------------------
