@@ -143,6 +143,11 @@ def test_layers():
     got = hr.Executor().run(main, feed={"x": X}, fetch_list=[a, b, c], scope=hr.Scope())
     for g, want in zip(got, [X[:, 1:3, -2:], X[:, :, 1:4], X[:, ::-1, ::2]]):
         np.testing.assert_array_equal(g, want)
+    # the kernel keeps the index of the last shape: a new batch size gets its own
+    exe, scope = hr.Executor(), hr.Scope()
+    for rows in (3, 1, 3):
+        (got,) = exe.run(main, feed={"x": X[:rows]}, fetch_list=[a], scope=scope)
+        np.testing.assert_array_equal(got, X[:rows, 1:3, -2:])
     with pytest.raises(hr.HeadraceError, match="slice: argument 'starts' must be a list of 2"):
         layers.slice(x, axes=[1, 2], starts=[0], ends=[1, 1])
 

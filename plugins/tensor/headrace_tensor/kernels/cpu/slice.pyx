@@ -65,6 +65,7 @@ cdef class _Slicing:
     cdef str op
     cdef list axes, starts, ends, strides, flags, decrease
     cdef bint strided
+    cdef tuple last_shape, last_index  # the index of the last call given no tensors
 
     def _setup(self, dict attrs, str op, bint strided):
         self.op, self.strided = op, strided
@@ -90,7 +91,11 @@ cdef class _Slicing:
 
     cdef tuple index(self, tuple shape, tuple tensors):
         """(the NumPy index, the sliced shape, Out's shape) for an Input of ``shape``;
-        ``tensors``: the optional inputs, in the definition's order."""
+        ``tensors``: the optional inputs, in the definition's order. Without tensors it
+        depends on the shape alone, and is kept for the next call of the same shape."""
+        cdef bint cacheable = all(t is None or (isinstance(t, list) and not t) for t in tensors)
+        if cacheable and shape == self.last_shape:
+            return self.last_index
         cdef int rank = len(shape), k
         if self.strided:
             starts = self._values("starts", self.starts, tensors[0], tensors[3])
@@ -129,7 +134,10 @@ cdef class _Slicing:
                 raise ValueError(f"{self.op}: decrease_axis drops axis {a}, whose slice has "
                                  f"{sliced[a]} elements (Input shape {list(shape)})")
         out = tuple(d for k, d in enumerate(sliced) if k not in dec)
-        return tuple(idx), tuple(sliced), out
+        result = (tuple(idx), tuple(sliced), out)
+        if cacheable:
+            self.last_shape, self.last_index = shape, result
+        return result
 
 
 cdef class Slice(_Slicing):
