@@ -7,7 +7,7 @@ p and q) are fixed when the kernel is made, and ``_run`` switches on the code on
 the element loop, so each loop is a straight call of one inline function. Functions are
 evaluated in double (float32 inputs included) and rounded once on store, except the hot
 exp-based ones on float32 (exp, sigmoid, tanh, silu, swish, gelu): those use the vectorizable
-float32 versions of ``_fastmath.pxd`` (a few float32 ulp; see there).
+float32 versions of ``_fastmath.h`` (a few float32 ulp; see there), gelu_grad too.
 
 Numerical care where the textbook formula fails: sigmoid, swish and silu never evaluate
 exp(+large); softplus is max(z, 0) + log1p(exp(-|z|)); gelu uses erfc (exact) or the identity
@@ -20,7 +20,8 @@ from libc.math cimport (ceil, cos, erfc, exp, expm1, fabs, floor, isinf, log, lo
 from cpython.object cimport PyObject
 from headrace.kernels.common cimport contiguous, dtype_name, real, same_shape, shape_of, typenum
 from ._common cimport recycled
-from ._fastmath cimport fexp, fgelu, fsigmoid, ftanh
+from ._fastmath cimport (hr_f32_exp, hr_f32_gelu, hr_f32_gelu_grad, hr_f32_gelu_tanh,
+                        hr_f32_sigmoid, hr_f32_swish, hr_f32_tanh)
 
 cnp.import_array()
 
@@ -162,64 +163,25 @@ cdef void _run(int code, const real* x, real* out, Py_ssize_t n, double p,
             out[i] = <real>(x[i] * _sigmoid(x[i]))
 
 
-# float32 fast paths (see _fastmath.pxd): one small function per op, so that the compiler
-# inlines the math into each loop and vectorizes it (inside _run's one big body it would not).
-
-cdef void _f32_exp(const float* x, float* out, Py_ssize_t n) noexcept nogil:
-    cdef Py_ssize_t i
-    for i in range(n):
-        out[i] = fexp(x[i])
-
-
-cdef void _f32_sigmoid(const float* x, float* out, Py_ssize_t n) noexcept nogil:
-    cdef Py_ssize_t i
-    for i in range(n):
-        out[i] = fsigmoid(x[i])
-
-
-cdef void _f32_tanh(const float* x, float* out, Py_ssize_t n) noexcept nogil:
-    cdef Py_ssize_t i
-    for i in range(n):
-        out[i] = ftanh(x[i])
-
-
-cdef void _f32_swish(const float* x, float* out, Py_ssize_t n, float beta) noexcept nogil:
-    cdef Py_ssize_t i
-    for i in range(n):
-        out[i] = x[i] * fsigmoid(beta * x[i])
-
-
-cdef void _f32_gelu(const float* x, float* out, Py_ssize_t n) noexcept nogil:
-    cdef Py_ssize_t i
-    for i in range(n):
-        out[i] = fgelu(x[i])
-
-
-cdef void _f32_gelu_tanh(const float* x, float* out, Py_ssize_t n) noexcept nogil:
-    cdef Py_ssize_t i
-    cdef float c = <float>(2 * SQRT_2_OVER_PI), v
-    for i in range(n):
-        v = x[i]
-        out[i] = v * fsigmoid(c * (v + <float>0.044715 * v * v * v))
-
+# float32 fast paths: the loops of _fastmath.h, each compiled for several vector widths.
 
 cdef bint _run_f32(int code, const float* x, float* out, Py_ssize_t n,
                    double p) noexcept nogil:
     """Run a float32 fast path; False if the op has none (then _run serves it)."""
     if code == EXP:
-        _f32_exp(x, out, n)
+        hr_f32_exp(x, out, n)
     elif code == SIGMOID:
-        _f32_sigmoid(x, out, n)
+        hr_f32_sigmoid(x, out, n)
     elif code == TANH:
-        _f32_tanh(x, out, n)
+        hr_f32_tanh(x, out, n)
     elif code == SILU:
-        _f32_swish(x, out, n, 1)
+        hr_f32_swish(x, out, n, 1)
     elif code == SWISH:
-        _f32_swish(x, out, n, <float>p)
+        hr_f32_swish(x, out, n, <float>p)
     elif code == GELU:
-        _f32_gelu(x, out, n)
+        hr_f32_gelu(x, out, n)
     elif code == GELU_TANH:
-        _f32_gelu_tanh(x, out, n)
+        hr_f32_gelu_tanh(x, out, n)
     else:
         return False
     return True
@@ -446,7 +408,14 @@ cdef class ActivationGrad:
         cdef cnp.ndarray out = recycled(<PyObject*>self._out, shape_of(g), t)
         self._out = out
         cdef Py_ssize_t n = cnp.PyArray_SIZE(g)
-        if t == cnp.NPY_FLOAT32:
+        if t == cnp.NPY_FLOAT32 and self.code == GELU:
+            with nogil:
+                # libm's double erfc and exp (the generic path) are scalar calls: this
+                # was the slowest op of a transformer's feed-forward.
+                hr_f32_gelu_grad(<const float*>cnp.PyArray_DATA(a),
+                                 <const float*>cnp.PyArray_DATA(g),
+                                 <float*>cnp.PyArray_DATA(out), n)
+        elif t == cnp.NPY_FLOAT32:
             with nogil:
                 _run_grad(self.code, <const float*>cnp.PyArray_DATA(a),
                           <const float*>cnp.PyArray_DATA(g), <float*>cnp.PyArray_DATA(out), n,
