@@ -1,5 +1,6 @@
 """Build of the plugin's Cython CPU kernels; metadata is in pyproject.toml."""
 import glob
+import importlib.util
 import os
 
 import numpy as np
@@ -13,8 +14,12 @@ os.chdir(here)
 # inside the repository, else from the installed core on sys.path.
 CORE = os.path.join(here, "..", "..", "packages", "headrace")
 INCLUDE = [CORE] if os.path.isdir(os.path.join(CORE, "headrace", "kernels")) else []
+# ... and for C, the directory holding the `headrace` package (fastmath.h is included as
+# "headrace/kernels/fastmath.h"); find_spec locates the installed core without importing it.
+C_INCLUDE = INCLUDE or [
+    os.path.dirname(os.path.dirname(importlib.util.find_spec("headrace").origin))]
 extensions = [
-    Extension(path[:-4].replace(os.sep, "."), [path], include_dirs=[np.get_include()],
+    Extension(path[:-4].replace(os.sep, "."), [path], include_dirs=[np.get_include(), *C_INCLUDE],
               define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
               extra_compile_args=["-O3"])
     for path in sorted(glob.glob(os.path.join(PKG, "kernels", "cpu", "*.pyx")))

@@ -251,8 +251,9 @@ def test_samples_cover_every_op():
     # its rounding error e into a relative error |arg| * e: up to ~1e-5 deep in the tails.
     ("swish", {"beta": 1.7}, 2e-5), ("gelu", {"approximate": True}, 2e-5)])
 def test_float32_fast_paths_are_accurate(op, attrs, rtol, make_kernel):
-    # float32 exp-based activations run on vectorized float32 arithmetic (_fastmath.pxd): a
-    # dense sweep, tiny and huge values included, against the float64 reference.
+    # float32 exp-based activations run on vectorized float32 arithmetic (the core's
+    # headrace/kernels/fastmath.h): a dense sweep, tiny and huge values included, against the
+    # float64 reference.
     x = np.concatenate([np.linspace(-120, 100, 200001), np.geomspace(1e-38, 1e-3, 2000),
                         -np.geomspace(1e-38, 1e-3, 2000), [0.0, -0.0, 88.7, 88.8, -103.9]])
     x = x.astype(np.float32)
@@ -409,9 +410,10 @@ def test_grad_shape_rule(op, infer):
 
 
 def test_float32_gelu_grad_fast_path_is_accurate(make_kernel):
-    # float32 gelu_grad runs on _fastmath.h's vectorized Phi and exp: within a few ulp of the
-    # float64 derivative, relative where it is not small, absolute (a few ulp of Phi) near its
-    # zero at x = -0.7518, where Phi(x) + x phi(x) cancels in any float32 evaluation.
+    # float32 gelu_grad runs on the core's fastmath.h, vectorized Phi and exp: within a few
+    # ulp of the float64 derivative, relative where it is not small, absolute (a few ulp of
+    # Phi) near its zero at x = -0.7518, where Phi(x) + x phi(x) cancels in any float32
+    # evaluation.
     x = np.concatenate([np.linspace(-30, 30, 300001), [-0.7518, 0.0, -0.0]]).astype(np.float32)
     d = np.linspace(0.5, 2.0, x.size).astype(np.float32)
     got = make_kernel("gelu_grad", {"approximate": False})(x, d)[0].astype(np.float64)

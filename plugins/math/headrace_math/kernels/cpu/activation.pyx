@@ -7,7 +7,7 @@ p and q) are fixed when the kernel is made, and ``_run`` switches on the code on
 the element loop, so each loop is a straight call of one inline function. Functions are
 evaluated in double (float32 inputs included) and rounded once on store, except the hot
 exp-based ones on float32 (exp, sigmoid, tanh, silu, swish, gelu): those use the vectorizable
-float32 versions of ``_fastmath.h`` (a few float32 ulp; see there), gelu_grad too.
+float32 versions of ``headrace/kernels/fastmath.h`` (a few float32 ulp; see there), gelu_grad too.
 
 Numerical care where the textbook formula fails: sigmoid, swish and silu never evaluate
 exp(+large); softplus is max(z, 0) + log1p(exp(-|z|)); gelu uses erfc (exact) or the identity
@@ -20,8 +20,9 @@ from libc.math cimport (ceil, cos, erfc, exp, expm1, fabs, floor, isinf, log, lo
 from cpython.object cimport PyObject
 from headrace.kernels.common cimport contiguous, dtype_name, real, same_shape, shape_of, typenum
 from ._common cimport recycled
-from ._fastmath cimport (hr_f32_exp, hr_f32_gelu, hr_f32_gelu_grad, hr_f32_gelu_tanh,
-                        hr_f32_sigmoid, hr_f32_swish, hr_f32_tanh)
+from headrace.kernels.fastmath cimport (hr_f32_exp, hr_f32_gelu, hr_f32_gelu_grad,
+                                       hr_f32_gelu_tanh, hr_f32_sigmoid, hr_f32_swish,
+                                       hr_f32_tanh)
 
 cnp.import_array()
 
@@ -163,7 +164,7 @@ cdef void _run(int code, const real* x, real* out, Py_ssize_t n, double p,
             out[i] = <real>(x[i] * _sigmoid(x[i]))
 
 
-# float32 fast paths: the loops of _fastmath.h, each compiled for several vector widths.
+# float32 fast paths: the loops of the core's fastmath.h, each compiled for several vector widths.
 
 cdef bint _run_f32(int code, const float* x, float* out, Py_ssize_t n,
                    double p) noexcept nogil:

@@ -15,6 +15,7 @@ cimport numpy as cnp
 from libc.math cimport exp, expf
 from libc.stdlib cimport free, malloc
 from headrace.kernels.common cimport contiguous, empty_like, real, shape_of
+from headrace.kernels.fastmath cimport hr_f32_exp
 from ._common cimport expect_shape, float_array, same_float
 
 cnp.import_array()
@@ -44,10 +45,19 @@ cdef void _rows(const real* x, real* out, Py_ssize_t rows, Py_ssize_t C) noexcep
             if xr[c] > m:
                 m = xr[c]
         s = 0.0
-        for c in range(C):
-            e = _exp(xr[c] - m)   # <= 1: the max subtracted, nothing overflows
-            orow[c] = e
-            s += e                # double sum: float32 rows of many classes keep precision
+        if real is float:
+            # The exps through the core's vectorized float32 loop (libm's expf is a scalar
+            # call, most of the op's time), then the sum on its own.
+            for c in range(C):
+                orow[c] = xr[c] - m
+            hr_f32_exp(orow, orow, C)
+            for c in range(C):
+                s += orow[c]
+        else:
+            for c in range(C):
+                e = _exp(xr[c] - m)   # <= 1: the max subtracted, nothing overflows
+                orow[c] = e
+                s += e                # double sum: float32 rows of many classes keep precision
         inv = 1.0 / s
         for c in range(C):
             orow[c] = <real>(orow[c] * inv)

@@ -1,7 +1,8 @@
 # float32 exp, sigmoid, tanh and gelu as vectorizable arithmetic, and the loops over them
-# compiled once per vector width (AVX-512, AVX2+FMA, baseline): the math and why it is written
-# in C are in _fastmath.h. Cython emits the #include next to the module's .c file.
-cdef extern from "_fastmath.h" nogil:
+# compiled once per vector width (AVX-512, AVX2+FMA, baseline), for every plugin's kernels:
+# the math, and why it is written in C, are in fastmath.h. A plugin's build puts the directory
+# that holds the `headrace` package on its C include path (see plugins/math/setup.py).
+cdef extern from "headrace/kernels/fastmath.h" nogil:
     float hr_fexp(float x)
     float hr_fsigmoid(float x)
     float hr_ftanh(float x)
