@@ -90,6 +90,19 @@ class Plan:
             p._sub_facts()
         return p
 
+    def _input_slot(self, op, slot, name):
+        """An input's slot index. ``@EMPTY@`` (autodiff's "no gradient wanted") names no value:
+        in an optional or duplicable slot it reads None (a grad op's list of output gradients
+        may have holes); a required single slot bound to it is refused here, since the loop
+        indexes values without bounds checks (-1 would read past them)."""
+        if name != EMPTY:
+            return self._slot_of(op, name, "input")
+        if slot.optional or slot.duplicable:
+            return NONE_SLOT
+        raise OpError(f"required input slot '{slot.name}' is bound to '{EMPTY}', the marker of "
+                      f"a gradient nobody wants, which holds no value", op_type=op.type,
+                      block_idx=op.block.idx, op_idx=op.idx, source=op.source)
+
     def _slot_of(self, op, name, role):
         if name == EMPTY:
             return -1  # a gradient nobody needs: computed, never stored
@@ -114,9 +127,9 @@ class Plan:
         for s in opdef.inputs:
             names = ins.get(s.name, [])
             if s.duplicable:
-                in_ids.append(tuple(self._slot_of(op, n, "input") for n in names))
+                in_ids.append(tuple(self._input_slot(op, s, n) for n in names))
             else:
-                in_ids.append(self._slot_of(op, names[0], "input") if names else NONE_SLOT)
+                in_ids.append(self._input_slot(op, s, names[0]) if names else NONE_SLOT)
         out_ids = []
         for s in opdef.outputs:
             names = outs.get(s.name, [])
@@ -157,11 +170,11 @@ class Plan:
             lod_share = tuple((src, d) for d in dst) if src is not None else ()
             self.lod_slots.update(i for _, i in lod_share)
             return Instr(fn, tuple(in_ids), tuple(out_ids), op, lod_share, None)
-        # Every slot of the definition, () when unbound; an @EMPTY@ input reads None (slot 0).
+        # Every slot of the definition, () when unbound; an @EMPTY@ optional input reads None.
         layout = FrameLayout(
             op.type,
-            {s.name: tuple(max(self._slot_of(op, n, "input"), NONE_SLOT)
-                           for n in ins.get(s.name, ())) for s in opdef.inputs},
+            {s.name: tuple(self._input_slot(op, s, n) for n in ins.get(s.name, ()))
+             for s in opdef.inputs},
             {s.name: tuple(self._slot_of(op, n, "output") for n in outs.get(s.name, ()))
              for s in opdef.outputs})
         if kind == "lod":
