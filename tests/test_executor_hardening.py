@@ -90,3 +90,63 @@ def test_empty_in_an_optional_input_reads_as_unbound():
     (out,) = hr.Executor().run(bad, feed={"x": xv}, fetch_list=[y.name])
     m, v = xv.mean(1, keepdims=True), xv.var(1, keepdims=True)
     np.testing.assert_allclose(out, (xv - m) / np.sqrt(v + 1e-5), rtol=1e-12)
+
+
+def _dropout_program(seed):
+    import headrace as hr
+    from headrace import layers
+    main, startup = hr.Program(), hr.Program()
+    with hr.program_guard(main, startup):
+        z = layers.dropout(layers.data("z", shape=[256], dtype="float32"), 0.5)
+    main.random_seed = seed
+    return main, z
+
+
+def test_a_changed_random_seed_is_not_ignored_by_the_cached_plan():
+    import numpy as np
+
+    import headrace as hr
+    feed = {"z": np.ones((2, 256), np.float32)}
+    fresh, z = _dropout_program(2)
+    want = hr.Executor().run(fresh, feed=feed, fetch_list=[z])[0]
+    main, z = _dropout_program(1)
+    exe = hr.Executor()
+    first = exe.run(main, feed=feed, fetch_list=[z])[0]
+    main.random_seed = 2
+    np.testing.assert_array_equal(exe.run(main, feed=feed, fetch_list=[z])[0], want)
+    main.random_seed = 1   # back to the first seed: its stream starts over
+    np.testing.assert_array_equal(exe.run(main, feed=feed, fetch_list=[z])[0], first)
+
+
+def test_the_executor_does_not_keep_the_programs_it_ran_alive():
+    # A fresh clone per step (as a training loop that re-clones for evaluation does) grew
+    # memory without bound: the executor's cache held every program through its plans.
+    import gc
+    import weakref
+
+    import numpy as np
+
+    import headrace as hr
+    from headrace import layers
+    main, startup = hr.Program(), hr.Program()
+    with hr.program_guard(main, startup):
+        x = layers.data("x", shape=[3], dtype="float32")
+        loss = layers.mean(layers.fc(x, 4))
+        hr.optimizer.SGD(0.1).minimize(loss)
+    exe, scope = hr.Executor(), hr.Scope()
+    exe.run(startup, scope=scope)
+    refs = []
+    for _ in range(10):
+        p = main.clone()
+        exe.run(p, feed={"x": np.ones((2, 3), np.float32)}, fetch_list=[loss.name], scope=scope)
+        refs.append(weakref.ref(p))
+        del p
+    gc.collect()
+    assert [r() for r in refs] == [None] * 10
+    # ... while a program still in use keeps its plan: the second run prepares nothing.
+    exe.run(main, feed={"x": np.ones((2, 3), np.float32)}, fetch_list=[loss.name], scope=scope)
+    (plans,) = main._executor_plans.values()
+    exe.run(main, feed={"x": np.ones((2, 3), np.float32)}, fetch_list=[loss.name], scope=scope)
+    assert main._executor_plans[exe] is plans and len(plans) == 2   # the stamp and one plan
+    exe.close()
+    assert exe not in main._executor_plans

@@ -102,6 +102,15 @@ class _RunPlan:
                 + (" it: add it to feed" if var.need_check_feed else " it"))
 
 
+def _plans_of(program):
+    """The program's cached plans by executor (made on first use: programs built or parsed
+    any way get one)."""
+    plans = program.__dict__.get("_executor_plans")
+    if plans is None:
+        plans = program.__dict__["_executor_plans"] = weakref.WeakKeyDictionary()
+    return plans
+
+
 class Executor:
     """Runs programs on ``place`` (CPUPlace() by default, or CUDAPlace(i))."""
 
@@ -111,22 +120,33 @@ class Executor:
             raise HeadraceError(f"Executor takes a CPUPlace or CUDAPlace, got {place!r}")
         self.place = place
         self._device = place.module()
-        self._cache = weakref.WeakKeyDictionary()  # program -> {key: _RunPlan}
+        # Plans live on the programs they were made for ({executor: {key: _RunPlan}}, weak in
+        # the executor), not here: a plan refers to its program, so a cache in the executor
+        # would keep every program it ever ran alive (a fresh clone a step leaked them all).
+        self._programs = weakref.WeakSet()   # what close() forgets
         self._cache_lock = threading.Lock()  # threads' first runs: one prepares, others wait
 
     def close(self):
-        self._cache.clear()
+        for program in list(self._programs):
+            _plans_of(program).pop(self, None)
+        self._programs.clear()
 
     def _run_plan(self, program, feed_names, fetch_names, prune):
-        key = (program.revision, feed_names, fetch_names, prune)
-        per_program = self._cache.get(program)
+        # Keyed by all a plan depends on: the program's content (revision), the seed its
+        # random ops derive their streams from, and the run's signature.
+        key = (program.revision, program.random_seed, feed_names, fetch_names, prune)
+        plans = program.__dict__.get("_executor_plans")
+        per_program = plans.get(self) if plans is not None else None
         rp = per_program.get(key) if per_program is not None else None
-        if rp is not None:  # every step after the first: two dict lookups, no lock
+        if rp is not None:  # every step after the first: dict lookups, no lock
             return rp
         with self._cache_lock:  # a first run: one thread prepares, the others wait for it
-            per_program = self._cache.get(program)
-            if per_program is None or per_program.get("revision") != program.revision:
-                per_program = self._cache[program] = {"revision": program.revision}
+            plans = _plans_of(program)
+            per_program = plans.get(self)
+            stamp = (program.revision, program.random_seed)
+            if per_program is None or per_program.get("stamp") != stamp:
+                per_program = plans[self] = {"stamp": stamp}  # older plans are stale
+                self._programs.add(program)
             rp = per_program.get(key)
             if rp is None:
                 rp = per_program[key] = _RunPlan(program, self.place, feed_names,
