@@ -70,3 +70,17 @@ def test_integer_scale_truncates_the_attributes_as_paddle(dtype, after):
     ref = 2 * x - 1 if after else 2 * (x - 1)
     assert out.dtype == np.dtype(dtype)
     np.testing.assert_array_equal(out, ref)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+@pytest.mark.parametrize("attrs, expected", [
+    # Paddle 3.3.1's scale on [7, -7, 5, 3] of either integer type, through its Executor
+    ({"scale": 0.5, "bias": 0.5}, [0, 0, 0, 0]),
+    ({"scale": 1.5, "bias": 0.7, "bias_after_scale": False}, [7, -7, 5, 3]),
+    ({"scale": -0.5, "bias": 0.0}, [0, 0, 0, 0]),
+    ({"scale": 2.7, "bias": -0.6}, [14, -14, 10, 6]),
+])
+def test_integer_scale_through_the_executor_matches_paddle(check, dtype, attrs, expected):
+    out = check("scale", {"X": np.array([7, -7, 5, 3], dtype)}, attrs)["Out"]
+    assert out.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(out, expected)

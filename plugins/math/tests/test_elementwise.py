@@ -109,7 +109,7 @@ import numpy as np  # noqa: E402
 from headrace_math.kernels.cpu.elementwise import KERNELS as CPU_KERNELS  # noqa: E402
 from headrace_math.reference.elementwise import REFERENCES  # noqa: E402
 
-FLOAT_ONLY = {"elementwise_div", "elementwise_pow"}
+FLOAT_ONLY = {"elementwise_pow"}
 INTS = ["int32", "int64"]
 
 # (X shape, Y shape, axis) that broadcast; the executor runs each, the reference agrees.
@@ -151,7 +151,7 @@ def _operands(op, xs, ys, dtype, seed=0):
     if op == "elementwise_pow":
         x, y = np.abs(x) + 0.1, np.round(y * 2) / 2      # real results, some integer powers
     if op == "elementwise_div":
-        y = np.where(np.abs(y) < 0.05, 0.5, y)
+        y = np.where(np.abs(y) < 0.05, 0.5 if dtype.startswith("float") else 3, y)
     return x.astype(dtype), y.astype(dtype)
 
 
@@ -235,7 +235,30 @@ def test_kernel_rejects_bad_dtypes(op, make_kernel):
         kernel(np.ones(3, bool), np.ones(3, bool))
     if op in FLOAT_ONLY:
         with pytest.raises(TypeError, match=rf"{op}: dtype int64 not supported"):
-            kernel(np.ones(3, np.int64), np.zeros(3, np.int64))    # never an integer x / 0
+            kernel(np.ones(3, np.int64), np.zeros(3, np.int64))
+
+
+@pytest.mark.parametrize("dtype", INTS)
+def test_integer_div_truncates_toward_zero_as_paddle(check, dtype):
+    # Paddle 3.3's elementwise_div on these gives [3, -3, -1, -1, 2, 0, -2]: C's division
+    x = np.array([7, -7, 5, 3, 6, 0, -6], dtype)
+    y = np.array([2, 2, -3, -3, 3, 5, 3], dtype)
+    out = check("elementwise_div", {"X": x, "Y": y})["Out"]
+    np.testing.assert_array_equal(out, [3, -3, -1, -1, 2, 0, -2])
+    lo = np.iinfo(dtype).min
+    out = check("elementwise_div", {"X": np.array([lo, lo, 9], dtype),
+                                    "Y": np.array([-1, 1, -1], dtype)})["Out"]
+    np.testing.assert_array_equal(out, [lo, lo, -9])      # wraps as NumPy's, no trap
+
+
+@pytest.mark.parametrize("dtype", INTS)
+def test_integer_div_by_zero_is_an_error(make_kernel, dtype):
+    with pytest.raises(ValueError, match="elementwise_div: integer division by zero"):
+        make_kernel("elementwise_div")(np.ones((2, 3), dtype), np.array([1, 0, 2], dtype))
+    from headrace.errors import OpError
+    from headrace.testing import run_op
+    with pytest.raises(OpError, match="elementwise_div.*integer division by zero"):
+        run_op("elementwise_div", {"X": np.ones(3, dtype), "Y": np.zeros(3, dtype)})
 
 
 # == gradients =================================================================================

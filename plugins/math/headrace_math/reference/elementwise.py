@@ -18,11 +18,23 @@ def _ufunc(fn, wide=False):
     return reference
 
 
+def _divide(x, y):
+    """X / Y; integers truncate toward zero (C's and Paddle's division, not Python's floor)
+    and a 0 divisor is an error, as Paddle enforces."""
+    if x.dtype.kind not in "iu":
+        return np.divide(x, y)
+    if np.any(y == 0):
+        raise ZeroDivisionError("integer division by zero")
+    q = np.floor_divide(x, y)
+    # floor rounds down where the exact quotient is negative and inexact: one step back up
+    return q + ((np.remainder(x, y) != 0) & ((x < 0) != (y < 0)))
+
+
 FUNCS = {
     "elementwise_add": (np.add, False),
     "elementwise_sub": (np.subtract, False),
     "elementwise_mul": (np.multiply, False),
-    "elementwise_div": (np.divide, False),
+    "elementwise_div": (_divide, False),
     "elementwise_max": (np.maximum, False),
     "elementwise_min": (np.minimum, False),
     "elementwise_pow": (np.power, True),

@@ -1,6 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """elementwise_{add,sub,mul,div,max,min,pow} with Paddle's broadcasting (``axis``), and their
-grad ops.
+grad ops. Integer division truncates toward zero and refuses a 0 divisor, as Paddle's does.
 
 A flat loop runs when the shapes are equal; otherwise the shapes are aligned once per call by
 the shared ``_broadcast.broadcast`` (Y's dims placed at ``axis`` of X, or trailing), which also
@@ -51,8 +51,20 @@ cdef inline void _row(int code, const num* x, Py_ssize_t sx, const num* y, Py_ss
         for i in range(n):
             out[i] = x[i * sx] * y[i * sy]
     elif code == DIV:
-        for i in range(n):
-            out[i] = x[i * sx] / y[i * sy]
+        if num is float or num is double:
+            for i in range(n):
+                out[i] = x[i * sx] / y[i * sy]
+        elif num is int:
+            # C truncates toward zero, as Paddle's integer divide; INT_MIN / -1 (a trap on
+            # x86) wraps to INT_MIN as NumPy's does. Divisors of 0 were refused by the caller.
+            for i in range(n):
+                a, b = x[i * sx], y[i * sy]
+                out[i] = <int>(<unsigned int>0 - <unsigned int>a) if b == -1 else a / b
+        else:
+            for i in range(n):
+                a, b = x[i * sx], y[i * sy]
+                out[i] = <long long>(<unsigned long long>0 - <unsigned long long>a) \
+                    if b == -1 else a / b
     elif code == MAX:
         # max/min propagate NaN from either side, as NumPy's maximum/minimum do (``|``,
         # not ``or``: a short-circuit branch would keep the loop from vectorizing).
@@ -103,7 +115,7 @@ cdef class Elementwise:
         self.code = code
         self.name = name
         self.axis = attrs.get("axis", -1)
-        self.floats_only = code == DIV or code == POW
+        self.floats_only = code == POW
 
     def __call__(self, x, y):
         cdef cnp.ndarray a = contiguous(x)
@@ -112,6 +124,9 @@ cdef class Elementwise:
         if t != typenum(b):
             raise TypeError(f"{self.name}: X is {dtype_name(a)} but Y is {dtype_name(b)}")
         self._check_dtype(t, a)
+        if self.code == DIV and t != cnp.NPY_FLOAT32 and t != cnp.NPY_FLOAT64 and not b.all():
+            # (Paddle enforces the same: an integer x / 0 has no value)
+            raise ValueError(f"{self.name}: integer division by zero (Y holds a 0)")
         cdef cnp.ndarray out
         cdef Bcast bc
         if same_shape(a, b):
@@ -444,7 +459,7 @@ KERNELS = [
     ("elementwise_add", _maker(ADD, "elementwise_add"), NUMBERS),
     ("elementwise_sub", _maker(SUB, "elementwise_sub"), NUMBERS),
     ("elementwise_mul", _maker(MUL, "elementwise_mul"), NUMBERS),
-    ("elementwise_div", _maker(DIV, "elementwise_div"), FLOATS),
+    ("elementwise_div", _maker(DIV, "elementwise_div"), NUMBERS),
     ("elementwise_max", _maker(MAX, "elementwise_max"), NUMBERS),
     ("elementwise_min", _maker(MIN, "elementwise_min"), NUMBERS),
     ("elementwise_pow", _maker(POW, "elementwise_pow"), FLOATS),
