@@ -5,6 +5,7 @@ from headrace.ops import default_registry
 from headrace_nn.ops import _common
 
 NN_OPS = {
+    "sequence_conv",
     "softmax", "cross_entropy", "cross_entropy2", "softmax_with_cross_entropy", "accuracy",
     "top_k", "conv2d", "pool2d", "batch_norm", "dropout", "lookup_table", "lookup_table_v2",
     "sequence_pool", "lstm", "gru", "layer_norm", "sequence_reverse", "sequence_softmax",
@@ -13,6 +14,7 @@ NN_OPS = {
 }
 # Their gradient ops (Paddle's names: cross_entropy2's is cross_entropy_grad2).
 GRAD_OPS = {
+    "sequence_conv_grad",
     "softmax_grad", "cross_entropy_grad", "cross_entropy_grad2",
     "softmax_with_cross_entropy_grad", "conv2d_grad", "pool2d_grad", "batch_norm_grad",
     "dropout_grad", "lookup_table_grad", "lookup_table_v2_grad", "sequence_pool_grad",

@@ -1,6 +1,6 @@
 """Layers over LoD sequence batches: pooling (sequence_pool and its first/last steps),
 reversing, a softmax within each sequence, masks from lengths, and expanding rows by another
-batch's sequences."""
+batch's sequences; a convolution over the time steps of each sequence (sequence_conv)."""
 from ..checks import check_bool, check_choice, check_int, check_number, check_variable
 from ..framework import Variable
 from ..framework.builder import dtype_enum
@@ -8,7 +8,8 @@ from ..layer_helper import LayerHelper
 
 __all__ = ["sequence_pool", "sequence_first_step", "sequence_last_step", "sequence_reverse",
            "sequence_softmax", "sequence_mask", "sequence_expand", "sequence_expand_as",
-           "sequence_pad", "sequence_unpad", "sequence_slice", "lod_reset", "lod_append"]
+           "sequence_pad", "sequence_unpad", "sequence_slice", "lod_reset", "lod_append",
+           "sequence_conv"]
 
 
 def sequence_reverse(x, name=None):
@@ -160,4 +161,39 @@ def sequence_slice(input, offset, length, name=None):
     out = helper.create_variable_for_type_inference(input.dtype)
     helper.append_op("sequence_slice", {"X": input, "Offset": offset, "Length": length},
                      {"Out": out})
+    return out
+
+
+def sequence_conv(input, num_filters, filter_size=3, filter_stride=1, padding=True,
+                  padding_start=None, bias_attr=None, param_attr=None, act=None, name=None):
+    """Fluid's sequence_conv: ``act(sequence_conv(input, W) + b)`` over each sequence of
+    ``input`` [T, D] (one LoD level), W [filter_size * D, num_filters], b [num_filters]
+    (``elementwise_add`` at axis 1; ``bias_attr=False`` drops it).
+
+    Row t of a sequence sees its rows t + padding_start .. t + padding_start + filter_size - 1,
+    zeros outside it; padding_start defaults to -(filter_size // 2), Fluid's choice (a window
+    centred on the row for odd sizes). ``padding`` is accepted and unused, as in Fluid (the
+    layer never trains the padding; the op's paddingTrainable does). filter_stride must be 1.
+    """
+    helper = LayerHelper("sequence_conv", param_attr=param_attr, bias_attr=bias_attr, act=act,
+                         name=name)
+    check_variable("sequence_conv", "input", input, ("float32", "float64"))
+    num_filters = check_int("sequence_conv", "num_filters", num_filters, minimum=1)
+    filter_size = check_int("sequence_conv", "filter_size", filter_size, minimum=1)
+    filter_stride = check_int("sequence_conv", "filter_stride", filter_stride, minimum=1)
+    check_bool("sequence_conv", "padding", padding)
+    if padding_start is None:
+        padding_start = -(filter_size // 2)
+    padding_start = check_int("sequence_conv", "padding_start", padding_start)
+    if len(input.shape) != 2 or input.shape[1] < 0:
+        raise helper.error(f"argument 'input' ({input.name}) must be [T, D] with D known, got "
+                           f"shape {list(input.shape)}")
+    w = helper.create_parameter(helper.param_attr, [filter_size * input.shape[1], num_filters],
+                                input.dtype)
+    pre_bias = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op("sequence_conv", {"X": input, "Filter": w}, {"Out": pre_bias},
+                     {"contextStride": filter_stride, "contextStart": padding_start,
+                      "contextLength": filter_size})
+    out = helper.append_activation(helper.append_bias_op(pre_bias, dim_start=1))
+    out.param, out.params, out.bias = w, [w], helper.bias
     return out
