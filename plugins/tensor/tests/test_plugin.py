@@ -17,6 +17,7 @@ EXPECTED = [
     "slice", "strided_slice", "slice_grad", "strided_slice_grad", "stack", "stack_grad", "shape",
     "squeeze2", "unsqueeze2", "squeeze2_grad", "unsqueeze2_grad",
     "gather_grad", "gather_nd_grad", "scatter_grad", "where_grad",
+    "expand_v2", "expand_as_v2", "expand", "expand_v2_grad", "expand_as_v2_grad", "expand_grad",
 ]
 OPDEFS = op_definitions(PACKAGE)
 
