@@ -294,3 +294,23 @@ def test_grad_fast_2x2_path_routes_like_the_general_one_even_with_nans(kernel):
     (general,) = kernel("pool2d_grad", nhwc, "float64")(
         x.transpose(0, 2, 3, 1), out.transpose(0, 2, 3, 1), g.transpose(0, 2, 3, 1))
     np.testing.assert_array_equal(fast, general.transpose(0, 3, 1, 2))
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+@pytest.mark.parametrize("case", [0, 1, 2, 8])   # 2x2/2 (NCHW's unrolled grad), padded, global
+def test_max_pool_propagates_nan_wherever_it_is_in_the_window(check, layout, case):
+    # A NaN in a window is its max (as NumPy's max), whatever its position: the running max
+    # used to keep a NaN only when it came first. The gradient goes to the window's first NaN
+    # (NumPy's argmax), in the unrolled 2x2 path and the general one alike.
+    attrs = dict(KERNEL_CASES[case], pooling_type="max", data_format=layout)
+    rng = np.random.default_rng(case)
+    shape = (2, 3, 7, 6) if layout == "NCHW" else (2, 7, 6, 3)
+    x = rng.standard_normal(shape)
+    x[rng.random(shape) < 0.1] = np.nan
+    x.flat[[5, 17, 40]] = np.nan   # some late in their windows, whatever the draw
+    check("pool2d", {"X": x}, attrs)
+    from headrace_nn.reference.pool import pool2d
+    out = pool2d({"X": x}, attrs)["Out"]
+    assert np.isnan(out).any() and not np.isnan(out).all()
+    check("pool2d_grad", {"X": x, "Out": out, "Out@GRAD": rng.standard_normal(out.shape)},
+          attrs)

@@ -42,6 +42,14 @@ cdef struct Win:
     bint exclusive, is_max
 
 
+cdef inline bint _takes(real v, real m) noexcept nogil:
+    """Whether a max window's running maximum m gives way to v: v is larger, or v is the
+    window's first NaN. So a NaN anywhere in a window is its maximum, as NumPy's max and
+    argmax have it (a plain v > m kept a NaN only when it came first), and the gradient
+    goes to that first NaN."""
+    return (v > m) | ((v != v) & (m == m))
+
+
 cdef void _plane(const real* x, real* out, const Win* w) noexcept nogil:
     """One NCHW plane."""
     cdef int oh, ow, c
@@ -59,7 +67,7 @@ cdef void _plane(const real* x, real* out, const Win* w) noexcept nogil:
                 m = x[w.hs[oh] * W + w.ws[ow]]   # the window holds a real element (n > 0)
                 for y in range(w.hs[oh], w.he[oh]):
                     for c in range(w.ws[ow], w.we[ow]):
-                        if x[y * W + c] > m:
+                        if _takes(x[y * W + c], m):
                             m = x[y * W + c]
                 out[o] = m
             else:
@@ -92,7 +100,7 @@ cdef void _pixels(const real* x, real* out, const Win* w, double* acc) noexcept 
                     for xx in range(w.ws[ow], w.we[ow]):
                         src = x + (<Py_ssize_t>y * w.W + xx) * C
                         for c in range(C):
-                            if src[c] > dst[c]:
+                            if _takes(src[c], dst[c]):
                                 dst[c] = src[c]
             else:
                 for c in range(C):
@@ -269,9 +277,9 @@ cdef void _max2x2_rows(const real* x, const real* dy, real* dx, Py_ssize_t W,
         d = dx + 2 * oh * W
         g = dy + oh * wo
         for ow in range(cols):
-            k = <Py_ssize_t>(q[1] > q[0])
-            k += <Py_ssize_t>(q[W] > q[k]) * (W - k)
-            k += <Py_ssize_t>(q[W + 1] > q[k]) * (W + 1 - k)
+            k = <Py_ssize_t>_takes(q[1], q[0])
+            k += <Py_ssize_t>_takes(q[W], q[k]) * (W - k)
+            k += <Py_ssize_t>_takes(q[W + 1], q[k]) * (W + 1 - k)
             d[k] += g[ow]
             q += 2
             d += 2
@@ -302,7 +310,7 @@ cdef void _plane_grad(const real* x, const real* dy, real* dx, const Win* w,
                     for c in range(w.ws[ow], w.we[ow]):
                         k = y * W + c
                         v = x[k]
-                        gt = v > m
+                        gt = _takes(v, m)
                         m = v if gt else m
                         arg = k if gt else arg
                 dx[arg] += dy[o]
@@ -340,7 +348,7 @@ cdef void _pixels_grad(const real* x, const real* dy, real* dx, const Win* w, re
                         p = (<Py_ssize_t>y * w.W + xx) * C
                         src = x + p
                         for c in range(C):
-                            gt = src[c] > best[c]
+                            gt = _takes(src[c], best[c])
                             best[c] = src[c] if gt else best[c]
                             arg[c] = p + c if gt else arg[c]
                 for c in range(C):
