@@ -62,7 +62,8 @@ GRAD_OPS = {"reshape2_grad", "flatten_contiguous_range_grad", "transpose2_grad",
             "unstack_grad", "slice_grad", "strided_slice_grad", "stack_grad",
             "squeeze2_grad", "unsqueeze2_grad",
             "gather_grad", "gather_nd_grad", "scatter_grad", "where_grad",
-            "expand_v2_grad", "expand_as_v2_grad", "expand_grad", "pad_grad"}
+            "expand_v2_grad", "expand_as_v2_grad", "expand_grad", "pad_grad",
+            "label_smooth_grad"}
 NO_GRADIENT = {"assign_value", "uniform_random", "gaussian_random", "fill_constant_batch_size_like",
                "arg_max", "arg_min", "one_hot_v2", "shape"}
 
@@ -74,9 +75,9 @@ def test_which_ops_are_differentiable():
         "transpose2", "lod_reset", "unstack", "slice", "strided_slice", "stack", "squeeze2",
         "unsqueeze2",
         "gather", "gather_nd", "scatter", "where",
-        "expand_v2", "expand_as_v2", "expand", "pad"}
+        "expand_v2", "expand_as_v2", "expand", "pad", "label_smooth"}
 # Float inputs that get no gradient, as in Paddle (only their shape, or a constant, is read).
-NO_GRAD_INPUTS = {"expand_as_v2": {"Y"}}
+NO_GRAD_INPUTS = {"expand_as_v2": {"Y"}, "label_smooth": {"PriorDist"}}
 
 
 def _spec(v):

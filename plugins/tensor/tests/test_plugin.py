@@ -18,7 +18,7 @@ EXPECTED = [
     "squeeze2", "unsqueeze2", "squeeze2_grad", "unsqueeze2_grad",
     "gather_grad", "gather_nd_grad", "scatter_grad", "where_grad",
     "expand_v2", "expand_as_v2", "expand", "expand_v2_grad", "expand_as_v2_grad", "expand_grad",
-    "pad", "pad_grad",
+    "pad", "pad_grad", "label_smooth", "label_smooth_grad",
 ]
 OPDEFS = op_definitions(PACKAGE)
 
