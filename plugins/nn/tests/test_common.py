@@ -11,6 +11,7 @@ NN_OPS = {
     "sequence_pool", "lstm", "gru", "layer_norm", "sequence_reverse", "sequence_softmax",
     "sequence_mask", "sequence_expand", "sequence_pad", "sequence_unpad", "sequence_expand_as",
     "norm", "group_norm", "instance_norm", "lstm_unit", "gru_unit", "sequence_slice",
+    "rnn",
 }
 # Their gradient ops (Paddle's names: cross_entropy2's is cross_entropy_grad2).
 GRAD_OPS = {
@@ -21,7 +22,7 @@ GRAD_OPS = {
     "lstm_grad", "gru_grad", "layer_norm_grad", "sequence_softmax_grad", "sequence_expand_grad",
     "sequence_pad_grad", "sequence_unpad_grad", "sequence_expand_as_grad", "norm_grad",
     "group_norm_grad", "instance_norm_grad", "lstm_unit_grad", "gru_unit_grad",
-    "sequence_slice_grad",
+    "sequence_slice_grad", "rnn_grad",
 }
 # op-conventions.md: "Ops with no gradient: ... top_k, accuracy ..."
 NO_GRADIENT = {"accuracy", "top_k", "sequence_mask"}
@@ -39,6 +40,7 @@ INTERMEDIATE = {
     "group_norm": {"Mean", "Variance"},
     "instance_norm": {"SavedMean", "SavedVariance"},
     "gru_unit": {"Gate", "ResetHiddenPrev"},
+    "rnn": {"Reserve"},
 }
 
 

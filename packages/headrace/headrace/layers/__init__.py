@@ -5,14 +5,15 @@ program, with their initializer ops) and returns its output Variable(s). Modules
 ``nn`` (layers with parameters, pooling, dropout, softmax), ``ops`` (math and activations),
 ``loss``, ``metric``, ``tensor`` (constants, copies, shapes), ``control_flow`` (loops, counters,
 comparisons, tensor arrays), ``conditional`` (cond, case, Switch, IfElse), ``rnn``
-(StaticRNN, DynamicRNN), ``lod_array`` (rank tables, sequences as time steps), ``sequence``
+(StaticRNN, DynamicRNN), ``recurrent`` (whole LSTM/GRU/RNN stacks as one op), ``lod_array`` (rank tables, sequences as time steps), ``sequence``
 (pooling, reversing, masks, expanding over LoD batches),
 ``learning_rate_scheduler``.
 """
 from . import (conditional, control_flow, io, learning_rate_scheduler, lod_array, loss, metric,
-               nn, ops, rnn, sequence, tensor)
+               nn, ops, recurrent, rnn, sequence, tensor)
 from .conditional import IfElse, Switch, case, cond, switch_case
 from .rnn import DynamicRNN, StaticRNN, gru_unit, lstm_unit
+from .recurrent import lstm, rnn_layer
 from .control_flow import (While, array_length, array_read, array_write, create_array, equal,
                            greater_equal, greater_than, increment, less_equal, less_than,
                            logical_and, logical_not, logical_or, logical_xor, not_equal,
@@ -86,6 +87,8 @@ __all__ = [
     "StaticRNN", "DynamicRNN", "lstm_unit", "gru_unit", "lod_rank_table", "max_sequence_len",
     "lod_tensor_to_array", "array_to_lod_tensor", "shrink_memory", "reorder_lod_tensor_by_rank",
     "tensor_array_to_tensor",
+    # recurrent (the rnn op)
+    "lstm", "rnn_layer",
     # learning_rate_scheduler
     "autoincreased_step_counter", "exponential_decay", "natural_exp_decay",
     "inverse_time_decay", "polynomial_decay", "piecewise_decay", "cosine_decay", "noam_decay",

@@ -15,8 +15,8 @@ from ..layer_helper import LayerHelper
 from ..param_attr import ParamAttr
 
 __all__ = ["fc", "embedding", "conv2d", "pool2d", "batch_norm", "dropout", "softmax",
-           "dynamic_lstm", "dynamic_gru", "layer_norm", "l2_normalize", "group_norm",
-           "instance_norm"]
+           "dynamic_lstm", "dynamic_lstmp", "dynamic_gru", "layer_norm", "l2_normalize",
+           "group_norm", "instance_norm"]
 
 
 def _attach(out, params, bias):
@@ -301,6 +301,59 @@ def dynamic_lstm(input, size, h_0=None, c_0=None, param_attr=None, bias_attr=Non
                       "gate_activation": gate_activation, "cell_activation": cell_activation,
                       "candidate_activation": candidate_activation})
     return outs["Hidden"], outs["Cell"]
+
+
+def dynamic_lstmp(input, size, proj_size, param_attr=None, bias_attr=None, use_peepholes=True,
+                  is_reverse=False, gate_activation="sigmoid", cell_activation="tanh",
+                  candidate_activation="tanh", proj_activation="tanh", dtype="float32",
+                  name=None, h_0=None, c_0=None, cell_clip=None, proj_clip=None):
+    """Fluid's dynamic_lstmp: an LSTM with a recurrent projection r = act(h W_rh), [rows,
+    ``proj_size``], fed back in place of h. ``input`` as dynamic_lstm's (``size`` = 4 *
+    hidden). Returns ``(projection, cell)`` with input's LoD. Parameters: the recurrent weight
+    [proj_size, 4 * hidden] and the projection weight [hidden, proj_size], both from
+    ``param_attr`` as in Fluid (a list of two attributes names them apart); the bias as
+    dynamic_lstm's. ``h_0`` [sequences, proj_size] needs ``c_0`` [sequences, hidden]; ``c_0``
+    may come alone. ``cell_clip``/``proj_clip`` (None: none) bound c and r. As Paddle's kernel,
+    any ``proj_activation`` but 'identity' applies ``cell_activation`` to the projection."""
+    helper = LayerHelper("lstmp", param_attr=param_attr, bias_attr=bias_attr, name=name)
+    check_variable("dynamic_lstmp", "input", input, ("float32", "float64"))
+    size = check_int("dynamic_lstmp", "size", size, minimum=4)
+    if size % 4:
+        raise helper.error(f"argument 'size' must be 4 * hidden (the four gates), got {size}")
+    proj_size = check_int("dynamic_lstmp", "proj_size", proj_size, minimum=1)
+    if bias_attr is False:
+        raise helper.error("bias_attr cannot be False: the op needs its Bias")
+    if h_0 is not None and c_0 is None:
+        raise helper.error("h_0 needs c_0 (c_0 may come alone)")
+    clips = {k: 0.0 if v is None else check_number("dynamic_lstmp", k, v, minimum=0)
+             for k, v in (("cell_clip", cell_clip), ("proj_clip", proj_clip))}
+    attrs = list(param_attr) if isinstance(param_attr, (list, tuple)) else [param_attr] * 2
+    if len(attrs) != 2:
+        raise helper.error(f"param_attr must be one attribute or a list of two (weight, "
+                           f"projection weight), got {len(attrs)}")
+    if attrs[0] is attrs[1] and ParamAttr._to_attr(attrs[0]).name is not None:
+        raise helper.error("a named param_attr would name both weights alike: pass a list of "
+                           "two (weight, projection weight)")
+    d, dtype = size // 4, input.dtype
+    weight = helper.create_parameter(attrs[0], [proj_size, 4 * d], dtype)
+    proj_weight = helper.create_parameter(attrs[1], [d, proj_size], dtype)
+    bias = helper.create_parameter(helper.bias_attr, [1, (7 if use_peepholes else 4) * d],
+                                   dtype, is_bias=True)
+    outs = {k: helper.create_variable_for_type_inference(dtype)
+            for k in ("Projection", "Cell", "BatchGate", "BatchCellPreAct", "BatchHidden")}
+    inputs = {"Input": input, "Weight": weight, "ProjWeight": proj_weight, "Bias": bias}
+    if h_0 is not None:
+        inputs["H0"] = h_0
+    if c_0 is not None:
+        inputs["C0"] = c_0
+    helper.append_op("lstmp", inputs, outs,
+                     {"use_peepholes": check_bool("dynamic_lstmp", "use_peepholes",
+                                                  use_peepholes),
+                      "is_reverse": check_bool("dynamic_lstmp", "is_reverse", is_reverse),
+                      "gate_activation": gate_activation, "cell_activation": cell_activation,
+                      "candidate_activation": candidate_activation,
+                      "proj_activation": proj_activation, **clips})
+    return outs["Projection"], outs["Cell"]
 
 
 def dynamic_gru(input, size, param_attr=None, bias_attr=None, is_reverse=False,
