@@ -169,3 +169,67 @@ def test_bad_shapes_are_clear_errors():
     feed = {"x": np.zeros((3, 4 * D)), "w": np.zeros((D, 4 * D)), "b": np.zeros((1, 4 * D))}
     with pytest.raises(hr.HeadraceError, match="lstm: Input must be a batch of sequences"):
         hr.Executor().run(prog, feed=feed, fetch_list=["h"], scope=hr.Scope())
+
+
+def _torch_peephole_lstm(x, lens, h0, c0, wh, b, reverse):
+    """Fluid's peephole LSTM step by step in PyTorch (gate layout [c, i, f, o]): i =
+    sigmoid(x_i + h' W_ih + w_ic c' + b_i), f = sigmoid(x_f + h' W_fh + w_fc c' + b_f), c = f
+    c' + i tanh(x_c + h' W_ch + b_c), o = sigmoid(x_o + h' W_oh + w_oc c + b_o), h = o
+    tanh(c)."""
+    hidden, cell, offsets = {}, {}, np.cumsum([0] + lens)
+    w_ic, w_fc, w_oc = b[0, 4 * D:5 * D], b[0, 5 * D:6 * D], b[0, 6 * D:]
+    for s, n in enumerate(lens):
+        hh, cc = h0[s], c0[s]
+        for k in (range(n - 1, -1, -1) if reverse else range(n)):
+            row = int(offsets[s]) + k
+            zc, zi, zf, zo = (x[row] + hh @ wh + b[0, :4 * D]).split(D)
+            i = torch.sigmoid(zi + w_ic * cc)
+            f = torch.sigmoid(zf + w_fc * cc)
+            cc = f * cc + i * torch.tanh(zc)
+            o = torch.sigmoid(zo + w_oc * cc)
+            hh = o * torch.tanh(cc)
+            hidden[row], cell[row] = hh, cc
+    return (torch.stack([hidden[k] for k in range(sum(lens))]),
+            torch.stack([cell[k] for k in range(sum(lens))]))
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_peephole_lstm_outputs_and_gradients_match_fluids_equations_in_torch(reverse):
+    # The issue's oracle: dynamic_lstm with peepholes against Fluid's equations in PyTorch,
+    # outputs and the gradients of Input, H0, C0, Weight and Bias (peepholes included).
+    rng = np.random.default_rng(10)
+    lens = [3, 0, 1, 4]
+    main, startup = hr.Program(), hr.Program()
+    with hr.program_guard(main, startup):
+        x = layers.data("x", shape=[4 * D], dtype="float64", lod_level=1, stop_gradient=False)
+        h0 = layers.data("h0", shape=[D], dtype="float64", stop_gradient=False)
+        c0 = layers.data("c0", shape=[D], dtype="float64", stop_gradient=False)
+        hidden, cell = layers.dynamic_lstm(x, 4 * D, h0, c0, use_peepholes=True,
+                                           is_reverse=reverse,
+                                           param_attr=hr.ParamAttr(name="Wh"),
+                                           bias_attr=hr.ParamAttr(name="B"))
+        gh = layers.data("gh", shape=[D], dtype="float64", lod_level=1)
+        gc = layers.data("gc", shape=[D], dtype="float64", lod_level=1)
+        loss = layers.elementwise_add(layers.reduce_sum(layers.elementwise_mul(hidden, gh)),
+                                      layers.reduce_sum(layers.elementwise_mul(cell, gc)))
+        hr.gradients(loss, [x, h0, c0] + main.all_parameters())
+    lod = [list(np.cumsum([0] + lens))]
+    rows = sum(lens)
+    feed = {"x": hr.Tensor(rng.standard_normal((rows, 4 * D)), lod),
+            "gh": hr.Tensor(rng.standard_normal((rows, D)), lod),
+            "gc": hr.Tensor(rng.standard_normal((rows, D)), lod),
+            "h0": rng.standard_normal((len(lens), D)), "c0": rng.standard_normal((len(lens), D))}
+    values = {"Wh": rng.standard_normal((D, 4 * D)) * 0.5,
+              "B": rng.standard_normal((1, 7 * D)) * 0.5}
+    wrt = ["x", "h0", "c0", "Wh", "B"]
+    got = _run(main, startup, [hidden, cell] + [n + "@GRAD" for n in wrt], feed, values)
+    t = {k: torch.tensor(np.asarray(getattr(v, "data", v)), requires_grad=True)
+         for k, v in list(feed.items()) + list(values.items())}
+    h, c = _torch_peephole_lstm(t["x"], lens, t["h0"], t["c0"], t["Wh"], t["B"], reverse)
+    ((h * t["gh"]).sum() + (c * t["gc"]).sum()).backward()
+    np.testing.assert_allclose(np.asarray(got[0]), h.detach().numpy(), rtol=1e-5, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(got[1]), c.detach().numpy(), rtol=1e-5, atol=1e-12)
+    for n, g in zip(wrt, got[2:]):
+        np.testing.assert_allclose(np.asarray(g), t[n].grad.numpy(), rtol=1e-5, atol=1e-10,
+                                   err_msg=n)
+    assert t["B"].grad[0, 4 * D:].abs().min() > 0  # the peepholes' gradients are exercised
