@@ -1,0 +1,501 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""rnn and rnn_grad: every layer, direction and step of Paddle's rnn op in one kernel.
+
+Per layer and direction the input projection of all steps is one GEMM (x W_ih^T, written
+straight into the Reserve block of the direction, whose rows are [gates | extras | h] per step
+and sequence), then the time loop runs in C without the GIL: one recurrent GEMM per step over
+the whole batch, then the cells row by row (float32 exp/tanh from the core's vectorized
+fastmath). The gradient walks the steps back the same way, a GEMM per step for dh', and the
+weights' gradients, the input's and the biases' are one GEMM (or sum) per layer and direction
+over all steps after the loop. SequenceLength masks rows: a finished sequence outputs zeros and
+carries its state, in the forward pass and, as a pass-through of dh and dc, in the backward.
+"""
+cimport numpy as cnp
+from libc.math cimport exp, tanh
+from libc.string cimport memcpy, memset
+from headrace.kernels.common cimport real
+from headrace.kernels.fastmath cimport hr_f32_sigmoid, hr_f32_tanh, hr_ftanh
+from ._common cimport gemm, mm
+
+import numpy as np
+
+cnp.import_array()
+
+DTYPES = ("float32", "float64")
+MODES = {"LSTM": 0, "GRU": 1, "RNN_RELU": 2, "RNN_TANH": 3}
+GATES = (4, 3, 1, 1)
+WIDTH = (6, 5, 2, 2)   # Reserve columns per hidden unit (ops/rnn.py RESERVE_WIDTH)
+
+
+cdef inline int _gates(int mode) noexcept nogil:
+    return 4 if mode == 0 else (3 if mode == 1 else 1)
+
+
+cdef inline int _width(int mode) noexcept nogil:
+    return 6 if mode == 0 else (5 if mode == 1 else 2)
+
+
+cdef inline void _sigmoid(real* x, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t j
+    if real is float:
+        hr_f32_sigmoid(x, x, n)
+    else:
+        for j in range(n):
+            x[j] = 1 / (1 + exp(-x[j]))
+
+
+cdef inline void _tanh(const real* x, real* y, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t j
+    if real is float:
+        hr_f32_tanh(x, y, n)
+    else:
+        for j in range(n):
+            y[j] = tanh(x[j])
+
+
+cdef inline real _tanh1(real x) noexcept nogil:
+    if real is float:
+        return hr_ftanh(x)
+    return tanh(x)
+
+
+cdef void _forward_dir(int mode, int T, int N, int H, bint reverse, real* res,
+                       const real* w_hh, const real* b_hc, const real* h0, const real* c0,
+                       const long long* lens, real* out, int ldo, real* tmp) noexcept nogil:
+    """One direction of one layer. ``res`` [T, N, K*H] holds x W_ih^T + biases in its gate
+    columns on entry; the step's h goes to ``out`` (row stride ``ldo``) and ``res``."""
+    cdef int G = _gates(mode), K = _width(mode)
+    cdef int KH = K * H, GH = G * H
+    cdef int s, t, tp, n, j, ldh, ldc
+    cdef const real* hp
+    cdef const real* cp
+    cdef real* g
+    cdef real* row
+    cdef real* tr
+    cdef real* o
+    cdef real c, u
+    cdef bint alive
+    for s in range(T):
+        t = T - 1 - s if reverse else s
+        g = res + <Py_ssize_t>t * N * KH
+        if s == 0:
+            hp, ldh, cp, ldc = h0, H, c0, H
+        else:
+            tp = t + 1 if reverse else t - 1
+            hp = res + <Py_ssize_t>tp * N * KH + (K - 1) * H
+            cp = res + <Py_ssize_t>tp * N * KH + 4 * H
+            ldh, ldc = KH, KH
+        if mode == 1:
+            gemm[real](False, True, N, GH, H, hp, ldh, w_hh, H, 0, tmp, GH)
+        else:
+            gemm[real](False, True, N, GH, H, hp, ldh, w_hh, H, 1, g, KH)
+        for n in range(N):
+            row = g + <Py_ssize_t>n * KH
+            o = out + (<Py_ssize_t>t * N + n) * ldo
+            alive = lens == NULL or t < lens[n]
+            if not alive:
+                # a finished sequence: zeros out, the state carried
+                memset(o, 0, H * sizeof(real))
+                memcpy(row + (K - 1) * H, hp + <Py_ssize_t>n * ldh, H * sizeof(real))
+                if mode == 0:
+                    memcpy(row + 4 * H, cp + <Py_ssize_t>n * ldc, H * sizeof(real))
+                continue
+            if mode == 0:
+                _sigmoid(row, 2 * H)
+                _tanh(row + 2 * H, row + 2 * H, H)
+                _sigmoid(row + 3 * H, H)
+                for j in range(H):
+                    row[4 * H + j] = row[H + j] * cp[n * ldc + j] + row[j] * row[2 * H + j]
+                _tanh(row + 4 * H, row + 5 * H, H)
+                for j in range(H):
+                    row[5 * H + j] *= row[3 * H + j]
+                    o[j] = row[5 * H + j]
+            elif mode == 1:
+                tr = tmp + <Py_ssize_t>n * GH
+                for j in range(2 * H):
+                    row[j] += tr[j]
+                _sigmoid(row, 2 * H)
+                for j in range(H):
+                    row[3 * H + j] = tr[2 * H + j] + b_hc[j]
+                    row[2 * H + j] += row[j] * row[3 * H + j]
+                _tanh(row + 2 * H, row + 2 * H, H)
+                for j in range(H):
+                    u = row[H + j]
+                    c = u * hp[n * ldh + j] + (1 - u) * row[2 * H + j]
+                    row[4 * H + j] = c
+                    o[j] = c
+            else:
+                if mode == 2:
+                    for j in range(H):
+                        if not row[j] > 0:
+                            row[j] = 0
+                else:
+                    _tanh(row, row, H)
+                for j in range(H):
+                    row[H + j] = row[j]
+                    o[j] = row[j]
+
+
+cdef void _backward_dir(int mode, int T, int N, int H, bint reverse, const real* res,
+                        const real* w_hh, const real* h0, const real* c0,
+                        const long long* lens, const real* dout, int ldo, real* dh, real* dc,
+                        real* dhp, real* dgx, real* dgh) noexcept nogil:
+    """Back through one direction: the gates' pre-activation gradients into ``dgx`` (input
+    side) and ``dgh`` (recurrent side; the same buffer but for GRU's candidate), and dh/dc of
+    the initial state in ``dh``/``dc`` (on entry: the gradients of the final state)."""
+    cdef int G = _gates(mode), K = _width(mode)
+    cdef int KH = K * H, GH = G * H
+    cdef int s, t, tp, n, j, ldh, ldc
+    cdef const real* hp
+    cdef const real* cp
+    cdef const real* row
+    cdef real* ex
+    cdef real* eh
+    cdef real* dh0 = dh
+    cdef real* swap
+    cdef real i, f, gg, o, c, tc, dht, dcc, r, u, cand, dn, y
+    cdef bint alive
+    for s in range(T - 1, -1, -1):
+        t = T - 1 - s if reverse else s
+        if s == 0:
+            hp, ldh, cp, ldc = h0, H, c0, H
+        else:
+            tp = t + 1 if reverse else t - 1
+            hp = res + <Py_ssize_t>tp * N * KH + (K - 1) * H
+            cp = res + <Py_ssize_t>tp * N * KH + 4 * H
+            ldh, ldc = KH, KH
+        for n in range(N):
+            row = res + (<Py_ssize_t>t * N + n) * KH
+            ex = dgx + (<Py_ssize_t>t * N + n) * GH
+            eh = dgh + (<Py_ssize_t>t * N + n) * GH
+            alive = lens == NULL or t < lens[n]
+            if not alive:
+                # nothing of this step reaches the loss: dh and dc pass through
+                memset(ex, 0, GH * sizeof(real))
+                if eh != ex:
+                    memset(eh, 0, GH * sizeof(real))
+                memcpy(dhp + <Py_ssize_t>n * H, dh + <Py_ssize_t>n * H, H * sizeof(real))
+                continue
+            for j in range(H):
+                dht = dh[n * H + j]
+                if dout != NULL:
+                    dht = dht + dout[(<Py_ssize_t>t * N + n) * ldo + j]
+                if mode == 0:
+                    i, f, gg, o, c = row[j], row[H + j], row[2 * H + j], row[3 * H + j], \
+                        row[4 * H + j]
+                    tc = _tanh1(c)
+                    dcc = dc[n * H + j] + dht * o * (1 - tc * tc)
+                    ex[j] = dcc * gg * i * (1 - i)
+                    ex[H + j] = dcc * cp[n * ldc + j] * f * (1 - f)
+                    ex[2 * H + j] = dcc * i * (1 - gg * gg)
+                    ex[3 * H + j] = dht * tc * o * (1 - o)
+                    dc[n * H + j] = dcc * f
+                    dhp[n * H + j] = 0
+                elif mode == 1:
+                    r, u, cand = row[j], row[H + j], row[2 * H + j]
+                    dn = dht * (1 - u) * (1 - cand * cand)
+                    ex[j] = dn * row[3 * H + j] * r * (1 - r)
+                    ex[H + j] = dht * (hp[n * ldh + j] - cand) * u * (1 - u)
+                    ex[2 * H + j] = dn
+                    eh[j], eh[H + j], eh[2 * H + j] = ex[j], ex[H + j], dn * r
+                    dhp[n * H + j] = dht * u
+                else:
+                    y = row[j]
+                    if mode == 2:
+                        ex[j] = dht if y > 0 else 0
+                    else:
+                        ex[j] = dht * (1 - y * y)
+                    dhp[n * H + j] = 0
+        # dh' += dG_hh W_hh over the batch, one GEMM
+        gemm[real](False, False, N, H, GH, dgh + <Py_ssize_t>t * N * GH, GH, w_hh, H, 1, dhp,
+                   H)
+        swap = dh
+        dh = dhp
+        dhp = swap
+    if dh != dh0:
+        memcpy(dh0, dh, <Py_ssize_t>N * H * sizeof(real))
+
+
+def _checked(v, dtype, shape, op, slot):
+    """``v`` as a C-contiguous ``dtype`` array of ``shape``, or a clear error."""
+    if v is None:
+        raise ValueError(f"{op}: {slot} has no value")
+    a = np.asarray(getattr(v, "data", v))
+    if a.dtype != dtype:
+        raise TypeError(f"{op}: {slot} has dtype {a.dtype}, Input is {np.dtype(dtype).name}")
+    if a.shape != tuple(shape):
+        raise ValueError(f"{op}: {slot} has shape {list(a.shape)}, expected {list(shape)}")
+    return np.ascontiguousarray(a)
+
+
+cdef class _Options:
+    """The attributes, and the operands both kernels check the same way."""
+    cdef public int mode, layers, dirs, hid, isize
+    cdef public double p
+    cdef public bint is_test
+    cdef public object seed, gen, info
+
+    def __init__(self, dict attrs, info=None):
+        self.mode = MODES[attrs["mode"]]
+        self.layers, self.hid = attrs["num_layers"], attrs["hidden_size"]
+        self.isize = attrs["input_size"]
+        self.dirs = 2 if attrs["is_bidirec"] else 1
+        self.p = float(np.float32(attrs["dropout_prob"]))
+        self.is_test = attrs["is_test"]
+        self.info = info
+        # Paddle: a nonzero seed attribute draws the same mask on every run; else the
+        # program's stream (info.seed, derived from random_seed) or an unseeded one.
+        own = attrs.get("seed", 0)
+        self.seed = int(own) & 0xFFFFFFFFFFFFFFFF if own else None
+        info_seed = getattr(info, "seed", None) if info is not None else None
+        self.gen = np.random.default_rng(None if info_seed is None else
+                                         int(info_seed) & 0xFFFFFFFFFFFFFFFF)
+
+    def operands(self, op, x, states, weights, lens):
+        a = np.asarray(getattr(x, "data", x))
+        if a.dtype not in (np.float32, np.float64):
+            raise TypeError(f"{op}: Input has dtype {a.dtype}, expected float32 or float64")
+        if a.ndim != 3:
+            raise ValueError(f"{op}: Input must be [T, N, input_size], found {list(a.shape)}")
+        dtype, (T, N) = a.dtype, a.shape[:2]
+        L, D, H, G = self.layers, self.dirs, self.hid, GATES[self.mode]
+        x = np.ascontiguousarray(a)
+        want = 2 if self.mode == 0 else 1
+        states = list(states or ())
+        if len(states) != want:
+            raise ValueError(f"{op}: PreState of mode {list(MODES)[self.mode]} holds {want} "
+                             f"tensors, found {len(states)}")
+        states = [_checked(s, dtype, (L * D, N, H), op, f"PreState[{i}]")
+                  for i, s in enumerate(states)]
+        weights = list(weights or ())
+        if len(weights) != 4 * L * D:
+            raise ValueError(f"{op}: WeightList must hold {4 * L * D} tensors, found "
+                             f"{len(weights)}")
+        ws = []
+        for k in range(L * D):
+            width = a.shape[2] if k < D else D * H
+            ws.append((_checked(weights[2 * k], dtype, (G * H, width), op,
+                                f"WeightList[{2 * k}]"),
+                       _checked(weights[2 * k + 1], dtype, (G * H, H), op,
+                                f"WeightList[{2 * k + 1}]"),
+                       _checked(weights[2 * L * D + 2 * k], dtype, (G * H,), op,
+                                f"WeightList[{2 * L * D + 2 * k}]"),
+                       _checked(weights[2 * L * D + 2 * k + 1], dtype, (G * H,), op,
+                                f"WeightList[{2 * L * D + 2 * k + 1}]")))
+        if lens is not None:
+            s = np.asarray(getattr(lens, "data", lens))
+            if s.dtype not in (np.int32, np.int64) or s.shape != (N,):
+                raise TypeError(f"{op}: SequenceLength must be [{N}] int32, found "
+                                f"{list(s.shape)} {s.dtype}")
+            if N and (s.min() < 0 or s.max() > T):
+                raise ValueError(f"{op}: SequenceLength values must be in [0, {T}] (the "
+                                 f"steps of Input), found {s.min()}..{s.max()}")
+            lens = np.ascontiguousarray(s, np.int64)
+        return x, T, N, states, ws, lens
+
+    def drop(self, a, mask):
+        """Paddle's upscaled dropout in place: a * mask / (1 - p), zeros when p is 1."""
+        if self.p == 1:
+            a[...] = 0
+        else:
+            a *= mask
+            a /= np.asarray(np.float32(1) - np.float32(self.p), a.dtype)
+        return a
+
+
+cdef void _run_forward(int mode, int T, int N, int H, bint reverse, cnp.ndarray res,
+                       cnp.ndarray w_hh, cnp.ndarray b_hc, cnp.ndarray h0, cnp.ndarray c0,
+                       cnp.ndarray lens, cnp.ndarray out, int d, cnp.ndarray tmp):
+    cdef const long long* pl = NULL if lens is None else <long long*>cnp.PyArray_DATA(lens)
+    cdef int ldo = out.shape[2]
+    if out.dtype.num == cnp.NPY_FLOAT32:
+        with nogil:
+            _forward_dir[float](mode, T, N, H, reverse, <float*>cnp.PyArray_DATA(res),
+                                <float*>cnp.PyArray_DATA(w_hh), <float*>cnp.PyArray_DATA(b_hc),
+                                <float*>cnp.PyArray_DATA(h0), <float*>cnp.PyArray_DATA(c0),
+                                pl, <float*>cnp.PyArray_DATA(out) + d * H, ldo,
+                                <float*>cnp.PyArray_DATA(tmp))
+    else:
+        with nogil:
+            _forward_dir[double](mode, T, N, H, reverse, <double*>cnp.PyArray_DATA(res),
+                                 <double*>cnp.PyArray_DATA(w_hh),
+                                 <double*>cnp.PyArray_DATA(b_hc),
+                                 <double*>cnp.PyArray_DATA(h0), <double*>cnp.PyArray_DATA(c0),
+                                 pl, <double*>cnp.PyArray_DATA(out) + d * H, ldo,
+                                 <double*>cnp.PyArray_DATA(tmp))
+
+
+def _forward(_Options opt, x, int T, int N, states, ws, lens, mask):
+    """(Out, [h_n(, c_n)], Reserve, the layers' inputs)."""
+    cdef int L = opt.layers, D = opt.dirs, H = opt.hid, mode = opt.mode
+    cdef int G = GATES[mode], K = WIDTH[mode], l, d, k
+    dtype = x.dtype
+    reserve = np.empty((L * D, T, N, K * H), dtype)
+    finals = [np.empty((L * D, N, H), dtype) for _ in states]
+    tmp = np.empty((max(N, 1), G * H), dtype)
+    inp, inputs = x, []
+    for l in range(L):
+        if l and mask is not None:
+            inp = opt.drop(inp.copy(), mask)
+        inputs.append(inp)
+        out = np.empty((T, N, D * H), dtype)
+        flat = inp.reshape(T * N, inp.shape[2])
+        for d in range(D):
+            k = l * D + d
+            w_ih, w_hh, b_ih, b_hh = ws[k]
+            res = reserve[k]
+            gates = res.reshape(T * N, K * H)[:, :G * H]
+            mm(flat, w_ih, gates, False, True, 0)   # every step's input projection at once
+            bias = b_ih + b_hh
+            if mode == 1:
+                bias[2 * H:] = b_ih[2 * H:]   # GRU: b_hc goes inside the reset product
+            gates += bias
+            h0 = states[0][k]
+            c0 = states[1][k] if mode == 0 else h0
+            _run_forward(mode, T, N, H, d == 1, res, w_hh, np.ascontiguousarray(b_hh[2 * H:]),
+                         h0, c0, lens, out, d, tmp)
+            last = T - 1 if d == 0 else 0
+            finals[0][k] = res[last, :, (K - 1) * H:] if T else h0
+            if mode == 0:
+                finals[1][k] = res[last, :, 4 * H:5 * H] if T else c0
+        inp = out
+    return inp, finals, reserve, inputs
+
+
+cdef class RNN(_Options):
+
+    def __call__(self, x, pre_state, weights, lens):
+        x, T, N, states, ws, lens = self.operands("rnn", x, pre_state, weights, lens)
+        shape = (T, N, self.dirs * self.hid)
+        mask = None
+        if not self.is_test and self.p > 0 and self.layers > 1:
+            gen = np.random.default_rng(self.seed) if self.seed is not None else self.gen
+            mask = (gen.random(shape, dtype=np.float32) >= np.float32(self.p)).astype(np.uint8)
+        out, finals, reserve, _ = _forward(self, x, T, N, states, ws, lens, mask)
+        return out, (mask if mask is not None else np.ones(shape, np.uint8)), reserve, finals
+
+
+cdef void _run_backward(int mode, int T, int N, int H, bint reverse, cnp.ndarray res,
+                        cnp.ndarray w_hh, cnp.ndarray h0, cnp.ndarray c0, cnp.ndarray lens,
+                        cnp.ndarray dout, int d, cnp.ndarray dh, cnp.ndarray dc,
+                        cnp.ndarray dhp, cnp.ndarray dgx, cnp.ndarray dgh):
+    cdef const long long* pl = NULL if lens is None else <long long*>cnp.PyArray_DATA(lens)
+    cdef int ldo = 0 if dout is None else dout.shape[2]
+    cdef char* po = NULL if dout is None else <char*>cnp.PyArray_DATA(dout)
+    if res.dtype.num == cnp.NPY_FLOAT32:
+        with nogil:
+            _backward_dir[float](mode, T, N, H, reverse, <float*>cnp.PyArray_DATA(res),
+                                 <float*>cnp.PyArray_DATA(w_hh), <float*>cnp.PyArray_DATA(h0),
+                                 <float*>cnp.PyArray_DATA(c0), pl,
+                                 NULL if po == NULL else <float*>po + d * H, ldo,
+                                 <float*>cnp.PyArray_DATA(dh), <float*>cnp.PyArray_DATA(dc),
+                                 <float*>cnp.PyArray_DATA(dhp), <float*>cnp.PyArray_DATA(dgx),
+                                 <float*>cnp.PyArray_DATA(dgh))
+    else:
+        with nogil:
+            _backward_dir[double](mode, T, N, H, reverse, <double*>cnp.PyArray_DATA(res),
+                                  <double*>cnp.PyArray_DATA(w_hh),
+                                  <double*>cnp.PyArray_DATA(h0), <double*>cnp.PyArray_DATA(c0),
+                                  pl, NULL if po == NULL else <double*>po + d * H, ldo,
+                                  <double*>cnp.PyArray_DATA(dh), <double*>cnp.PyArray_DATA(dc),
+                                  <double*>cnp.PyArray_DATA(dhp),
+                                  <double*>cnp.PyArray_DATA(dgx),
+                                  <double*>cnp.PyArray_DATA(dgh))
+
+
+cdef class RNNGrad(_Options):
+
+    def _count(self, slot, int full):
+        """How many gradients to return for duplicable output ``slot``: none when unbound."""
+        return full if self.info is None else (full if self.info.n_outputs(slot) else 0)
+
+    def __call__(self, x, pre_state, weights, lens, out, dropout_state, reserve, dout,
+                 dstate):
+        op = "rnn_grad"
+        x, T, N, states, ws, lens = self.operands(op, x, pre_state, weights, lens)
+        cdef int L = self.layers, D = self.dirs, H = self.hid, mode = self.mode
+        cdef int G = GATES[mode], K = WIDTH[mode], l, d, k
+        dtype = x.dtype
+        shape = (T, N, D * H)
+        _checked(out, dtype, shape, op, "Out")
+        res_all = _checked(reserve, dtype, (L * D, T, N, K * H), op, "Reserve")
+        mask = None
+        if not self.is_test and self.p > 0 and L > 1:
+            if dropout_state is None:
+                raise ValueError(f"{op}: dropout_prob > 0 needs DropoutState (the mask)")
+            mask = _checked(dropout_state, np.uint8, shape, op, "DropoutState")
+        dnext = None if dout is None or getattr(dout, "data", dout) is None else \
+            _checked(dout, dtype, shape, op, "Out@GRAD")
+        dstate = list(dstate or ())
+        dstate += [None] * (len(states) - len(dstate))
+        dfinal = [None if g is None or getattr(g, "data", g) is None else
+                  _checked(g, dtype, (L * D, N, H), op, f"State@GRAD[{i}]")
+                  for i, g in enumerate(dstate[:len(states)])]
+        # the layers' inputs again: Input, then each layer's Out (zeros past the lengths, as
+        # kept in Reserve), dropped out as the forward pass did
+        inputs = [x]
+        for l in range(1, L):
+            prev = np.empty(shape, dtype)
+            for d in range(D):
+                np.copyto(prev[:, :, d * H:(d + 1) * H],
+                          res_all[(l - 1) * D + d][:, :, (K - 1) * H:])
+            if lens is not None:
+                prev *= (np.arange(T)[:, None] < lens[None, :])[:, :, None]
+            if mask is not None:
+                self.drop(prev, mask)
+            inputs.append(prev)
+        dws = [None] * (4 * L * D)
+        dpre = [np.empty((L * D, N, H), dtype) for _ in states]
+        dh = np.empty((max(N, 1), H), dtype)
+        dc = np.zeros((max(N, 1), H), dtype)
+        dhp = np.empty((max(N, 1), H), dtype)
+        dgx = np.empty((T * N, G * H), dtype)
+        dgh = np.empty((T * N, G * H), dtype) if mode == 1 else dgx
+        dx = None
+        want_x = self.info is None or self.info.wants("Input@GRAD")
+        for l in range(L - 1, -1, -1):
+            inp = inputs[l].reshape(T * N, inputs[l].shape[2])
+            dinp = np.zeros(inp.shape, dtype) if (l or want_x) else None
+            for d in range(D):
+                k = l * D + d
+                w_ih, w_hh, _, _ = ws[k]
+                res = res_all[k]
+                h0 = states[0][k]
+                c0 = states[1][k] if mode == 0 else h0
+                for dst, g in ((dh, dfinal[0]), (dc, dfinal[1] if mode == 0 else None)):
+                    if g is None:
+                        dst[...] = 0
+                    else:
+                        dst[:N] = g[k]
+                _run_backward(mode, T, N, H, d == 1, res, w_hh, h0, c0, lens, dnext, d, dh,
+                              dc, dhp, dgx, dgh)
+                dpre[0][k] = dh[:N]
+                if mode == 0:
+                    dpre[1][k] = dc[:N]
+                # the weights' gradients: one GEMM each over all steps
+                dw_ih = np.empty(w_ih.shape, dtype)
+                mm(dgx, inp, dw_ih, True, False, 0)
+                dw_hh = np.zeros(w_hh.shape, dtype)
+                if T:
+                    hs = res.reshape(T * N, K * H)[:, (K - 1) * H:]   # h after every step
+                    first, rest = (T - 1, slice(0, (T - 1) * N)) if d else \
+                        (0, slice(N, T * N))
+                    mm(dgh[first * N:(first + 1) * N], h0, dw_hh, True, False, 0)
+                    prev_h = hs[N:] if d else hs[:(T - 1) * N]
+                    mm(dgh[rest], prev_h, dw_hh, True, False, 1)
+                if dinp is not None:
+                    mm(dgx, w_ih, dinp, False, False, 1)
+                dws[2 * k], dws[2 * k + 1] = dw_ih, dw_hh
+                dws[2 * L * D + 2 * k] = dgx.sum(axis=0)
+                dws[2 * L * D + 2 * k + 1] = dgh.sum(axis=0)
+            if l:
+                dnext = dinp.reshape(shape)
+                if mask is not None:
+                    self.drop(dnext, mask)
+            else:
+                dx = None if dinp is None else dinp.reshape(x.shape)
+        return (dx, dpre[:self._count("PreState@GRAD", len(dpre))],
+                dws[:self._count("WeightList@GRAD", len(dws))])
+
+
+KERNELS = [("rnn", RNN, DTYPES), ("rnn_grad", RNNGrad, DTYPES)]
