@@ -70,7 +70,7 @@ def perplexity(exe, prog, loss, scope, batches):
     for feed in batches:
         (value,) = exe.run(prog, feed=feed, fetch_list=[loss], scope=scope)
         n = feed["next"].data.shape[0]
-        total += float(value[0]) * n
+        total += float(value) * n
         count += n
     return float(np.exp(total / count))
 
@@ -90,7 +90,7 @@ def main(steps=300, batch=16, seed=0, verbose=True):
         (value,) = exe.run(prog, feed=to_feed([train[i] for i in pick], index),
                            fetch_list=[loss], scope=scope)
         if verbose and step % 50 == 0:
-            print(f"step {step:4d}  train loss {float(value[0]):.3f}")
+            print(f"step {step:4d}  train loss {float(value):.3f}")
     after = perplexity(exe, test, loss, scope, held_batches)
     if verbose:
         print(f"{len(lines)} lines, {len(index)} characters; held-out perplexity "

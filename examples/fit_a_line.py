@@ -39,8 +39,8 @@ def main(epochs=100, seed=0):
     a = np.c_[x[train], np.ones(len(train))]
     coef, *_ = np.linalg.lstsq(a, y[train], rcond=None)
     lstsq = float(np.mean((np.c_[x[test], np.ones(len(test))] @ coef - y[test]) ** 2))
-    print(f"test MSE {float(mse[0]):.4f} (least squares: {lstsq:.4f})")
-    return float(mse[0]), lstsq
+    print(f"test MSE {float(mse):.4f} (least squares: {lstsq:.4f})")
+    return float(mse), lstsq
 
 
 if __name__ == "__main__":

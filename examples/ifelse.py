@@ -52,7 +52,7 @@ def main(steps=300, seed=0, verbose=True):
     first = last = None
     for step in range(steps):
         (value,) = exe.run(prog, feed=batch(rng), fetch_list=[loss], scope=scope)
-        last = float(value[0])
+        last = float(value)
         first = last if first is None else first
         if verbose and step % 50 == 0:
             print(f"step {step:4d}  loss {last:.5f}")

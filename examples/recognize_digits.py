@@ -47,8 +47,8 @@ def main(model="mlp", epochs=20, seed=0):
                     fetch_list=[loss], scope=scope)
     (test_acc,) = exe.run(test_prog, feed={"img": x_test, "label": y_test}, fetch_list=[acc],
                           scope=scope)
-    print(f"{model}: test accuracy {float(test_acc[0]):.4f}")
-    return float(test_acc[0])
+    print(f"{model}: test accuracy {float(test_acc):.4f}")
+    return float(test_acc)
 
 
 if __name__ == "__main__":

@@ -61,13 +61,13 @@ def main(steps=300, batch=32, seed=0, verbose=True):
         (value,) = exe.run(prog, feed=to_feed(sentences(rng, batch)), fetch_list=[loss],
                            scope=scope)
         if verbose and step % 50 == 0:
-            print(f"step {step:4d}  loss {float(value[0]):.4f}")
+            print(f"step {step:4d}  loss {float(value):.4f}")
     (accuracy,) = exe.run(test, feed=held, fetch_list=[acc], scope=scope)
     base = float(np.mean(np.asarray(held["tags"].data)))
     base = max(base, 1 - base)
     if verbose:
-        print(f"held-out tag accuracy {float(accuracy[0]):.3f} (the base rate: {base:.3f})")
-    return float(accuracy[0]), base
+        print(f"held-out tag accuracy {float(accuracy):.3f} (the base rate: {base:.3f})")
+    return float(accuracy), base
 
 
 if __name__ == "__main__":

@@ -95,11 +95,11 @@ def main(steps=300, batch=32, seed=0, verbose=True, model="lstm"):
         (value,) = exe.run(prog, feed=to_feed(sentences(rng, batch, span)),
                            fetch_list=[loss], scope=scope)
         if verbose and step % 50 == 0:
-            print(f"step {step:4d}  loss {float(value[0]):.4f}")
+            print(f"step {step:4d}  loss {float(value):.4f}")
     (accuracy,) = exe.run(test, feed=held, fetch_list=[acc], scope=scope)
     if verbose:
-        print(f"held-out accuracy {float(accuracy[0]):.3f} (a bag of words: 0.5)")
-    return float(accuracy[0])
+        print(f"held-out accuracy {float(accuracy):.3f} (a bag of words: 0.5)")
+    return float(accuracy)
 
 
 if __name__ == "__main__":

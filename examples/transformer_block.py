@@ -72,13 +72,13 @@ def main(steps=300, seed=0, verbose=True):
     for step in range(steps):
         (value,) = exe.run(prog, feed=batch(rng, 32), fetch_list=[loss], scope=scope)
         if verbose and step % 50 == 0:
-            print(f"step {step:4d}  loss {float(value[0]):.4f}")
+            print(f"step {step:4d}  loss {float(value):.4f}")
     (accuracy,) = exe.run(test, feed=held, fetch_list=[acc], scope=scope)
     base = float(held["labels"].mean())
     base = max(base, 1 - base)
     if verbose:
-        print(f"held-out accuracy {float(accuracy[0]):.3f} (the base rate: {base:.3f})")
-    return float(accuracy[0]), base
+        print(f"held-out accuracy {float(accuracy):.3f} (the base rate: {base:.3f})")
+    return float(accuracy), base
 
 
 if __name__ == "__main__":

@@ -61,8 +61,8 @@ def main(epochs=10, seed=0):
     (test_acc,) = exe.run(test_prog, feed=feed(test), fetch_list=[acc], scope=scope)
     counts = np.bincount(train[:, -1], minlength=len(vocab))
     baseline = counts.max() / counts.sum()
-    print(f"next-word accuracy {float(test_acc[0]):.3f} (unigram baseline {baseline:.3f})")
-    return float(test_acc[0]), float(baseline)
+    print(f"next-word accuracy {float(test_acc):.3f} (unigram baseline {baseline:.3f})")
+    return float(test_acc), float(baseline)
 
 
 if __name__ == "__main__":

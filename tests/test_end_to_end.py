@@ -130,5 +130,5 @@ def test_training_reduces_the_loss_with_every_optimizer():
         exe, scope = hr.Executor(), hr.Scope()
         exe.run(startup, scope=scope)
         losses = [float(exe.run(main, feed={"x": xv, "y": yv}, fetch_list=[loss],
-                                scope=scope)[0][0]) for _ in range(40)]
+                                scope=scope)[0]) for _ in range(40)]
         assert losses[-1] < 0.2 * losses[0], (type(opt).__name__, losses[0], losses[-1])

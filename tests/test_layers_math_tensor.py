@@ -82,12 +82,13 @@ def test_reduce_layers(progs, layer, ref):
     b = layer(x, dim=-1, keep_dim=True)
     c = layer(x, dim=[0, 2])
     ops = main.global_block().ops
-    assert ops[0].attr("reduce_all") and a.shape == (1,)
+    assert ops[0].attr("reduce_all") and a.shape == ()              # 0-D, as in Paddle 3
     assert ops[1].attr("dim") == [-1] and ops[1].attr("keep_dim") and b.shape == (-1, 3, 1)
     assert ops[2].attr("dim") == [0, 2] and not ops[2].attr("reduce_all") and c.shape == (3,)
     xv = np.random.RandomState(7).rand(2, 3, 4).astype("float32") + 0.5
     ga, gb, gc = run(main, startup, {"x": xv}, [a, b, c])
-    np.testing.assert_allclose(ga, [ref(xv)], rtol=1e-5)
+    assert ga.shape == ()
+    np.testing.assert_allclose(ga, ref(xv), rtol=1e-5)
     np.testing.assert_allclose(gb, ref(xv, axis=-1, keepdims=True), rtol=1e-5)
     np.testing.assert_allclose(gc, ref(xv, axis=(0, 2)), rtol=1e-5)
 
@@ -114,14 +115,15 @@ def test_mul_matmul_scale_mean(progs):
     assert types(main) == ["mul", "matmul", "scale", "relu", "mean"]
     assert ops[1].attr("transpose_X") and ops[1].attr("transpose_Y") and ops[1].attr("alpha") == 2
     assert not ops[2].attr("bias_after_scale")
-    assert (m.shape, mm.shape, s.shape, mean.shape) == ((2, 4), (4, 2), (2, 4), (1,))
+    assert (m.shape, mm.shape, s.shape, mean.shape) == ((2, 4), (4, 2), (2, 4), ())
     xv = np.random.RandomState(8).randn(2, 3).astype("float32")
     yv = np.random.RandomState(9).randn(3, 4).astype("float32")
     gm, gmm, gs, gmean = run(main, startup, {"x": xv, "y": yv}, [m, mm, s, mean])
     np.testing.assert_allclose(gm, xv @ yv, rtol=1e-5)
     np.testing.assert_allclose(gmm, 2 * yv.T @ xv.T, rtol=1e-5)
     np.testing.assert_allclose(gs, np.maximum(3 * (xv @ yv + 1), 0), rtol=1e-5)
-    np.testing.assert_allclose(gmean, [gs.mean()], rtol=1e-5)
+    assert gmean.shape == ()
+    np.testing.assert_allclose(gmean, gs.mean(), rtol=1e-5)
     with pytest.raises(LayerError, match="mul: argument 'x_num_col_dims' must be >= 1"):
         L.mul(x, y, x_num_col_dims=0)
 

@@ -166,7 +166,7 @@ def test_dynamic_rnn_static_input_follows_its_sequence():
             cc[idx] += sign * eps
             (lv,) = exe.run(main, feed={"x": feed["x"], "c": cc}, fetch_list=[loss],
                             scope=scope)
-            vals.append(float(lv[0]))
+            vals.append(float(lv))
         numeric[idx] = (vals[0] - vals[1]) / (2 * eps)
     np.testing.assert_allclose(g, numeric, rtol=1e-6, atol=1e-8)
     assert not g[1].any()  # the empty sequence's vector never ran
@@ -282,5 +282,5 @@ def test_parameters_created_in_the_step_block_are_trained_by_every_optimizer(mak
     exe, scope = hr.Executor(), hr.Scope()
     exe.run(startup, scope=scope)
     losses = [float(exe.run(main, feed={"x": x, "y": target}, fetch_list=[loss],
-                            scope=scope)[0][0]) for _ in range(30)]
+                            scope=scope)[0]) for _ in range(30)]
     assert losses[-1] < 0.7 * losses[0]

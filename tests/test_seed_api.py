@@ -319,20 +319,21 @@ def test_mse_values_and_gradient(progs):
     y = hr.Variable(block, name="y", shape=[4, 3], dtype="float64")
     label = L.data("l", [3], dtype="float64")
     cost = L.mse(y, label)
-    assert cost.shape == (1,) and L.mse_loss is L.mse
+    assert cost.shape == () and L.mse_loss is L.mse          # 0-D, as in Paddle 3
     (gy,) = hr.gradients(cost, [y])
     rng = np.random.RandomState(0)
     yv, lv = rng.randn(4, 3), rng.randn(4, 3)
     c, g = hr.eval([cost, gy], feed={"y": yv, "l": lv})
-    np.testing.assert_allclose(c, [np.mean((yv - lv) ** 2)], rtol=1e-12)
+    assert c.shape == ()
+    np.testing.assert_allclose(c, np.mean((yv - lv) ** 2), rtol=1e-12)
     np.testing.assert_allclose(g, 2 * (yv - lv) / yv.size, rtol=1e-12)
     # Finite differences of the executed cost.
     eps, num = 1e-6, np.zeros_like(yv)
     for i in np.ndindex(*yv.shape):
         d = np.zeros_like(yv)
         d[i] = eps
-        up = hr.eval(cost, feed={"y": yv + d, "l": lv})[0]
-        down = hr.eval(cost, feed={"y": yv - d, "l": lv})[0]
+        up = float(hr.eval(cost, feed={"y": yv + d, "l": lv}))
+        down = float(hr.eval(cost, feed={"y": yv - d, "l": lv}))
         num[i] = (up - down) / (2 * eps)
     np.testing.assert_allclose(g, num, rtol=1e-6, atol=1e-9)
 
@@ -366,9 +367,10 @@ def test_the_programs_seed_trains(progs):
     xb, lb = reader[0]
     expected = np.mean((xb @ w.numpy() + b.numpy() - lb) ** 2)
     first = exe.run(main, feed={"images": xb, "label": lb}, fetch_list=[cost])[0]
-    np.testing.assert_allclose(first, [expected], rtol=1e-12)
+    assert first.shape == ()
+    np.testing.assert_allclose(first, expected, rtol=1e-12)
     for xb, lb in reader[1:]:
         last = exe.run(main, feed={"images": xb, "label": lb}, fetch_list=[cost])[0]
-    assert last[0] < 1e-6 < first[0]
+    assert last < 1e-6 < first
     np.testing.assert_allclose(w.numpy(), true_w, atol=1e-3)
     np.testing.assert_allclose(b.numpy(), [0.7], atol=1e-3)

@@ -84,8 +84,8 @@ def run(epochs=15, batch_size=32, seed=1, out_dir=None, quiet=False):
         for b in it:
             l, a = exe.run(main, feed={"img": x_train[b], "label": y_train[b]},
                            fetch_list=[loss, acc], scope=scope)
-            losses.append(float(l[0]))
-            accs.append(float(a[0]))
+            losses.append(float(l))
+            accs.append(float(a))
             if bar is not None:
                 bar.set_postfix(loss=f"{np.mean(losses):.4f}", acc=f"{np.mean(accs):.3f}")
         if bar is not None:

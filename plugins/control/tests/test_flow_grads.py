@@ -112,7 +112,7 @@ def test_minimize_updates_a_parameter_used_only_inside_the_loop():
     exe, scope = hr.Executor(), hr.Scope()
     exe.run(startup, scope=scope)
     before = np.array(scope.get("W").numpy())
-    losses = [float(exe.run(main, feed={"x": X}, fetch_list=[loss], scope=scope)[0][0])
+    losses = [float(exe.run(main, feed={"x": X}, fetch_list=[loss], scope=scope)[0])
               for _ in range(5)]
     assert not np.allclose(before, scope.get("W").numpy())
     assert losses[-1] < losses[0]

@@ -25,21 +25,22 @@ ALL = [reduce_case(op) for op in NUMERIC + LOGICAL]
     ([2, 3, 4], {"dim": [-1]}, (2, 3)),
     ([2, 3, 4], {"dim": [-1, 0]}, (3,)),
     ([2, 3, 4], {"dim": [2, 0], "keep_dim": True}, (1, 3, 1)),
-    ([2, 3, 4], {"reduce_all": True}, (1,)),
+    ([2, 3, 4], {"reduce_all": True}, ()),                          # Paddle 3: 0-D
     ([2, 3, 4], {"reduce_all": True, "keep_dim": True}, (1, 1, 1)),
-    ([2, 3, 4], {"reduce_all": True, "dim": [1]}, (1,)),             # dim is ignored
-    ([2, 3, 4], {"dim": [0, 1, 2]}, (1,)),                           # all dims: Fluid's [1]
+    ([2, 3, 4], {"reduce_all": True, "dim": [1]}, ()),              # dim is ignored
+    ([2, 3, 4], {"dim": [0, 1, 2]}, ()),                            # all dims: 0-D too
     ([2, 3, 4], {"dim": [-3, -2, -1], "keep_dim": True}, (1, 1, 1)),
-    ([2, 3, 4], {"dim": []}, (1,)),                                  # Paddle 2: [] = all
-    ([5], {}, (1,)),
+    ([2, 3, 4], {"dim": []}, ()),                                   # Paddle 2: [] = all
+    ([5], {}, ()),
     ([5], {"keep_dim": True}, (1,)),
-    ([], {}, (1,)),                                                  # a 0-D X is reduced whole
+    ([1], {}, ()),
+    ([], {}, ()),                                                    # a 0-D X is reduced whole
     ([], {"keep_dim": True}, ()),
     # unknown dims
     ([-1, 3, 4], {"dim": [1]}, (-1, 4)),
     ([-1, 3, 4], {"dim": [0]}, (3, 4)),
     ([-1, -1], {"dim": [-1], "keep_dim": True}, (-1, 1)),
-    ([-1, 3], {"reduce_all": True}, (1,)),
+    ([-1, 3], {"reduce_all": True}, ()),
 ])
 def test_shapes(infer, op, dtype, x, attrs, out):
     assert infer(op, {"X": (x, dtype)}, attrs)[0] == out
@@ -72,7 +73,7 @@ def test_out_dtype(infer, op):
 
 def test_reduce_sum_of_bool_to_int64(infer):
     attrs = {"reduce_all": True, "out_dtype": dtypes.to_proto("int64")}
-    assert infer("reduce_sum", {"X": ([2, 3], "bool")}, attrs) == ((1,), "int64")
+    assert infer("reduce_sum", {"X": ([2, 3], "bool")}, attrs) == ((), "int64")
 
 
 @pytest.mark.parametrize("op", NUMERIC)
@@ -127,8 +128,9 @@ def test_defaults(math_registry, op):
 @pytest.mark.parametrize("shape", [[2, 3], [-1, 3], [7], [], [-1]])
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
 def test_mean(build, shape, dtype):
+    # 0-D, as Paddle 3 declares it (Fluid wrote [1]).
     out = build("mean", {"X": (shape, dtype, 1)})
-    assert (out.shape, out.dtype, out.lod_level) == ((1,), dtype, 0)
+    assert (out.shape, out.dtype, out.lod_level) == ((), dtype, 0)
 
 
 def test_mean_rejects_integers(infer):
@@ -226,8 +228,8 @@ def test_float32_sums_accumulate_in_double(make_kernel):
     x = np.full(10 ** 6, 0.1, np.float32)
     x[0] = 1e4                          # float32 running sums would lose the small terms
     exact = np.sum(x.astype(np.float64))
-    assert make_kernel("mean", {})(x)[0][0] == np.float32(exact / x.size)
-    assert make_kernel("reduce_sum", {"dim": [0]})(x)[0][0] == np.float32(exact)
+    assert make_kernel("mean", {})(x)[0][()] == np.float32(exact / x.size)
+    assert make_kernel("reduce_sum", {"dim": [0]})(x)[0][()] == np.float32(exact)
     xs = x.reshape(1000, 1000)          # the row-buffer path (inner > 1)
     np.testing.assert_array_equal(make_kernel("reduce_sum", {"dim": [0]})(xs)[0],
                                   xs.astype(np.float64).sum(0).astype(np.float32))
@@ -280,7 +282,7 @@ def test_zero_dim_directly(op, attrs, make_kernel):
     x = np.array(True) if op in LOGICAL else np.array(2.5)
     (out,) = make_kernel(op, attrs)(x)
     expected = REFERENCES[op]({"X": x}, attrs)["Out"]
-    assert out.shape == expected.shape == (() if attrs.get("keep_dim") else (1,))
+    assert out.shape == expected.shape == ()
     np.testing.assert_array_equal(out, expected)
 
 
@@ -461,8 +463,26 @@ def test_grad_kernel_rejects_bad_inputs(op, make_kernel):
 
 def test_mean_grad_rejects_a_non_scalar_gradient(make_kernel):
     with pytest.raises(ValueError, match=r"mean_grad: Out@GRAD has shape \[2\], expected "
-                                         r"Out's \[1\]"):
+                                         r"Out's \[\]"):
         make_kernel("mean_grad")(np.ones((2, 3)), np.ones(2))
+
+
+@pytest.mark.parametrize("op", ["mean"] + GRAD_OPS)
+@pytest.mark.parametrize("g_shape", [(), (1,), (1, 1)])
+def test_zero_d_out_takes_a_one_element_gradient_of_any_rank(op, g_shape, make_kernel):
+    # Paddle 3 gives a 0-D Out; Fluid programs declare [1] and Paddle fills a loss's gradient
+    # in the loss's declared shape: each reads as the one number.
+    x = _reduce_input(op, (2, 3), seed=6)
+    attrs = {} if op == "mean" else {"reduce_all": True}
+    (out,) = make_kernel(op, attrs)(x)
+    assert out.shape == ()
+    g = np.full(g_shape, 0.5)
+    extra = [out.reshape(g_shape)] if op in ("reduce_max", "reduce_min") else []
+    (dx,) = make_kernel(op + "_grad", attrs)(x, *extra, g)
+    want = REFERENCES[op + "_grad"](
+        {"X": x, "Out@GRAD": g, **({"Out": extra[0]} if extra else {})}, attrs)["X@GRAD"]
+    np.testing.assert_allclose(dx, want, rtol=1e-12)
+    assert dx.shape == x.shape
 
 
 @pytest.mark.parametrize("op", GRAD_OPS)
@@ -481,5 +501,14 @@ def test_mean_grad_shape_rule(infer):
                  out="X@GRAD") == ((-1, 3), "float32")
     assert infer("mean_grad", {"X": t([-1, 3]), "Out@GRAD": t([])},
                  out="X@GRAD") == ((-1, 3), "float32")
+    assert infer("mean_grad", {"X": t([-1, 3]), "Out@GRAD": t([1, 1])},
+                 out="X@GRAD") == ((-1, 3), "float32")
+    for op in GRAD_OPS:      # a whole reduction's gradient: 0-D, or Fluid's [1]
+        for g in ([], [1]):
+            ins = {"X": t([-1, 3]), "Out@GRAD": t(g)}
+            if op in ("reduce_max", "reduce_min"):
+                ins["Out"] = t(g)
+            assert infer(op + "_grad", ins, {"reduce_all": True},
+                         out="X@GRAD") == ((-1, 3), "float32")
     with pytest.raises(ShapeError, match="must have the shape of the forward Out"):
         infer("mean_grad", {"X": t([-1, 3]), "Out@GRAD": t([-1, 3])}, out="X@GRAD")

@@ -78,8 +78,8 @@ def square_error_cost(input, label):
 
 
 def mse(input, label):
-    """The mean squared error, mean((input - label) ** 2) over every element: a scalar loss of
-    shape [1] (``square_error_cost`` then ``mean``). ``label`` has ``input``'s dtype and a
+    """The mean squared error, mean((input - label) ** 2) over every element: a 0-D loss
+    (``square_error_cost`` then ``mean``). ``label`` has ``input``'s dtype and a
     shape ``elementwise_sub`` accepts."""
     check_variable("mse", "input", input)
     check_variable("mse", "label", label, (input.dtype,))

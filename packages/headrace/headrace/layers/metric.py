@@ -22,7 +22,7 @@ def topk(input, k, name=None):
 
 def accuracy(input, label, k=1, correct=None, total=None):
     """The fraction of rows whose int64 ``label`` [N, 1] is among the top ``k`` entries of
-    ``input`` [N, C] (``top_k`` then ``accuracy``); shape [1], float32."""
+    ``input`` [N, C] (``top_k`` then ``accuracy``); a 0-D float32 Variable (Paddle 3)."""
     helper = LayerHelper("accuracy")
     check_variable("accuracy", "input", input)
     check_variable("accuracy", "label", label, ("int64", "int32"))

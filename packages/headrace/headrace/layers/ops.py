@@ -222,7 +222,8 @@ def _reduce(op_type, input, dim, keep_dim, name):
 
 
 def reduce_sum(input, dim=None, keep_dim=False, name=None):
-    """Sum over ``dim`` (an int, a list, or None for every dim)."""
+    """Sum over ``dim`` (an int, a list, or None for every dim). Reducing every dim without
+    ``keep_dim`` gives a 0-D Variable (shape [], as in Paddle 3)."""
     return _reduce("reduce_sum", input, dim, keep_dim, name)
 
 
@@ -249,7 +250,7 @@ def reduce_prod(input, dim=None, keep_dim=False, name=None):
 # -- products, mean, scale -----------------------------------------------------------------
 
 def mean(x, name=None):
-    """The mean of all elements, shape [1] (``mean``)."""
+    """The mean of all elements, a 0-D Variable (shape [], as in Paddle 3) (``mean``)."""
     return _unary("mean", x, name)
 
 

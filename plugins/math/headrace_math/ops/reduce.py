@@ -1,5 +1,9 @@
-"""Reductions: mean (of everything, Out [1]) and reduce_sum/_mean/_max/_min/_prod over chosen
-dims, plus the logical reduce_all/reduce_any over bool tensors.
+"""Reductions: mean (of everything, a 0-D Out) and reduce_sum/_mean/_max/_min/_prod over
+chosen dims, plus the logical reduce_all/reduce_any over bool tensors.
+
+Shapes are Paddle 3's: a reduction that leaves no dim (mean, reduce_all, every dim without
+keep_dim) gives a 0-D Out, shape []. Fluid programs declare [1] for those; the kernels give []
+(the same one number) and their grad ops take a one-element Out@GRAD of either shape.
 
 Grad ops (X@GRAD has X's shape): mean_grad and reduce_sum/_mean_grad read X for its shape
 only and spread Out@GRAD (divided by the count for the means) over the reduced dims;
@@ -19,16 +23,16 @@ from ._common import BOOL, FLOATS, NUMERIC, dtype_code
 
 def _infer_mean(ctx):
     x = ctx.input("X")
-    # Fluid writes [1] for a full reduction (Paddle >= 2.5 writes []); losses must be [1].
-    ctx.set_output("Out", [1], x.dtype)
+    # Paddle 3's shape (Fluid wrote [1]); append_backward seeds a loss of either shape.
+    ctx.set_output("Out", [], x.dtype)
 
 
 mean = OpDef(
     "mean",
     inputs=[In("X", "input tensor", dtypes=FLOATS)],
-    outputs=[Out("Out", "[1], the mean of all elements")],
+    outputs=[Out("Out", "0-D, the mean of all elements")],
     infer=_infer_mean,
-    doc="Out = mean of all elements of X, shape [1]; the usual end of a loss.",
+    doc="Out = mean of all elements of X, a 0-D tensor (shape []); the usual end of a loss.",
 )
 
 # -- reduce_* ---------------------------------------------------------------------------------
@@ -57,13 +61,10 @@ def reduced_dims(ctx, x):
 
 def reduced_shape(x, dims, keep_dim):
     """X's shape with ``dims`` (None: all) reduced: set to 1 (keep_dim) or dropped; a result
-    without dims is [1], Fluid's scalar."""
-    rank = x.rank
-    gone = set(range(rank)) if dims is None else set(dims)
-    shape = [1 if i in gone else d for i, d in enumerate(x.shape)
-             if keep_dim or i not in gone]
-    # keep_dim on a 0-D X keeps it 0-D: the rank is what keep_dim promises.
-    return shape if shape or (keep_dim and rank == 0) else [1]
+    without dims is 0-D (Paddle 3; Fluid wrote [1])."""
+    gone = set(range(x.rank)) if dims is None else set(dims)
+    return [1 if i in gone else d for i, d in enumerate(x.shape)
+            if keep_dim or i not in gone]
 
 
 def _reduce_infer(bool_out):
@@ -100,7 +101,8 @@ REDUCTIONS = {
 }
 
 _SHAPE_DOC = ("Reduced dims are dropped, or kept as 1 with keep_dim; reducing every dim "
-              "without keep_dim gives [1]. dim entries may be negative and must be distinct.")
+              "without keep_dim gives a 0-D Out (Paddle 3). dim entries may be negative and "
+              "must be distinct.")
 
 
 def make_reduce(op_type, what, x_dtypes):
@@ -139,7 +141,10 @@ def make_logical_reduce(op_type, what):
 
 def _expect_reduced(ctx, slot, shape):
     m = ctx.input(slot)
-    if len(m.shape) != len(shape) or not all(dim_eq(a, b) for a, b in zip(m.shape, shape)):
+    # A 0-D Out also comes as one element of another rank ([1] in Fluid programs).
+    scalar = not shape and all(dim_eq(d, 1) for d in m.shape)
+    if not scalar and (len(m.shape) != len(shape)
+                       or not all(dim_eq(a, b) for a, b in zip(m.shape, shape))):
         ctx.fail(f"input '{slot}' ({m.name}) must have the shape of the forward Out",
                  expected=f"shape {list(shape)}", found=f"shape {list(m.shape)}")
     if m.dtype is not None and m.dtype not in ("float32", "float64"):
@@ -148,8 +153,7 @@ def _expect_reduced(ctx, slot, shape):
 
 
 def _infer_mean_grad(ctx):
-    # [1] in Fluid; a Paddle 3 program's 0-D loss has a 0-D gradient.
-    _expect_reduced(ctx, "Out@GRAD", [] if ctx.input("Out@GRAD").rank == 0 else [1])
+    _expect_reduced(ctx, "Out@GRAD", [])
     ctx.set_output_like("X@GRAD", ctx.input("X"))
 
 

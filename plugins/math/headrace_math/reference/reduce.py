@@ -9,7 +9,7 @@ from ._util import VARTYPE_DTYPES, f64
 def mean(inputs, attrs):
     x = np.asarray(inputs["X"])
     with np.errstate(all="ignore"):
-        return {"Out": np.asarray([f64(x).mean() if x.size else np.nan], dtype=x.dtype)}
+        return {"Out": np.asarray(f64(x).mean() if x.size else np.nan, dtype=x.dtype)}
 
 
 def _axes(x, attrs):
@@ -25,7 +25,7 @@ def _axes(x, attrs):
 def _shape(x, axes, keep_dim):
     if keep_dim:
         return tuple(1 if i in axes else d for i, d in enumerate(x.shape))
-    return tuple(d for i, d in enumerate(x.shape) if i not in axes) or (1,)
+    return tuple(d for i, d in enumerate(x.shape) if i not in axes)
 
 
 def _numeric(fn):
@@ -95,8 +95,8 @@ SAMPLES.update({op: _sampler(op) for op in REFERENCES if op != "mean"})
 
 def mean_grad(inputs, attrs):
     x, d = np.asarray(inputs["X"]), np.asarray(inputs["Out@GRAD"])
-    if d.shape not in ((1,), ()):
-        raise ValueError(f"mean_grad: Out@GRAD must be [1], got {d.shape}")
+    if d.size != 1:
+        raise ValueError(f"mean_grad: Out@GRAD must hold one element, got {d.shape}")
     return {"X@GRAD": np.full(x.shape, f64(d).reshape(-1)[0] / max(x.size, 1)).astype(x.dtype)}
 
 
@@ -117,7 +117,8 @@ def _reduce_grad(op):
         x, d = f64(inputs["X"]), np.asarray(inputs["Out@GRAD"])
         axes = _axes(x, attrs)
         shape = _shape(x, axes, attrs.get("keep_dim", False))
-        if d.shape != shape:
+        # A 0-D Out's gradient may come as one element of another rank ([1] in Fluid).
+        if d.shape != shape and not (shape == () and d.size == 1):
             raise ValueError(f"{op}_grad: Out@GRAD {d.shape} is not Out's {shape}")
         keep = tuple(1 if i in axes else n for i, n in enumerate(x.shape))
         g = f64(d).reshape(keep)
@@ -129,7 +130,7 @@ def _reduce_grad(op):
                                     x.shape)
             elif op in ("reduce_max", "reduce_min"):
                 out = f64(inputs["Out"])
-                if out.shape != shape:
+                if out.shape != shape and not (shape == () and out.size == 1):
                     raise ValueError(f"{op}_grad: Out {out.shape} is not {shape}")
                 out = out.reshape(keep)
                 hit = (x == out) | (np.isnan(x) & np.isnan(out))
@@ -142,7 +143,7 @@ def _reduce_grad(op):
 
 def sample_mean_grad(rng, dtype):
     inputs, attrs = sample_mean(rng, dtype)
-    inputs["Out@GRAD"] = rng.standard_normal((1,)).astype(dtype)
+    inputs["Out@GRAD"] = np.asarray(rng.standard_normal(), dtype=dtype)
     return inputs, attrs
 
 

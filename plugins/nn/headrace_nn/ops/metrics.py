@@ -36,9 +36,10 @@ def _infer_accuracy(ctx):
         ctx.fail(f"{describe('Out', out)} has {n} rows but {describe('Label', label)} has "
                  f"{label.shape[0]}", expected=f"Label shape [{n}, 1]",
                  found=f"Label{list(label.shape)}")
-    ctx.set_output("Accuracy", [1], "float32")
-    ctx.set_output("Correct", [1], "int32")
-    ctx.set_output("Total", [1], "int32")
+    # 0-D, as Paddle 3 declares them (Fluid wrote [1]: the same one number).
+    ctx.set_output("Accuracy", [], "float32")
+    ctx.set_output("Correct", [], "int32")
+    ctx.set_output("Total", [], "int32")
 
 
 top_k = OpDef(
@@ -64,10 +65,10 @@ accuracy = OpDef(
     inputs=[In("Out", "top-k values [N, k] (only the shape is used)", dtypes=FLOATS),
             In("Indices", "int64 top-k class ids [N, k]", dtypes=("int64",)),
             In("Label", "int64 true class ids [N, 1]", dtypes=("int64",))],
-    outputs=[Out("Accuracy", "float32 [1]: Correct / Total", dtypes=("float32",)),
-             Out("Correct", "int32 [1]: rows whose label is among their k ids",
+    outputs=[Out("Accuracy", "float32 0-D: Correct / Total", dtypes=("float32",)),
+             Out("Correct", "int32 0-D: rows whose label is among their k ids",
                  dtypes=("int32",)),
-             Out("Total", "int32 [1]: N", dtypes=("int32",))],
+             Out("Total", "int32 0-D: N", dtypes=("int32",))],
     infer=_infer_accuracy,
     differentiable=False,
     doc="Top-k accuracy: a row is correct when Label[i] is in Indices[i, :].",

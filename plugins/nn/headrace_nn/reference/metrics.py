@@ -34,8 +34,8 @@ def accuracy(inputs, attrs):
     idx, label = inputs["Indices"], inputs["Label"]
     n = idx.shape[0]
     correct = int((idx == label.reshape(n, 1)).any(axis=1).sum())
-    return {"Accuracy": np.array([correct / n if n else 0.0], np.float32),
-            "Correct": np.array([correct], np.int32), "Total": np.array([n], np.int32)}
+    return {"Accuracy": np.array(correct / n if n else 0.0, np.float32),
+            "Correct": np.array(correct, np.int32), "Total": np.array(n, np.int32)}
 
 
 def sample_top_k(rng, dtype):

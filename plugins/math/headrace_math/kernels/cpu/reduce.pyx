@@ -234,8 +234,8 @@ cdef class Reduce:
         if self.keep_dim:
             shape = tuple([1 if reduced[k] else dims[k] for k in range(nd)])
         else:
-            # Fluid's scalar is [1]; keep_dim on a 0-D X keeps it 0-D.
-            shape = tuple([dims[k] for k in range(nd) if not reduced[k]]) or (1,)
+            # Nothing left is 0-D (Paddle 3; Fluid programs declare [1]).
+            shape = tuple([dims[k] for k in range(nd) if not reduced[k]])
         # Runs of alike dims, size-1 dims dropped: [size, reduced] pairs.
         runs = []
         for k in range(nd):
@@ -436,13 +436,12 @@ cdef class ReduceGrad(Reduce):
     """<reduce>_grad and mean_grad: (X, Out@GRAD) -> (X@GRAD,), or (X, Out, Out@GRAD) for
     reduce_max/_min. X@GRAD has X's shape and dtype; an Out@GRAD of another float dtype (the
     forward's out_dtype) is cast to X's first."""
-    cdef bint reads_out, whole
+    cdef bint reads_out
     cdef object _out       # the last X@GRAD, reused when nothing else holds it (recycled)
 
     def __init__(self, int code, str name, dict attrs):
         Reduce.__init__(self, code, name, attrs)
         self.reads_out = code == MAX or code == MIN
-        self.whole = name == "mean_grad"
 
     def __call__(self, x, second, third=None):
         if self.reads_out and third is None:
@@ -462,11 +461,12 @@ cdef class ReduceGrad(Reduce):
             cached = self.cached = (dims, self._plan(dims))
         shape, outer_, R_, inner_, transpose, red = cached[1]
         gshape = shape_of(g)
-        # mean's Out@GRAD is [1] (Fluid) or [] (a Paddle 3 0-D loss).
-        if gshape != shape and not (self.whole and gshape == ()):
+        # A 0-D Out's gradient may come as one element of another rank ([1] in Fluid).
+        if gshape != shape and not (shape == () and cnp.PyArray_SIZE(g) == 1):
             raise ValueError(f"{self.name}: Out@GRAD has shape {list(gshape)}, expected "
                              f"Out's {list(shape)} for X{list(dims)}")
-        if self.reads_out and shape_of(o) != shape:
+        if self.reads_out and shape_of(o) != shape and not (
+                shape == () and cnp.PyArray_SIZE(o) == 1):
             raise ValueError(f"{self.name}: Out has shape {list(shape_of(o))}, expected "
                              f"{list(shape)} for X{list(dims)}")
         cdef Py_ssize_t outer = outer_, R = R_, inner = inner_

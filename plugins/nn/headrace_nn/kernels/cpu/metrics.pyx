@@ -166,8 +166,8 @@ cdef class Accuracy:
                         correct += 1
                         break
         # No rows: accuracy 0 rather than 0/0.
-        acc = np.array([<double>correct / N if N else 0.0], dtype=np.float32)
-        return (acc, np.array([correct], dtype=np.int32), np.array([N], dtype=np.int32))
+        acc = np.array(<double>correct / N if N else 0.0, dtype=np.float32)
+        return (acc, np.array(correct, dtype=np.int32), np.array(N, dtype=np.int32))
 
 
 KERNELS = [("top_k", TopK, ("float32", "float64", "int32", "int64")),
