@@ -78,8 +78,9 @@ def mm(request, infer):
     ([3, 2], [3, 4], True, False, (2, 4)),
     ([2, 3], [4, 3], False, True, (2, 4)),
     ([3, 2], [4, 3], True, True, (2, 4)),
-    # 1-D operands follow NumPy: the added dim is dropped again; vector . vector is [1].
-    ([3], [3], False, False, (1,)),
+    # 1-D operands follow NumPy: the added dim is dropped again; vector . vector is 0-D
+    # (Paddle 3; the Fluid op set wrote [1]).
+    ([3], [3], False, False, ()),
     ([3], [3, 4], False, False, (4,)),
     ([2, 3], [3], False, False, (2,)),
     ([5, 2, 3], [3], False, False, (5, 2)),
@@ -98,7 +99,7 @@ def mm(request, infer):
     ([-1, 3], [3, -1], False, False, (-1, -1)),
     ([-1, 2, 3], [4, 3, 5], False, False, (4, 2, 5)),
     ([-1, 2, 3], [1, 3, 5], False, False, (-1, 2, 5)),
-    ([-1], [-1], False, False, (1,)),
+    ([-1], [-1], False, False, ()),
 ])
 def test_matmul_shapes(mm, x, y, tx, ty, out):
     assert mm(x, y, tx, ty) == (out, F32)
@@ -383,7 +384,7 @@ MATMUL_GRAD_SHAPES = [
     ((3, 4), (4, 5)),
     ((4,), (4, 5)),             # 1-D X: a row vector
     ((3, 4), (4,)),             # 1-D Y: a column vector
-    ((4,), (4,)),               # vector . vector -> [1]
+    ((4,), (4,)),               # vector . vector -> 0-D
     ((2, 3, 4), (4, 5)),        # Y broadcast over X's batch (one GEMM per gradient)
     ((3, 4), (2, 4, 5)),        # X broadcast over Y's batch (summed)
     ((2, 1, 3, 4), (3, 4, 2)),  # batch dims broadcast on both sides
@@ -512,3 +513,15 @@ def test_mul_grad_shape_rule(infer):
     assert infer("mul_grad", ins, out="Y@GRAD") == ((12, 5), F32)
     with pytest.raises(ShapeError, match=r"Out@GRAD \(out@grad_0\) must have the shape"):
         infer("mul_grad", dict(ins, **{"Out@GRAD": t([-1, 3, 5])}), out="X@GRAD")
+
+
+@pytest.mark.parametrize("op", ["matmul", "matmul_v2"])
+@pytest.mark.parametrize("g_shape", [(), (1,)])
+def test_vector_dot_vector_is_0d_and_takes_a_one_element_gradient(op, g_shape, make_kernel):
+    # Paddle 3 gives a 0-D Out; a Fluid program declares [1]: either gradient is the number.
+    x, y = _rand((4,), seed=1), _rand((4,), seed=2)
+    (out,) = make_kernel(op)(x, y)
+    assert out.shape == () and out == pytest.approx(x @ y, rel=1e-12)
+    dx, dy = make_kernel(op + "_grad")(x, y, np.full(g_shape, 2.0))
+    np.testing.assert_allclose(dx, 2 * y, rtol=1e-12)
+    np.testing.assert_allclose(dy, 2 * x, rtol=1e-12)

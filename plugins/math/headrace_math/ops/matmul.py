@@ -81,8 +81,8 @@ def _matmul_shape(ctx, x, y, trans_x, trans_y, tx_name, ty_name):
     batch = broadcast_shapes(ctx, xs[:-2], ys[:-2], f"X ({x.name}) batch dims",
                              f"Y ({y.name}) batch dims")
     out = batch + ([] if x_vec else [m]) + ([] if y_vec else [n])
-    # vector . vector is a scalar: [1] in the Fluid op set (Paddle >= 2.5 writes []).
-    return out or [1]
+    # vector . vector is 0-D, as in NumPy and Paddle 3 (the Fluid op set wrote [1]).
+    return out
 
 
 def _matmul_infer(tx_attr, ty_attr):
@@ -97,7 +97,7 @@ def _matmul_infer(tx_attr, ty_attr):
 _MATMUL_DOC = ("NumPy matmul of X and Y: the last two dims multiply as matrices (after the "
                "optional transposes), leading batch dims broadcast; a 1-D X is a row vector "
                "and a 1-D Y a column vector whose extra dim is dropped from Out (the "
-               "transpose flag of a 1-D operand is ignored); vector . vector gives [1].")
+               "transpose flag of a 1-D operand is ignored); vector . vector gives a 0-D Out.")
 
 matmul = OpDef(
     "matmul",
@@ -132,7 +132,10 @@ matmul_v2 = OpDef(
 
 def _expect_out_grad(ctx, shape, dtype):
     d = ctx.input("Out@GRAD")
-    if len(d.shape) != len(shape) or not all(dim_eq(a, b) for a, b in zip(d.shape, shape)):
+    # A 0-D Out's gradient may come as one element of another rank ([1] in Fluid).
+    scalar = not shape and all(dim_eq(k, 1) for k in d.shape)
+    if not scalar and (len(d.shape) != len(shape)
+                       or not all(dim_eq(a, b) for a, b in zip(d.shape, shape))):
         ctx.fail(f"{label(d, 'Out@GRAD')} must have the shape of the forward Out",
                  expected=f"shape {list(shape)}", found=f"shape {list(d.shape)}")
     if d.dtype is not None and dtype is not None and d.dtype != dtype:

@@ -18,7 +18,7 @@ def _matmul(x, y, tx, ty, alpha):
     a = np.swapaxes(f64(x), -1, -2) if tx and x.ndim > 1 else f64(x)
     b = np.swapaxes(f64(y), -1, -2) if ty and y.ndim > 1 else f64(y)
     out = np.matmul(a, b) * alpha
-    return like(np.reshape(out, np.shape(out) or (1,)), x)   # vector . vector is [1]
+    return like(np.asarray(out), x)     # vector . vector is 0-D (Paddle 3)
 
 
 def matmul(inputs, attrs):
@@ -78,7 +78,8 @@ def _sum_to(g, shape):
 def _matmul_grad(x, y, d, tx, ty, alpha):
     x, y, d = np.asarray(x), np.asarray(y), np.asarray(d)
     expected = _matmul(x, y, tx, ty, alpha).shape
-    if d.shape != expected:
+    # A 0-D Out's gradient may come as one element of another rank ([1] in Fluid).
+    if d.shape != expected and not (expected == () and d.size == 1):
         raise ValueError(f"Out@GRAD {d.shape} is not Out's {expected}")
     # Matrices: a 1-D X is a row [1, K], a 1-D Y a column [K, 1] (their flags ignored).
     a = f64(x)[None, :] if x.ndim == 1 else f64(x)

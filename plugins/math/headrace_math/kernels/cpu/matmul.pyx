@@ -223,7 +223,8 @@ cdef class Matmul:
             shape.append(M)
         if ny > 1:
             shape.append(N)
-        cdef cnp.ndarray out = recycled(<PyObject*>self._out, tuple(shape) if shape else (1,), t)
+        # vector . vector is 0-D (Paddle 3).
+        cdef cnp.ndarray out = recycled(<PyObject*>self._out, tuple(shape), t)
         self._out = out
         if batch == 0 or M == 0 or N == 0:
             return (out,)
@@ -484,8 +485,9 @@ cdef class MatmulGrad:
             shape.append(M)
         if ny > 1:
             shape.append(N)
-        out_shape = tuple(shape) if shape else (1,)
-        if shape_of(g) != out_shape:
+        out_shape = tuple(shape)
+        # A 0-D Out's gradient may come as one element of another rank ([1] in Fluid).
+        if shape_of(g) != out_shape and not (not shape and cnp.PyArray_SIZE(g) == 1):
             raise ValueError(f"{self.name}: Out@GRAD has shape {list(shape_of(g))}, expected "
                              f"Out's {list(out_shape)}")
         # Stacked rows: Y one matrix, X untransposed with a batch entry of its own for every
