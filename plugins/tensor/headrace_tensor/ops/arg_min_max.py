@@ -19,8 +19,9 @@ def _infer_arg(ctx):
     axis, keepdims = ctx.attr("axis"), ctx.attr("keepdims")
     code = ctx.attr("dtype")
     dtype = "int64" if code == -1 else enum_name(code)
+    # A result without dims is 0-D, as in Paddle 3 (Fluid's convention was [1]).
     if ctx.attr("flatten"):
-        shape = [1] * x.rank if keepdims else [1]
+        shape = [1] * x.rank if keepdims else []
     else:
         if x.rank == 0:
             ctx.fail(f"input 'X' ({x.name}) must have rank >= 1 unless flatten is set",
@@ -34,8 +35,6 @@ def _infer_arg(ctx):
                      expected=f"X.shape[{axis}] > 0", found=f"shape {list(x.shape)}")
         shape = [1 if k == axis else d for k, d in enumerate(x.shape)
                  if keepdims or k != axis]
-        # Fluid's convention for a result without dims (Paddle 3 writes []).
-        shape = shape or [1]
     ctx.set_output("Out", shape, dtype)
 
 

@@ -9,10 +9,10 @@ def _arg(find):
         x = data(inputs["X"])
         dtype = np.int32 if attrs["dtype"] == 2 else np.int64
         if attrs["flatten"]:
-            shape = (1,) * x.ndim if attrs["keepdims"] else (1,)
+            shape = (1,) * x.ndim if attrs["keepdims"] else ()
             return {"Out": np.full(shape, find(x.reshape(-1)), dtype)}
         out = find(x, axis=attrs["axis"], keepdims=attrs["keepdims"]).astype(dtype)
-        return {"Out": out.reshape(1) if out.ndim == 0 else out}
+        return {"Out": np.asarray(out)}
     return reference
 
 

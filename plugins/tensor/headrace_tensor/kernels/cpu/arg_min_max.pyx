@@ -31,7 +31,7 @@ cdef class _Arg:
             if a.size == 0:
                 raise ValueError(f"{self.op}: X{list(np.shape(a))} has no entries")
             k = find(a.reshape(-1))
-            shape = (1,) * a.ndim if self.keepdims else (1,)
+            shape = (1,) * a.ndim if self.keepdims else ()     # 0-D, as in Paddle 3
             return (np.full(shape, k, dtype=self.out_dtype),)
         if a.ndim == 0:
             raise ValueError(f"{self.op}: X is 0-D; set flatten to search it")
@@ -40,7 +40,7 @@ cdef class _Arg:
             raise ValueError(f"{self.op}: X{list(np.shape(a))} has no entries along axis "
                              f"{axis}")
         out = find(a, axis=axis, keepdims=bool(self.keepdims)).astype(self.out_dtype)
-        return (out.reshape(1) if out.ndim == 0 else out,)
+        return (out,)
 
 
 cdef class ArgMax(_Arg):
