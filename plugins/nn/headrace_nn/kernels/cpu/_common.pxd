@@ -4,6 +4,7 @@ cimport numpy as cnp
 from libc.math cimport exp, expf, tanh, tanhf
 from scipy.linalg.cython_blas cimport dgemm, sgemm
 from headrace.kernels.common cimport contiguous, real, shape_of
+from headrace.kernels.fastmath cimport hr_f32_sigmoid, hr_f32_tanh
 
 
 cdef inline cnp.ndarray float_array(object v, str op, str slot):
@@ -61,6 +62,24 @@ cdef inline real act(int a, real x) noexcept nogil:
     if a == 2:
         return x if x > 0 else 0
     return x
+
+
+cdef inline void act_rows(int a, real* x, Py_ssize_t n) noexcept nogil:
+    """Activation ``a`` over ``n`` contiguous values, in place. float32's sigmoid and tanh go
+    through the core's vectorized loops (fastmath.h, one clone per vector width): the
+    recurrent kernels' gates are mostly these transcendentals."""
+    cdef Py_ssize_t i
+    if real is float:
+        if a == 0:
+            hr_f32_sigmoid(x, x, n)
+            return
+        if a == 1:
+            hr_f32_tanh(x, x, n)
+            return
+    if a == 3:
+        return
+    for i in range(n):
+        x[i] = act(a, x[i])
 
 
 cdef inline real dact(int a, real y) noexcept nogil:

@@ -62,14 +62,3 @@ def derivative(code, y):
     if code == 2:
         return (y > 0).astype(y.dtype)
     return np.ones_like(y)
-
-
-def previous_rows(hb, first, alive, start):
-    """Per step-major row, the row of the step before (``start``: the initial states in rank
-    order, or None: zeros), stacked: the left operand of the weight gradient's one GEMM."""
-    d = hb.shape[1]
-    parts = [start[:alive[0]] if start is not None else np.zeros((alive[0], d), hb.dtype)] \
-        if len(alive) else []
-    for t in range(1, len(alive)):
-        parts.append(hb[first[t - 1]:first[t - 1] + alive[t]])
-    return np.concatenate(parts) if parts else np.zeros((0, d), hb.dtype)

@@ -1,23 +1,31 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""lstm and lstm_grad: the whole time loop in one kernel.
+"""lstm and lstm_grad: the whole time loop in one kernel, in C without the GIL.
 
-The sequences are ranked by length, longest first, and their rows gathered step-major (step t
-holds one row per sequence longer than t, in rank order), so each step is a prefix of the
-previous one: one recurrent GEMM per step through BLAS over the running sequences, then the
-gates with NumPy's vectorized loops on the step's block (the transcendental functions are most
-of a cell's work). The gradient walks the steps back the same way, and the weight gradient is
-one GEMM over all steps at the end. The step-major activated gates (BatchGate) and cells
+The sequences are ranked by length, longest first, and each step is the prefix of the ranking
+still running, so a step is one recurrent GEMM through BLAS over a contiguous block: the
+step-major BatchGate rows (Input's rows gathered with the bias just before, while the block is
+in cache), then the cells row by row (float32 sigmoid/tanh from the core's vectorized
+fastmath). h and c go straight to their Input-order rows of Hidden and Cell; the next step
+reads h from a small rank-order buffer. The step-major activated gates (BatchGate) and cells
 (BatchCellPreAct) are what the forward pass keeps for the gradient.
+
+The gradient walks the steps back the same way: the step's gate gradients into a rank-order
+buffer, one GEMM for dh of the step before, the rows copied to Input@GRAD (Input's order) and
+summed into the bias gradient. The weight gradient is then one GEMM over all rows at once,
+from Hidden and Input@GRAD as they lie: in Input's order the step before a row is the row
+before it (after it, reversed), so Hidden[:-1]^T dX[1:] is every step's product but the pairs
+that straddle two sequences; a small GEMM takes those out and adds H0's.
 """
 cimport numpy as cnp
+from libc.string cimport memcpy, memset
 from headrace.kernels.common cimport real
-from ._common cimport dact, mm
+from ._common cimport act_rows, dact, gemm, mm
 
 import numpy as np
 
 from headrace.runtime.tensor import Tensor
 
-from ._rnn import ACTIVATIONS, activate, checked as _checked, derivative, layout, previous_rows
+from ._rnn import ACTIVATIONS, checked as _checked, layout
 
 cnp.import_array()
 
@@ -39,140 +47,140 @@ def _operands(op, x, h0, c0, weight, bias, bint peep, bint reverse):
               for v, slot in ((h0, "H0"), (c0, "C0"))]
     if (states[0] is None) != (states[1] is None):
         raise ValueError(f"{op}: H0 and C0 are given together or not at all")
-    return data, rows, d, order, alive, first, idx, w, b, states[0], states[1]
+    return (np.ascontiguousarray(data), rows, d, order, alive, first,
+            np.ascontiguousarray(idx, np.int64), w, b, states[0], states[1])
 
 
-def _forward(gates, hb, cb, h0r, c0r, w, b, alive, first, int d, bint peep, int ag, int ac,
-             int ah):
-    cdef Py_ssize_t t, s, n
+cdef void _forward(const real* x, const cnp.int64_t* idx, const real* bias, const real* peep,
+                   const real* w, const real* h0, const real* c0, real* gates, real* cb,
+                   real* hidden, real* cell, real* hbuf, Py_ssize_t hstride,
+                   const cnp.int64_t* alive, const cnp.int64_t* first, Py_ssize_t steps,
+                   int d, int ag, int ac, int ah) noexcept nogil:
+    """``hbuf``: two [sequences, d] blocks (``hstride`` apart), this step's h and the last's;
+    ``c0``/``h0``: rank order, or NULL (zeros); ``peep``: {W_ic, W_fc, W_oc} or NULL."""
+    cdef Py_ssize_t t, r, j, s, n, row
     cdef int d2 = 2 * d, d3 = 3 * d, d4 = 4 * d
-    gates += b[:d4]
-    if peep:
-        w_ic, w_fc, w_oc = b[d4:d4 + d], b[d4 + d:d4 + d2], b[d4 + d2:]
-    for t in range(len(alive)):
+    cdef const real* ph
+    cdef const real* pc
+    cdef const real* src
+    cdef real* g
+    cdef real* c
+    cdef real* h
+    for t in range(steps):
         s, n = first[t], alive[t]
-        if t == 0:
-            ph, pc = h0r, c0r
-        else:
-            ph, pc = hb[first[t - 1]:first[t - 1] + n], cb[first[t - 1]:first[t - 1] + n]
-        g = gates[s:s + n]
-        if ph is not None:
-            mm(ph[:n], w, g, False, False, 1)
-        cand, i, f, o = g[:, :d], g[:, d:d2], g[:, d2:d3], g[:, d3:]
-        if peep and pc is not None:
-            i += w_ic * pc[:n]
-            f += w_fc * pc[:n]
-        activate(ac, cand)
-        activate(ag, i)
-        activate(ag, f)
-        c = cb[s:s + n]
-        np.multiply(i, cand, out=c)
-        if pc is not None:
-            c += f * pc[:n]
-        if peep:
-            o += w_oc * c
-        activate(ag, o)
-        h = hb[s:s + n]
-        np.copyto(h, c)
-        activate(ah, h)
-        h *= o
+        ph = h0 if t == 0 else hbuf + ((t - 1) % 2) * hstride
+        pc = c0 if t == 0 else cb + first[t - 1] * d
+        # Input's rows of the step with the bias, then + h' W: the block stays in cache.
+        for r in range(n):
+            src = x + idx[s + r] * d4
+            g = gates + (s + r) * d4
+            for j in range(d4):
+                g[j] = src[j] + bias[j]
+        if ph != NULL:
+            gemm(False, False, <int>n, d4, d, ph, d, w, d4, 1, gates + s * d4, d4)
+        for r in range(n):
+            g = gates + (s + r) * d4   # [candidate, input, forget, output]
+            c = cb + (s + r) * d
+            h = hbuf + (t % 2) * hstride + r * d
+            if peep != NULL and pc != NULL:
+                for j in range(d):
+                    g[d + j] += peep[j] * pc[r * d + j]
+                    g[d2 + j] += peep[d + j] * pc[r * d + j]
+            act_rows(ac, g, d)
+            act_rows(ag, g + d, d2 if peep != NULL else d3)
+            if pc != NULL:
+                for j in range(d):
+                    c[j] = g[d + j] * g[j] + g[d2 + j] * pc[r * d + j]
+            else:
+                for j in range(d):
+                    c[j] = g[d + j] * g[j]
+            if peep != NULL:
+                for j in range(d):
+                    g[d3 + j] += peep[d2 + j] * c[j]
+                act_rows(ag, g + d3, d)
+            memcpy(h, c, d * sizeof(real))
+            act_rows(ah, h, d)
+            for j in range(d):
+                h[j] *= g[d3 + j]
+            row = idx[s + r]
+            memcpy(hidden + row * d, h, d * sizeof(real))
+            memcpy(cell + row * d, c, d * sizeof(real))
 
 
-cdef void _cell_grads(const real* g, const real* c, const real* ahc, const real* pc,
-                      const real* dhb, const real* dcb, real* dh, real* dc, real* e,
-                      const real* peep_w, real* dpeep, Py_ssize_t n, int d, int ag, int ac,
-                      int ah) noexcept nogil:
-    """One step's gate gradients (into e) and the cell gradient of the step before (into dc),
-    from dh/dc after the step; derivatives from the kept activations, no transcendentals."""
-    cdef Py_ssize_t r, j, k
+cdef void _backward(const real* gates, const real* cb, const real* dhid, const real* dcell,
+                    const cnp.int64_t* idx, const real* w, const real* peep, const real* c0,
+                    bint want_dh0, real* dx, real* e, real* dh, real* dc, real* ahc,
+                    real* db, real* dpeep, const cnp.int64_t* alive,
+                    const cnp.int64_t* first, Py_ssize_t steps, int d, int ag, int ac,
+                    int ah) noexcept nogil:
+    """Back through the steps: ``dh``/``dc`` (rank order) carry the gradients of the step
+    after into the one before; ``e`` holds one step's gate gradients; ``c0``: rank order, or
+    zeros. Writes every row of ``dx`` and sums into ``db`` and ``dpeep``."""
+    cdef Py_ssize_t t, r, j, s, n, row, prev_n
     cdef int d2 = 2 * d, d3 = 3 * d, d4 = 4 * d
-    cdef real h_g, cand, i, f, o, cp, dgo, dgi, dgf, dcc, dhh
-    for r in range(n):
-        for j in range(d):
-            k = r * d + j
-            cand, i, f, o = g[r * d4 + j], g[r * d4 + d + j], g[r * d4 + d2 + j], \
-                g[r * d4 + d3 + j]
-            dhh = dh[k] + (dhb[k] if dhb != NULL else 0)
-            dgo = dhh * ahc[k] * dact(ag, o)
-            dcc = dc[k] + dhh * o * dact(ah, ahc[k]) + (dcb[k] if dcb != NULL else 0)
-            if peep_w != NULL:
-                dcc = dcc + dgo * peep_w[d2 + j]
-                dpeep[d2 + j] += dgo * c[k]
-            cp = pc[k] if pc != NULL else 0
-            dgi = dcc * cand * dact(ag, i)
-            dgf = dcc * cp * dact(ag, f)
-            e[r * d4 + j] = dcc * i * dact(ac, cand)
-            e[r * d4 + d + j], e[r * d4 + d2 + j], e[r * d4 + d3 + j] = dgi, dgf, dgo
-            dcc = dcc * f
-            if peep_w != NULL:
-                dcc = dcc + dgi * peep_w[j] + dgf * peep_w[d + j]
-                dpeep[j] += dgi * cp
-                dpeep[d + j] += dgf * cp
-            dc[k] = dcc
-
-
-cdef _step_grads(real[:, ::1] g, real[:, ::1] c, real[:, ::1] ahc, pc, dhb, dcb,
-                 real[:, ::1] dh, real[:, ::1] dc, real[:, ::1] e, peep_w, real[::1] dpeep,
-                 Py_ssize_t n, int d, int ag, int ac, int ah):
-    cdef real[:, ::1] v
-    cdef real[::1] pw
-    cdef const real* ppc = NULL
-    cdef const real* pdh = NULL
-    cdef const real* pdc = NULL
-    cdef const real* ppw = NULL
-    if n == 0:
-        return
-    if pc is not None:
-        v = pc
-        ppc = &v[0, 0]
-    if dhb is not None:
-        v = dhb
-        pdh = &v[0, 0]
-    if dcb is not None:
-        v = dcb
-        pdc = &v[0, 0]
-    if peep_w is not None:
-        pw = peep_w
-        ppw = &pw[0]
-    with nogil:
-        _cell_grads(&g[0, 0], &c[0, 0], &ahc[0, 0], ppc, pdh, pdc, &dh[0, 0], &dc[0, 0],
-                    &e[0, 0], ppw, &dpeep[0], n, d, ag, ac, ah)
-
-
-def _backward(gates, hb, cb, dhb, dcb, h0r, c0r, w, b, dg, alive, first, int d, bint peep,
-              int ag, int ac, int ah, Py_ssize_t n_seq):
-    """dg (the gates' pre-activation gradients, step-major), and the gradients of the initial
-    states and of the peephole weights."""
-    cdef Py_ssize_t t, s, n, prev_n
-    dtype = gates.dtype
-    dh_next = np.zeros((max(n_seq, 1), d), dtype)  # rank order, every sequence
-    dc_next = np.zeros_like(dh_next)
-    dpeep = np.zeros(3 * d, dtype)
-    ahc = np.empty_like(dh_next)
-    peep_w = np.ascontiguousarray(b[4 * d:]) if peep else None
-    for t in range(len(alive) - 1, -1, -1):
+    cdef const real* g
+    cdef const real* c
+    cdef const real* pc
+    cdef const real* a
+    cdef real* er
+    cdef real* dhr
+    cdef real* dcr
+    cdef real cand, i, f, o, cp, dgo, dgi, dgf, dcc, dhh
+    for t in range(steps - 1, -1, -1):
         s, n = first[t], alive[t]
-        pc = (c0r[:n] if c0r is not None else None) if t == 0 else \
-            cb[first[t - 1]:first[t - 1] + n]
-        a = ahc[:n]
-        np.copyto(a, cb[s:s + n])
-        activate(ah, a)
-        e = dg[s:s + n]
-        if dtype == np.float32:
-            _step_grads[float](gates[s:s + n], cb[s:s + n], a, pc,
-                               None if dhb is None else dhb[s:s + n],
-                               None if dcb is None else dcb[s:s + n], dh_next[:n],
-                               dc_next[:n], e, peep_w, dpeep, n, d, ag, ac, ah)
-        else:
-            _step_grads[double](gates[s:s + n], cb[s:s + n], a, pc,
-                                None if dhb is None else dhb[s:s + n],
-                                None if dcb is None else dcb[s:s + n], dh_next[:n],
-                                dc_next[:n], e, peep_w, dpeep, n, d, ag, ac, ah)
-        mm(e, w, dh_next[:n], False, True, 0)
+        pc = c0 if t == 0 else cb + first[t - 1] * d
+        memcpy(ahc, cb + s * d, n * d * sizeof(real))
+        act_rows(ah, ahc, n * d)
+        for r in range(n):
+            g, c, a = gates + (s + r) * d4, cb + (s + r) * d, ahc + r * d
+            er, dhr, dcr = e + r * d4, dh + r * d, dc + r * d
+            row = idx[s + r]
+            # The gradients from this step's own outputs join those from the step after.
+            if dhid != NULL:
+                for j in range(d):
+                    dhr[j] += dhid[row * d + j]
+            if dcell != NULL:
+                for j in range(d):
+                    dcr[j] += dcell[row * d + j]
+            if peep == NULL:
+                for j in range(d):
+                    cand, i, f, o = g[j], g[d + j], g[d2 + j], g[d3 + j]
+                    dhh, cp = dhr[j], pc[r * d + j]
+                    dgo = dhh * a[j] * dact(ag, o)
+                    dcc = dcr[j] + dhh * o * dact(ah, a[j])
+                    dgi = dcc * cand * dact(ag, i)
+                    dgf = dcc * cp * dact(ag, f)
+                    er[j] = dcc * i * dact(ac, cand)
+                    er[d + j], er[d2 + j], er[d3 + j] = dgi, dgf, dgo
+                    dcr[j] = dcc * f
+            else:
+                for j in range(d):
+                    cand, i, f, o = g[j], g[d + j], g[d2 + j], g[d3 + j]
+                    dhh, cp = dhr[j], pc[r * d + j]
+                    dgo = dhh * a[j] * dact(ag, o)
+                    dcc = dcr[j] + dhh * o * dact(ah, a[j]) + dgo * peep[d2 + j]
+                    dgi = dcc * cand * dact(ag, i)
+                    dgf = dcc * cp * dact(ag, f)
+                    er[j] = dcc * i * dact(ac, cand)
+                    er[d + j], er[d2 + j], er[d3 + j] = dgi, dgf, dgo
+                    dcr[j] = dcc * f + dgi * peep[j] + dgf * peep[d + j]
+                    dpeep[j] += dgi * cp
+                    dpeep[d + j] += dgf * cp
+                    dpeep[d2 + j] += dgo * c[j]
+            for j in range(d4):
+                db[j] += er[j]
+            memcpy(dx + row * d4, er, d4 * sizeof(real))
+        if t > 0 or want_dh0:
+            gemm(False, True, <int>n, d, d4, e, d4, w, d4, 0, dh, d)
+        # Sequences that end at the step before start from zero gradients.
         prev_n = alive[t - 1] if t > 0 else n
-        dh_next[n:prev_n] = 0
-        dc_next[n:prev_n] = 0
-    return dh_next, dc_next, dpeep
+        if prev_n > n:
+            memset(dh + n * d, 0, (prev_n - n) * d * sizeof(real))
+            memset(dc + n * d, 0, (prev_n - n) * d * sizeof(real))
+
+
+cdef inline void* _ptr(a):
+    return NULL if a is None else cnp.PyArray_DATA(<cnp.ndarray>a)
 
 
 cdef class _Options:
@@ -192,16 +200,63 @@ cdef class LSTM(_Options):
     def __call__(self, x, h0, c0, weight, bias):
         data, rows, d, order, alive, first, idx, w, b, h0r, c0r = _operands(
             "lstm", x, h0, c0, weight, bias, self.peep, self.reverse)
-        gates = np.ascontiguousarray(data[idx])
-        hb = np.empty((len(idx), d), data.dtype)
-        cb = np.empty((len(idx), d), data.dtype)
-        _forward(gates, hb, cb, h0r, c0r, w, b, alive, first, d, self.peep, self.ag, self.ac,
-                 self.ah)
-        hidden = np.empty((rows, d), data.dtype)
-        cell = np.empty((rows, d), data.dtype)
-        hidden[idx] = hb
-        cell[idx] = cb
+        dtype, n_seq, total = data.dtype, len(order), len(idx)
+        gates = np.empty((total, 4 * d), dtype)
+        cb = np.empty((total, d), dtype)
+        hidden = np.empty((rows, d), dtype)
+        cell = np.empty((rows, d), dtype)
+        hbuf = np.empty((2, max(n_seq, 1), d), dtype)
+        peep = b[4 * d:] if self.peep else None
+        cdef void* args[11]
+        cdef cnp.int64_t* pa = <cnp.int64_t*>_ptr(alive)
+        cdef cnp.int64_t* pf = <cnp.int64_t*>_ptr(first)
+        cdef cnp.int64_t* pi = <cnp.int64_t*>_ptr(idx)
+        cdef Py_ssize_t steps = len(alive), hstride = max(n_seq, 1) * d
+        cdef int dd = d
+        for k, v in enumerate((data, b, peep, w, h0r, c0r, gates, cb, hidden, cell, hbuf)):
+            args[k] = _ptr(v)
+        if total == 0:
+            pass
+        elif dtype == np.float32:
+            with nogil:
+                _forward[float](<float*>args[0], pi, <float*>args[1], <float*>args[2],
+                                <float*>args[3], <float*>args[4], <float*>args[5],
+                                <float*>args[6], <float*>args[7], <float*>args[8],
+                                <float*>args[9], <float*>args[10], hstride, pa, pf, steps,
+                                dd, self.ag, self.ac, self.ah)
+        else:
+            with nogil:
+                _forward[double](<double*>args[0], pi, <double*>args[1], <double*>args[2],
+                                 <double*>args[3], <double*>args[4], <double*>args[5],
+                                 <double*>args[6], <double*>args[7], <double*>args[8],
+                                 <double*>args[9], <double*>args[10], hstride, pa, pf, steps,
+                                 dd, self.ag, self.ac, self.ah)
         return Tensor(hidden, x.lod), Tensor(cell, x.lod), gates, cb
+
+
+def _weight_grad(hidden, dx, h0, lod, bint reverse):
+    """dW = sum over rows of h(step before)^T dgates: one GEMM over Input's order (the step
+    before a row is the row before it, or after it reversed), less the pairs that straddle two
+    sequences, plus H0's (``h0`` in sequence order, or None) products with the first steps."""
+    rows, d = hidden.shape
+    dw = np.zeros((d, dx.shape[1]), dx.dtype)
+    if rows > 1:
+        if reverse:
+            mm(hidden[1:rows], dx[:rows - 1], dw, True, False, 0)
+        else:
+            mm(hidden[:rows - 1], dx[1:rows], dw, True, False, 0)
+    offsets = np.asarray(lod[len(lod) - 1], np.int64)
+    nonempty = offsets[1:] > offsets[:len(offsets) - 1]
+    firsts = (offsets[1:] - 1 if reverse else offsets[:len(offsets) - 1])[nonempty]
+    # First steps whose neighbour in that pairing is the last step of another sequence.
+    wrong = firsts[firsts < rows - 1] if reverse else firsts[firsts > 0]
+    left = [-hidden[wrong + 1 if reverse else wrong - 1]]
+    right = [dx[wrong]]
+    if h0 is not None:
+        left.append(h0[nonempty])
+        right.append(dx[firsts])
+    mm(np.concatenate(left), np.concatenate(right), dw, True, False, 1)
+    return dw
 
 
 cdef class LSTMGrad(_Options):
@@ -214,27 +269,57 @@ cdef class LSTMGrad(_Options):
         dtype, n_seq, total = data.dtype, len(order), len(idx)
         gates = _checked(batch_gate, dtype, (total, 4 * d), op, "BatchGate")
         cb = _checked(batch_cell, dtype, (total, d), op, "BatchCellPreAct")
-        hb = np.ascontiguousarray(_checked(hidden, dtype, (rows, d), op, "Hidden")[idx])
-        dhb, dcb = (None if g is None or g.data is None else
-                    np.ascontiguousarray(_checked(g, dtype, (rows, d), op, slot)[idx])
-                    for g, slot in ((dhidden, "Hidden@GRAD"), (dcell, "Cell@GRAD")))
-        dg = np.empty((total, 4 * d), dtype)
-        dh_next, dc_next, dpeep = _backward(gates, hb, cb, dhb, dcb, h0r, c0r, w, b, dg, alive,
-                                            first, d, self.peep, self.ag, self.ac, self.ah,
-                                            n_seq)
-        dw = np.zeros((d, 4 * d), dtype)
-        mm(previous_rows(hb, first, alive, h0r), dg, dw, True, False, 0)  # one GEMM, all steps
+        hid = _checked(hidden, dtype, (rows, d), op, "Hidden")
+        dhid, dcel = (None if g is None or g.data is None else
+                      _checked(g, dtype, (rows, d), op, slot)
+                      for g, slot in ((dhidden, "Hidden@GRAD"), (dcell, "Cell@GRAD")))
+        m = max(n_seq, 1)
         dx = np.empty((rows, 4 * d), dtype)
-        dx[idx] = dg
-        db = dg.sum(axis=0)
+        e = np.empty((m, 4 * d), dtype)
+        dh, dc = np.zeros((m, d), dtype), np.zeros((m, d), dtype)
+        ahc = np.empty((m, d), dtype)
+        db = np.zeros(4 * d, dtype)
+        dpeep = np.zeros(3 * d, dtype)
+        c0z = c0r if c0r is not None else np.zeros((m, d), dtype)
+        peep = b[4 * d:] if self.peep else None
+        cdef void* args[14]
+        cdef cnp.int64_t* pa = <cnp.int64_t*>_ptr(alive)
+        cdef cnp.int64_t* pf = <cnp.int64_t*>_ptr(first)
+        cdef cnp.int64_t* pi = <cnp.int64_t*>_ptr(idx)
+        cdef Py_ssize_t steps = len(alive)
+        cdef int dd = d
+        cdef bint want = h0r is not None
+        for k, v in enumerate((gates, cb, dhid, dcel, w, peep, c0z, dx, e, dh, dc, ahc, db,
+                               dpeep)):
+            args[k] = _ptr(v)
+        if total == 0:
+            pass
+        elif dtype == np.float32:
+            with nogil:
+                _backward[float](<float*>args[0], <float*>args[1], <float*>args[2],
+                                 <float*>args[3], pi, <float*>args[4], <float*>args[5],
+                                 <float*>args[6], want, <float*>args[7], <float*>args[8],
+                                 <float*>args[9], <float*>args[10], <float*>args[11],
+                                 <float*>args[12], <float*>args[13], pa, pf, steps, dd,
+                                 self.ag, self.ac, self.ah)
+        else:
+            with nogil:
+                _backward[double](<double*>args[0], <double*>args[1], <double*>args[2],
+                                  <double*>args[3], pi, <double*>args[4], <double*>args[5],
+                                  <double*>args[6], want, <double*>args[7], <double*>args[8],
+                                  <double*>args[9], <double*>args[10], <double*>args[11],
+                                  <double*>args[12], <double*>args[13], pa, pf, steps, dd,
+                                  self.ag, self.ac, self.ah)
+        h0s = None if h0 is None else _checked(h0, dtype, (n_seq, d), op, "H0")
+        dw = _weight_grad(hid, dx, h0s, x.lod, self.reverse)
         if self.peep:
             db = np.concatenate([db, dpeep])
         dh0 = dc0 = None
         if h0 is not None:
             dh0 = np.zeros((n_seq, d), dtype)
             dc0 = np.zeros((n_seq, d), dtype)
-            dh0[order] = dh_next[:n_seq]
-            dc0[order] = dc_next[:n_seq]
+            dh0[order] = dh[:n_seq]
+            dc0[order] = dc[:n_seq]
         return (Tensor(dx, x.lod), dh0, dc0, dw, db.reshape(1, -1))
 
 
