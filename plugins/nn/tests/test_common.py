@@ -10,7 +10,7 @@ NN_OPS = {
     "top_k", "conv2d", "pool2d", "batch_norm", "dropout", "lookup_table", "lookup_table_v2",
     "sequence_pool", "lstm", "gru", "layer_norm", "sequence_reverse", "sequence_softmax",
     "sequence_mask", "sequence_expand", "sequence_pad", "sequence_unpad", "sequence_expand_as",
-    "norm", "group_norm", "instance_norm", "lstm_unit", "gru_unit", "sequence_slice",
+    "norm", "group_norm", "instance_norm", "lstm_unit", "gru_unit", "sequence_slice", "lstmp",
     "rnn",
 }
 # Their gradient ops (Paddle's names: cross_entropy2's is cross_entropy_grad2).
@@ -21,7 +21,7 @@ GRAD_OPS = {
     "dropout_grad", "lookup_table_grad", "lookup_table_v2_grad", "sequence_pool_grad",
     "lstm_grad", "gru_grad", "layer_norm_grad", "sequence_softmax_grad", "sequence_expand_grad",
     "sequence_pad_grad", "sequence_unpad_grad", "sequence_expand_as_grad", "norm_grad",
-    "group_norm_grad", "instance_norm_grad", "lstm_unit_grad", "gru_unit_grad",
+    "group_norm_grad", "instance_norm_grad", "lstm_unit_grad", "gru_unit_grad", "lstmp_grad",
     "sequence_slice_grad", "rnn_grad",
 }
 # op-conventions.md: "Ops with no gradient: ... top_k, accuracy ..."
@@ -34,6 +34,7 @@ INTERMEDIATE = {
     "dropout": {"Mask"},
     "sequence_pool": {"MaxIndex"},
     "lstm": {"BatchGate", "BatchCellPreAct"},
+    "lstmp": {"BatchGate", "BatchCellPreAct", "BatchHidden"},
     "gru": {"BatchGate", "BatchResetHiddenPrev", "BatchHidden"},
     "layer_norm": {"Mean", "Variance"},
     "norm": {"Norm"},

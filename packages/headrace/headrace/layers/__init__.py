@@ -28,8 +28,9 @@ from .learning_rate_scheduler import (autoincreased_step_counter, cosine_decay,
                                       polynomial_decay)
 from .loss import cross_entropy, mse, mse_loss, softmax_with_cross_entropy, square_error_cost
 from .metric import accuracy, topk
-from .nn import (batch_norm, conv2d, dropout, dynamic_gru, dynamic_lstm, embedding, fc,
-                 group_norm, instance_norm, l2_normalize, layer_norm, pool2d, softmax)
+from .nn import (batch_norm, conv2d, dropout, dynamic_gru, dynamic_lstm, dynamic_lstmp,
+                 embedding, fc, group_norm, instance_norm, l2_normalize, layer_norm, pool2d,
+                 softmax)
 from .sequence import (lod_append, lod_reset, sequence_conv, sequence_expand,
                        sequence_expand_as, sequence_first_step, sequence_last_step,
                        sequence_mask, sequence_pad, sequence_pool, sequence_reverse,
@@ -55,7 +56,7 @@ __all__ = [
     "data",
     # nn
     "fc", "embedding", "conv2d", "pool2d", "batch_norm", "dropout", "softmax", "dynamic_lstm",
-    "dynamic_gru", "layer_norm", "l2_normalize", "group_norm", "instance_norm",
+    "dynamic_lstmp", "dynamic_gru", "layer_norm", "l2_normalize", "group_norm", "instance_norm",
     # sequence
     "sequence_reverse", "sequence_softmax", "sequence_pool", "sequence_first_step",
     "sequence_last_step", "sequence_mask", "sequence_expand", "sequence_pad", "sequence_unpad",

@@ -1,0 +1,134 @@
+"""Write training programs that PaddlePaddle 3.3 serializes (forward, its ``*_grad`` ops and
+optimizer ops, a 0-D ``paddle.mean`` loss), with the parameters it started from, the batches it
+was fed and the losses and parameters it computed, for tests/test_paddle_train.py to train
+through headrace.
+
+Needs PaddlePaddle 3.3.1 (legacy static mode; never a headrace dependency):
+
+    pip install paddlepaddle==3.3.1
+    python scripts/make_paddle_train_fixtures.py [--out tests/data/paddle_train]
+
+Each fixture is a directory with ``main.pb`` and ``startup.pb`` (``desc.serialize_to_string()``
+of the two programs), ``data.npz`` (``init:<name>`` every persistable after the startup program
+ran, ``feed<k>:<name>`` the batch of step k, ``loss`` Paddle's losses of the steps, in order,
+``final:<name>`` the persistables after the last step) and ``ops.txt``, the op types of the main
+program (what the fixture exercises).
+"""
+import argparse
+import os
+import pathlib
+
+os.environ.setdefault("FLAGS_enable_pir_api", "0")
+
+import numpy as np  # noqa: E402
+import paddle  # noqa: E402
+import paddle.nn.functional as F  # noqa: E402
+from paddle.base.layer_helper import LayerHelper  # noqa: E402
+
+HERE = pathlib.Path(__file__).resolve().parent.parent / "tests" / "data" / "paddle_train"
+STEPS = 5
+BATCH = 6
+
+
+def mse_fc():
+    """Two fc layers (mul + elementwise_add, relu between) and the 0-D mean squared error."""
+    x = paddle.static.data("x", [-1, 4], "float32")
+    y = paddle.static.data("y", [-1, 3], "float32")
+    h = paddle.static.nn.fc(x, 8, activation="relu")
+    out = paddle.static.nn.fc(h, 3)
+    return paddle.mean(paddle.square(out - y))
+
+
+def _op(op_type, inputs, attrs=None):
+    """Append ``op_type`` with the legacy IR's LayerHelper: in Paddle 3.3's legacy static mode
+    paddle.matmul and paddle.tanh accept PIR values only."""
+    helper = LayerHelper(op_type)
+    first = next(iter(inputs.values()))[0]
+    out = helper.create_variable_for_type_inference(first.dtype)
+    helper.append_op(type=op_type, inputs=inputs, outputs={"Out": [out]}, attrs=attrs or {})
+    return out
+
+
+def ce_matmul():
+    """matmul_v2 layers with a bias and tanh, then softmax_with_cross_entropy and a 0-D
+    mean (F.cross_entropy's reduce_mean)."""
+    x = paddle.static.data("x", [-1, 4], "float32")
+    label = paddle.static.data("label", [-1, 1], "int64")
+    w1 = paddle.static.create_parameter([4, 8], "float32", name="w1")
+    b1 = paddle.static.create_parameter([8], "float32", name="b1", is_bias=True)
+    w2 = paddle.static.create_parameter([8, 3], "float32", name="w2")
+    h = _op("tanh", {"X": [_op("matmul_v2", {"X": [x], "Y": [w1]}) + b1]})
+    logits = _op("matmul_v2", {"X": [h], "Y": [w2]})
+    return F.cross_entropy(logits, label)
+
+
+OPTIMIZERS = {
+    "sgd": lambda: paddle.optimizer.SGD(learning_rate=0.1),
+    "momentum": lambda: paddle.optimizer.Momentum(learning_rate=0.1, momentum=0.9),
+    "adam": lambda: paddle.optimizer.Adam(learning_rate=0.01),
+}
+# fixture name -> (network, optimizer)
+FIXTURES = {"mse_sgd": (mse_fc, "sgd"), "mse_momentum": (mse_fc, "momentum"),
+            "mse_adam": (mse_fc, "adam"), "ce_adam": (ce_matmul, "adam"),
+            "ce_momentum": (ce_matmul, "momentum")}
+
+
+def _feeds(main, rng):
+    names = [v.name for v in main.list_vars() if getattr(v, "is_data", False)]
+    feeds = []
+    for _ in range(STEPS):
+        feed = {}
+        for n in names:
+            if n == "label":
+                feed[n] = rng.integers(0, 3, (BATCH, 1)).astype("int64")
+            else:
+                width = main.global_block().var(n).shape[-1]
+                feed[n] = rng.uniform(-1, 1, (BATCH, width)).astype("float32")
+        feeds.append(feed)
+    return feeds
+
+
+def _persistables(main, scope):
+    return {v.name: np.array(scope.find_var(v.name).get_tensor())
+            for v in main.list_vars()
+            if v.persistable and v.name not in ("feed", "fetch")}
+
+
+def make(out_dir):
+    paddle.enable_static()
+    for name, (network, opt) in FIXTURES.items():
+        paddle.seed(7)
+        rng = np.random.default_rng(sum(map(ord, name)))
+        main, startup = paddle.static.Program(), paddle.static.Program()
+        with paddle.static.program_guard(main, startup):
+            loss = network()
+            OPTIMIZERS[opt]().minimize(loss)
+        assert loss.shape == (), f"{name}: the loss is not 0-D but {loss.shape}"
+        arrays = {}
+        scope = paddle.static.Scope()
+        with paddle.static.scope_guard(scope):
+            exe = paddle.static.Executor(paddle.CPUPlace())
+            exe.run(startup)
+            arrays.update({f"init:{n}": v for n, v in _persistables(main, scope).items()})
+            losses = []
+            for k, feed in enumerate(_feeds(main, rng)):
+                arrays.update({f"feed{k}:{n}": v for n, v in feed.items()})
+                (value,) = exe.run(main, feed=feed, fetch_list=[loss])
+                assert np.shape(value) == (), f"{name}: fetched loss of shape {value.shape}"
+                losses.append(value)
+            arrays["loss"] = np.stack(losses)
+            arrays.update({f"final:{n}": v for n, v in _persistables(main, scope).items()})
+        where = pathlib.Path(out_dir) / name
+        where.mkdir(parents=True, exist_ok=True)
+        (where / "main.pb").write_bytes(main.desc.serialize_to_string())
+        (where / "startup.pb").write_bytes(startup.desc.serialize_to_string())
+        np.savez_compressed(where / "data.npz", **arrays)
+        types = sorted({op.type for b in main.blocks for op in b.ops})
+        (where / "ops.txt").write_text("\n".join(types) + "\n")
+        print(name, arrays["loss"], types)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=str(HERE))
+    make(parser.parse_args().out)

@@ -1,0 +1,136 @@
+"""Training programs that PaddlePaddle 3.3.1 serializes (legacy static mode: the forward ops, its
+``*_grad`` ops, the optimizer ops, a 0-D ``paddle.mean`` loss seeded by a 0-D fill_constant)
+train here with Paddle's numbers: from the same initial parameters and batches, the losses of 5
+steps match Paddle's to 1e-6, and so do the parameters and optimizer state after them.
+
+The fixtures are made by ``scripts/make_paddle_train_fixtures.py`` (with Paddle);
+``tox -e paddle`` makes them afresh and runs this file on them (``HEADRACE_PADDLE_TRAIN``).
+The same networks built with headrace's layers and ``minimize`` give the same losses too.
+"""
+import os
+import pathlib
+
+import numpy as np
+import pytest
+
+import headrace as hr
+from headrace.framework.program import OP_ROLE_LOSS
+
+ROOT = pathlib.Path(os.environ.get("HEADRACE_PADDLE_TRAIN") or
+                    pathlib.Path(__file__).resolve().parent / "data" / "paddle_train")
+FIXTURES = sorted(p.name for p in ROOT.iterdir() if (p / "main.pb").exists())
+# What each fixture's main program must hold (Paddle's grad and optimizer ops).
+EXERCISES = {
+    "mse": {"mul_grad", "elementwise_add_grad", "relu_grad", "square_grad",
+            "elementwise_sub_grad", "reduce_mean_grad", "fill_constant"},
+    "ce": {"matmul_v2_grad", "tanh_grad", "softmax_with_cross_entropy_grad",
+           "reduce_mean_grad"},
+    "sgd": {"sgd"}, "momentum": {"momentum"}, "adam": {"adam"},
+}
+
+
+def _load(name):
+    where = ROOT / name
+    main = hr.Program.parse_from_string((where / "main.pb").read_bytes())
+    startup = hr.Program.parse_from_string((where / "startup.pb").read_bytes())
+    return main, startup, np.load(where / "data.npz")
+
+
+def _loss_name(main):
+    """The loss: what the forward op marked with Paddle's loss role writes."""
+    ops = [op for op in main.global_block().ops
+           if op.attr("op_role") == OP_ROLE_LOSS]
+    assert len(ops) == 1, [op.type for op in ops]
+    (name,) = ops[0].output_arg_names
+    return name
+
+
+def _train(main, startup, data, scope):
+    exe = hr.Executor(hr.CPUPlace())
+    exe.run(startup, scope=scope)
+    init = {k.split(":", 1)[1]: data[k] for k in data.files if k.startswith("init:")}
+    for n, value in init.items():
+        # The startup program made every persistable in Paddle's shape and dtype ([] for the
+        # learning rate, [1] for Adam's beta powers); then Paddle's initial values go in.
+        made = np.asarray(scope.find(n).data)
+        assert made.shape == value.shape and made.dtype == value.dtype, n
+        scope.set(n, hr.Tensor(value.copy()))
+    loss = _loss_name(main)
+    losses = []
+    for k in range(len(data["loss"])):
+        feed = {key.split(":", 1)[1]: data[key] for key in data.files
+                if key.startswith(f"feed{k}:")}
+        (value,) = exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
+        assert value.shape == () and value.dtype == np.float32, value
+        losses.append(value)
+    return np.array(losses), init
+
+
+def test_every_fixture_exercises_its_ops():
+    assert {"mse_sgd", "mse_momentum", "mse_adam"} <= set(FIXTURES)
+    for name in FIXTURES:
+        main, _, _ = _load(name)
+        types = {op.type for op in main.global_block().ops}
+        for part in name.split("_"):
+            assert EXERCISES[part] <= types, f"{name}: missing {EXERCISES[part] - types}"
+        # The loss is 0-D in the program Paddle wrote, and so is its seeded gradient.
+        loss = main.global_block().var(_loss_name(main))
+        assert tuple(loss.shape) == ()
+        assert tuple(main.global_block().var(loss.name + "@GRAD").shape) == ()
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_paddle_training_program_gives_paddles_losses(name):
+    main, startup, data = _load(name)
+    scope = hr.Scope()
+    losses, init = _train(main, startup, data, scope)
+    np.testing.assert_allclose(losses, data["loss"], rtol=1e-6, atol=1e-6, err_msg=name)
+    for n in init:
+        np.testing.assert_allclose(np.asarray(scope.find(n).data), data[f"final:{n}"],
+                                   rtol=1e-5, atol=1e-6, err_msg=f"{name}: {n}")
+
+
+def _headrace_mse_fc(init, opt):
+    """The mse_* network with headrace's layers, parameters named as Paddle named them."""
+    main, startup = hr.Program(), hr.Program()
+    with hr.program_guard(main, startup):
+        x = hr.layers.data("x", shape=[-1, 4], dtype="float32")
+        y = hr.layers.data("y", shape=[-1, 3], dtype="float32")
+        h = hr.layers.fc(x, 8, act="relu", param_attr=hr.ParamAttr(name="fc_0.w_0"),
+                         bias_attr=hr.ParamAttr(name="fc_0.b_0"))
+        out = hr.layers.fc(h, 3, param_attr=hr.ParamAttr(name="fc_1.w_0"),
+                           bias_attr=hr.ParamAttr(name="fc_1.b_0"))
+        loss = hr.layers.mean(hr.layers.square(out - y))
+        opt.minimize(loss)
+    return main, startup, loss
+
+
+OPTIMIZERS = {
+    "sgd": lambda: hr.optimizer.SGD(learning_rate=0.1),
+    "momentum": lambda: hr.optimizer.Momentum(learning_rate=0.1, momentum=0.9),
+    "adam": lambda: hr.optimizer.Adam(learning_rate=0.01),
+}
+
+
+@pytest.mark.parametrize("opt", sorted(OPTIMIZERS))
+def test_headrace_minimize_gives_paddles_losses(opt):
+    """headrace's own layers and minimize over the same network, parameters and batches give
+    Paddle's losses: a 0-D loss from layers.mean, trained by append_backward's seed."""
+    _, _, data = _load(f"mse_{opt}")
+    main, startup, loss = _headrace_mse_fc(data, OPTIMIZERS[opt]())
+    assert tuple(loss.shape) == ()
+    exe, scope = hr.Executor(hr.CPUPlace()), hr.Scope()
+    exe.run(startup, scope=scope)
+    params = ("fc_0.w_0", "fc_0.b_0", "fc_1.w_0", "fc_1.b_0")
+    for n in params:
+        scope.set(n, hr.Tensor(data[f"init:{n}"].copy()))
+    losses = []
+    for k in range(len(data["loss"])):
+        feed = {n: data[f"feed{k}:{n}"] for n in ("x", "y")}
+        (value,) = exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
+        assert value.shape == ()
+        losses.append(value)
+    np.testing.assert_allclose(losses, data["loss"], rtol=1e-6, atol=1e-6)
+    for n in params:
+        np.testing.assert_allclose(np.asarray(scope.find(n).data), data[f"final:{n}"],
+                                   rtol=1e-5, atol=1e-6, err_msg=n)
