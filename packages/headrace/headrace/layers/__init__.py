@@ -6,11 +6,12 @@ program, with their initializer ops) and returns its output Variable(s). Modules
 ``loss``, ``metric``, ``tensor`` (constants, copies, shapes), ``control_flow`` (loops, counters,
 comparisons, tensor arrays), ``conditional`` (cond, case, Switch, IfElse), ``rnn``
 (StaticRNN, DynamicRNN), ``recurrent`` (whole LSTM/GRU/RNN stacks as one op), ``lod_array`` (rank tables, sequences as time steps), ``sequence``
-(pooling, reversing, masks, expanding over LoD batches),
+(pooling, reversing, masks, expanding over LoD batches), ``manip`` (expand, pad, label
+smoothing, random tensors; shapes given at run time),
 ``learning_rate_scheduler``.
 """
-from . import (conditional, control_flow, io, learning_rate_scheduler, lod_array, loss, metric,
-               nn, ops, recurrent, rnn, sequence, tensor)
+from . import (conditional, control_flow, io, learning_rate_scheduler, lod_array, loss, manip,
+               metric, nn, ops, recurrent, rnn, sequence, tensor)
 from .conditional import IfElse, Switch, case, cond, switch_case
 from .rnn import DynamicRNN, StaticRNN, gru_unit, lstm_unit
 from .recurrent import lstm, rnn_layer
@@ -47,11 +48,12 @@ from .tensor import (assign, cast, concat, create_global_var, create_parameter, 
                      transpose, unstack, zeros, zeros_like)
 from .tensor import argmax, argmin, gather, gather_nd, one_hot, scatter, where
 from .tensor import shape, slice, squeeze, stack, strided_slice, unsqueeze
+from .manip import expand, expand_as, gaussian_random, label_smooth, pad, uniform_random
 
 __all__ = [
     # modules
     "conditional", "control_flow", "io", "learning_rate_scheduler", "lod_array", "loss",
-    "metric", "nn", "ops", "rnn", "sequence", "tensor",
+    "manip", "metric", "nn", "ops", "rnn", "sequence", "tensor",
     # io
     "data",
     # nn
@@ -78,6 +80,8 @@ __all__ = [
     "unstack",
     "gather", "gather_nd", "scatter", "where", "argmax", "argmin", "one_hot",
     "stack", "shape", "squeeze", "unsqueeze", "slice", "strided_slice",
+    # manip
+    "expand", "expand_as", "pad", "label_smooth", "uniform_random", "gaussian_random",
     # control_flow
     "increment", "less_than", "less_equal", "greater_than", "greater_equal", "equal",
     "not_equal", "logical_and", "logical_or", "logical_xor", "logical_not", "create_array",

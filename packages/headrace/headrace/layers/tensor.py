@@ -9,6 +9,7 @@ from ..framework.builder import dtype_enum
 from ..initializer import _VALUE_ATTRS, Constant
 from ..layer_helper import LayerHelper
 from ..param_attr import ParamAttr
+from .manip import shape_argument
 
 __all__ = ["fill_constant", "fill_constant_batch_size_like", "zeros", "ones", "zeros_like",
            "assign", "sums", "create_tensor",
@@ -41,16 +42,23 @@ def _dtype(fn, dtype):
 
 
 def fill_constant(shape, dtype, value, force_cpu=False, out=None):
-    """A tensor of ``shape`` and ``dtype`` filled with ``value`` (``fill_constant``)."""
+    """A tensor of ``shape`` and ``dtype`` filled with ``value`` (``fill_constant``).
+    ``shape``: ints, a 1-D int Variable, or a list mixing ints and one-element int Variables
+    (known at run time); ``value``: a number, or a one-element Variable (cast to ``dtype``)."""
     helper = LayerHelper("fill_constant")
-    shape = _shape("fill_constant", shape)
+    inputs = {}
+    shape = shape_argument("fill_constant", shape, inputs, "ShapeTensor", "ShapeTensorList")
     dtype = _dtype("fill_constant", dtype)
-    value = check_number("fill_constant", "value", value)
+    if isinstance(value, Variable):
+        inputs["ValueTensor"] = value if value.dtype == dtype else cast(value, dtype)
+        value = 0.0
+    else:
+        value = check_number("fill_constant", "value", value)
     if out is None:
         out = helper.create_variable_for_type_inference(dtype)
     else:
         check_variable("fill_constant", "out", out)
-    helper.append_op("fill_constant", {}, {"Out": out},
+    helper.append_op("fill_constant", inputs, {"Out": out},
                      {"shape": shape, "dtype": dtype_enum(dtype), "value": value,
                       "force_cpu": check_bool("fill_constant", "force_cpu", force_cpu)})
     out.stop_gradient = True
