@@ -425,3 +425,25 @@ def test_grad_shape_rule(op, infer, build):
     with pytest.raises(ShapeError, match=r"Out@GRAD \(out@grad_0\) must have the shape of "
                                          r"the forward Out"):
         infer(op + "_grad", bad, {"axis": 1}, out="X@GRAD")
+
+
+@pytest.mark.parametrize("dtype", INTS)
+def test_integer_layers_give_paddles_numbers(dtype):
+    # Paddle 3.3.1's static programs on x = [7, -7, 5, 3], y = [2, 2, -3, -3] of either type
+    import headrace as hr
+    L = hr.layers
+    main, startup = hr.Program(), hr.Program()
+    with hr.program_guard(main, startup):
+        x = L.data("x", [4], dtype=dtype, append_batch_size=False)
+        y = L.data("y", [4], dtype=dtype, append_batch_size=False)
+        outs = [L.elementwise_add(x, y), L.elementwise_sub(x, y), L.elementwise_mul(x, y),
+                L.elementwise_div(x, y), L.elementwise_max(x, y), L.elementwise_min(x, y),
+                L.scale(x, scale=2.7, bias=-0.6), L.scale(x, scale=0.5, bias=0.5)]
+    got = hr.Executor().run(main, feed={"x": np.array([7, -7, 5, 3], dtype),
+                                        "y": np.array([2, 2, -3, -3], dtype)},
+                            fetch_list=outs, scope=hr.Scope())
+    want = [[9, -5, 2, 0], [5, -9, 8, 6], [14, -14, -15, -9], [3, -3, -1, -1], [7, 2, 5, 3],
+            [2, -7, -3, -3], [14, -14, 10, 6], [0, 0, 0, 0]]
+    for g, w in zip(got, want):
+        assert g.dtype == np.dtype(dtype)
+        np.testing.assert_array_equal(g, w)
