@@ -11,7 +11,8 @@ Needs PaddlePaddle 3.3.1 (legacy static mode; never a headrace dependency):
 Each fixture is a directory with ``main.pb`` and ``startup.pb`` (``desc.serialize_to_string()``
 of the two programs), ``data.npz`` (``init:<name>`` every persistable after the startup program
 ran, ``feed<k>:<name>`` the batch of step k, ``loss`` Paddle's losses of the steps, in order,
-``final:<name>`` the persistables after the last step) and ``ops.txt``, the op types of the main
+``final:<name>`` the persistables after the last step), ``persistables`` (Paddle's combined file
+of that final state, as ``save_vars`` writes it) and ``ops.txt``, the op types of the main
 program (what the fixture exercises).
 """
 import argparse
@@ -118,8 +119,12 @@ def make(out_dir):
                 losses.append(value)
             arrays["loss"] = np.stack(losses)
             arrays.update({f"final:{n}": v for n, v in _persistables(main, scope).items()})
-        where = pathlib.Path(out_dir) / name
-        where.mkdir(parents=True, exist_ok=True)
+            where = pathlib.Path(out_dir) / name
+            where.mkdir(parents=True, exist_ok=True)
+            # Paddle's combined file of the final state (its 0-D learning rate with no dims).
+            state = [main.global_block().var(n) for n in _persistables(main, scope)]
+            paddle.static.io.save_vars(exe, str(where), main, vars=state,
+                                       filename="persistables")
         (where / "main.pb").write_bytes(main.desc.serialize_to_string())
         (where / "startup.pb").write_bytes(startup.desc.serialize_to_string())
         np.savez_compressed(where / "data.npz", **arrays)
