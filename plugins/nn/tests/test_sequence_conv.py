@@ -1,4 +1,5 @@
-"""sequence_conv: Paddle's context projection (its documented example), each sequence against
+"""sequence_conv: Paddle's context projection (its documented example, and Paddle 3.3.1's
+numbers for trained padding rows around short sequences), each sequence against
 torch.nn.functional.conv1d (zero padding, and PaddingData as rows around the sequence), the
 gradients of X, Filter and PaddingData against finite differences, LoD edge cases (empty
 sequences, one sequence, no rows; two LoD levels refused, as Paddle refuses them), errors, and
@@ -60,6 +61,24 @@ def test_paddles_documented_example():
                 paddingTrainable=True)
     np.testing.assert_array_equal(out.numpy(),
                                   [w12 + a + b, a + b + c, b + c + w34, w12 + d + w34])
+
+
+@pytest.mark.parametrize("start, length, expected", [
+    # Paddle 3.3.1's Out for X = 1..6 (D = 1) in sequences of 1, 3, 0 and 2 rows (or one of
+    # 4), PaddingData -1, -2, ... and an identity Filter: the projection itself.
+    (-2, 3, [[-1, -2, 1], [-1, -2, 2], [-2, 2, 3], [2, 3, 4], [-1, -2, 5], [-2, 5, 6]]),
+    (1, 3, [[-1, -2, -3], [3, 4, -1], [4, -1, -2], [-1, -2, -3], [6, -1, -2], [-1, -2, -3]]),
+    (2, 2, [[-2, -3], [4, -1], [-1, -2], [-2, -3], [-1, -2], [-2, -3]]),
+    (-1, 4, [[-1, 1, 2, 3], [1, 2, 3, 4], [2, 3, 4, -2], [3, 4, -2, -3]]),
+])
+def test_trained_padding_rows_as_paddle_reads_them(start, length, expected):
+    lengths = [4] if len(expected) == 4 else [1, 3, 0, 2]
+    t = sum(lengths)
+    up, down = max(0, -start), max(0, start + length - 1)
+    x = Tensor(np.arange(1.0, t + 1).reshape(t, 1), [list(np.cumsum([0] + lengths))])
+    out = _conv(x, np.eye(length), -np.arange(1.0, up + down + 1).reshape(-1, 1),
+                contextStart=start, contextLength=length, paddingTrainable=True)
+    np.testing.assert_array_equal(out.numpy(), expected)
 
 
 WINDOWS = [(s, n) for s in (-4, -2, -1, 0, 1, 2, 5) for n in (1, 2, 3, 4) if s + n >= 1]
