@@ -311,3 +311,38 @@ def test_layer_makes_fluids_parameters_and_attributes():
     assert op.attr("proj_activation") == "tanh" and not op.attr("use_peepholes")
     assert list(proj.shape) == [-1, P] and list(cell.shape) == [-1, D]
     assert proj.lod_level == cell.lod_level == 1
+
+
+@pytest.mark.parametrize("kwargs", [dict(use_peepholes=False, proj_activation="identity"),
+                                    dict(cell_clip=1.5, proj_clip=0.9)])
+def test_float32_kernel_matches_the_float64_reference_on_a_larger_batch(kwargs):
+    # float32 takes the core's vectorized sigmoid/tanh: a few ulp per call, still close to
+    # the float64 reference after 40 steps and back.
+    from headrace.testing import run_op
+    from headrace_nn.reference.lstmp import REFERENCES
+    rng = np.random.default_rng(11)
+    d, p, lens = 40, 24, [40, 17, 0, 33, 1]
+    lod = [list(np.cumsum([0] + lens))]
+    ins = {"Input": hr.Tensor(rng.standard_normal((sum(lens), 4 * d)).astype("float32"), lod),
+           "Weight": (rng.standard_normal((p, 4 * d)) * 0.3).astype("float32"),
+           "ProjWeight": (rng.standard_normal((d, p)) * 0.3).astype("float32"),
+           "Bias": (rng.standard_normal((1, (4 if kwargs.get("use_peepholes") is False else 7)
+                                         * d)) * 0.3).astype("float32"),
+           "C0": rng.standard_normal((len(lens), d)).astype("float32"),
+           "H0": rng.standard_normal((len(lens), p)).astype("float32")}
+    attrs = dict(kwargs)
+    want = REFERENCES["lstmp"](ins, attrs)
+    got = run_op("lstmp", ins, list(want), attrs)
+    for slot, w in want.items():
+        np.testing.assert_allclose(got[slot][0].numpy(), np.asarray(getattr(w, "data", w)),
+                                   rtol=1e-4, atol=2e-5, err_msg=slot)
+    grad_ins = {k: ins[k] for k in ("Weight", "ProjWeight", "Bias", "H0", "C0")}
+    grad_ins.update({k: got[k][0] for k in want})
+    grad_ins["Projection@GRAD"] = hr.Tensor(
+        rng.standard_normal((sum(lens), p)).astype("float32"), lod)
+    want = REFERENCES["lstmp_grad"](grad_ins, attrs)
+    got = run_op("lstmp_grad", grad_ins, list(want), attrs)
+    for slot, w in want.items():
+        w = np.asarray(getattr(w, "data", w))
+        np.testing.assert_allclose(got[slot][0].numpy(), w, rtol=1e-4,
+                                   atol=1e-4 * np.abs(w).max(), err_msg=slot)

@@ -19,6 +19,7 @@ cimport numpy as cnp
 from libc.string cimport memcpy, memset
 from scipy.linalg.cython_blas cimport dgemm, sgemm
 from headrace.kernels.common cimport real
+from headrace.kernels.fastmath cimport hr_f32_sigmoid, hr_f32_tanh
 from ._common cimport act, dact
 
 import numpy as np
@@ -30,7 +31,8 @@ from ._rnn import ACTIVATIONS, checked, layout
 cnp.import_array()
 
 DTYPES = ("float32", "float64")
-cdef int IDENTITY = 3
+cdef enum:
+    IDENTITY = 3  # _rnn.ACTIVATIONS["identity"]
 
 
 cdef inline void _gemm(bint ta, bint tb, int m, int n, int k, const real* a, int lda,
@@ -67,6 +69,23 @@ cdef inline real _clip(real v, real bound) noexcept nogil:
     return v
 
 
+cdef inline void _activate(int code, real* x, Py_ssize_t n) noexcept nogil:
+    """Activation ``code`` over x[:n] in place; float32 sigmoid and tanh through the core's
+    vectorized loops (a few float32 ulp), the rest element by element."""
+    cdef Py_ssize_t k
+    if code == IDENTITY or n <= 0:
+        return
+    if real is float:
+        if code == 0:
+            hr_f32_sigmoid(x, x, n)
+            return
+        if code == 1:
+            hr_f32_tanh(x, x, n)
+            return
+    for k in range(n):
+        x[k] = act(code, x[k])
+
+
 cdef struct Acts:
     int gate, cand, cell, proj  # activation codes (_rnn.ACTIVATIONS); proj: Paddle's choice
 
@@ -82,8 +101,13 @@ cdef void _forward(real* gates, real* hb, real* cb, real* acb, real* rb, const r
     cdef Py_ssize_t t, s, n, r, j, k
     cdef int d4 = 4 * d
     cdef real *g
+    cdef real *gr
+    cdef real *cr
+    cdef real *acr
+    cdef real *hr_
     cdef const real *pc
-    cdef real zc, zi, zf, zo, cand, i, f, o, c, cp
+    cdef const real *pcr
+    cdef real c
     for t in range(steps):
         s, n = first[t], alive[t]
         g = gates + s * d4
@@ -97,39 +121,42 @@ cdef void _forward(real* gates, real* hb, real* cb, real* acb, real* rb, const r
             pc = cb + first[t - 1] * d
         else:
             pc = c0r
+        # Row by row: the activations over each gate's contiguous columns at once (float32:
+        # the core's vectorized sigmoid/tanh; the transcendentals are most of a cell's work).
         for r in range(n):
+            gr = g + r * d4
+            pcr = pc + r * d if pc != NULL else NULL
+            for j in range(d4):
+                gr[j] = gr[j] + bias[j]
+            if peep != NULL and pcr != NULL:
+                for j in range(d):
+                    gr[d + j] = gr[d + j] + peep[j] * pcr[j]
+                    gr[2 * d + j] = gr[2 * d + j] + peep[d + j] * pcr[j]
+            _activate(a.cand, gr, d)
+            _activate(a.gate, gr + d, 2 * d)  # i and f, side by side
+            cr = cb + (s + r) * d
             for j in range(d):
-                k = r * d + j
-                cp = pc[k] if pc != NULL else 0
-                zc = g[r * d4 + j] + bias[j]
-                zi = g[r * d4 + d + j] + bias[d + j]
-                zf = g[r * d4 + 2 * d + j] + bias[2 * d + j]
-                zo = g[r * d4 + 3 * d + j] + bias[3 * d + j]
-                if peep != NULL:
-                    zi = zi + peep[j] * cp
-                    zf = zf + peep[d + j] * cp
-                cand = act(a.cand, zc)
-                i = act(a.gate, zi)
-                f = act(a.gate, zf)
-                c = cand * i + cp * f
+                c = gr[j] * gr[d + j]
+                if pcr != NULL:
+                    c = c + pcr[j] * gr[2 * d + j]
                 if cell_clip > 0:
                     c = _clip(c, cell_clip)
+                cr[j] = c
                 if peep != NULL:
-                    zo = zo + peep[2 * d + j] * c  # the clipped c, as Paddle's
-                o = act(a.gate, zo)
-                g[r * d4 + j], g[r * d4 + d + j], g[r * d4 + 2 * d + j], \
-                    g[r * d4 + 3 * d + j] = cand, i, f, o
-                cb[s * d + k] = c
-                acb[s * d + k] = act(a.cell, c)
-                hb[s * d + k] = o * acb[s * d + k]
+                    gr[3 * d + j] = gr[3 * d + j] + peep[2 * d + j] * c  # the clipped c
+            _activate(a.gate, gr + 3 * d, d)
+            acr = acb + (s + r) * d
+            memcpy(acr, cr, d * sizeof(real))
+            _activate(a.cell, acr, d)
+            hr_ = hb + (s + r) * d
+            for j in range(d):
+                hr_[j] = gr[3 * d + j] * acr[j]
         # r_t = clip(act(h_t @ ProjWeight))
         _gemm(False, False, n, p, d, hb + s * d, d, pw, p, 0, rb + s * p, p)
-        if a.proj != IDENTITY or proj_clip > 0:
+        _activate(a.proj, rb + s * p, n * p)
+        if proj_clip > 0:
             for k in range(s * p, (s + n) * p):
-                if a.proj != IDENTITY:
-                    rb[k] = act(a.proj, rb[k])
-                if proj_clip > 0:
-                    rb[k] = _clip(rb[k], proj_clip)
+                rb[k] = _clip(rb[k], proj_clip)
 
 
 cdef void _backward(const real* gates, const real* cb, const real* acb, const real* rb,
