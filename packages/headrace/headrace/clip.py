@@ -37,7 +37,7 @@ def _key(grad):
 
 
 def _sq_norm(block, grad):
-    """reduce_sum(square(grad)) over all elements, shape [1]."""
+    """reduce_sum(square(grad)) over all elements, 0-D."""
     sq = append_simple(block, "square", {"X": grad}, key=_key(grad))
     return append_simple(block, "reduce_sum", {"X": sq}, {"reduce_all": True, "dim": [0]},
                          key=_key(grad))

@@ -31,8 +31,8 @@ class Optimizer:
         fn = type(self).__name__
         if isinstance(learning_rate, Variable):
             if tuple(learning_rate.shape) not in ((1,), ()):
-                raise LayerError(f"{fn}: a learning_rate Variable must have shape [1], found "
-                                 f"{list(learning_rate.shape)}")
+                raise LayerError(f"{fn}: a learning_rate Variable must have shape [1] or [] "
+                                 f"(0-D, as Paddle 3's), found {list(learning_rate.shape)}")
         else:
             learning_rate = check_number(fn, "learning_rate", learning_rate, minimum=0.0)
         if regularization is not None and not isinstance(regularization, WeightDecayRegularizer):
