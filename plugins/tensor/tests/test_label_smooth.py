@@ -18,15 +18,20 @@ def _smooth(x, prior=None, epsilon=0.1):
 
 
 def test_paddle_numbers():
-    # Paddle 3.3.1's label_smooth of LABELS, epsilon 0.1 (its 0.1f / 3 is one float32 ulp
-    # above the correctly rounded quotient this kernel forms: hence the tolerance)
-    np.testing.assert_allclose(_smooth(LABELS), np.array(
-        [[0.03333334, 0.93333334, 0.03333334], [0.93333334, 0.03333334, 0.03333334]],
-        np.float32), rtol=2e-7, atol=0)
-    want = np.array([[0.02, 0.92999995, 0.05], [0.91999996, 0.03, 0.05]], np.float32)
+    # Paddle 3.3.1's label_smooth of LABELS, epsilon 0.1 (float32 values as repr prints them,
+    # which round-trip exactly)
+    np.testing.assert_array_equal(_smooth(LABELS), np.array(
+        [[0.033333335, 0.93333334, 0.033333335], [0.93333334, 0.033333335, 0.033333335]],
+        np.float32))
+    want = np.array([[0.020000001, 0.92999995, 0.05], [0.91999996, 0.030000001, 0.05]],
+                    np.float32)
     for shape in ([1, 3], [3], [3, 1]):          # any shape with one value per class
         prior = np.array([0.2, 0.3, 0.5], np.float32).reshape(shape)
-        np.testing.assert_allclose(_smooth(LABELS, prior), want, rtol=2e-7, atol=0)
+        np.testing.assert_array_equal(_smooth(LABELS, prior), want)
+    # ... and in float64, where its coefficients are still float32's
+    np.testing.assert_array_equal(_smooth(np.eye(3)[:1]),
+                                  [[0.9333333112299442, 0.03333333507180214,
+                                    0.03333333507180214]])
     # the op leaves epsilon unchecked (Paddle: 1.5 and -0.5 run)
     np.testing.assert_allclose(_smooth(LABELS[None].astype(np.float64), epsilon=1.5),
                                [[[0.5, 0.0, 0.5], [0.0, 0.5, 0.5]]], atol=1e-7)
