@@ -1,7 +1,9 @@
 """Layers over LoD sequence batches: pooling (sequence_pool and its first/last steps),
 reversing, a softmax within each sequence, masks from lengths, and expanding rows by another
-batch's sequences; a convolution over the time steps of each sequence (sequence_conv)."""
+batch's sequences; a convolution over the time steps of each sequence (sequence_conv);
+joining, reshaping, enumerating windows of and scattering into sequences."""
 from ..checks import check_bool, check_choice, check_int, check_number, check_variable
+from ..errors import LayerError
 from ..framework import Variable
 from ..framework.builder import dtype_enum
 from ..layer_helper import LayerHelper
@@ -9,7 +11,7 @@ from ..layer_helper import LayerHelper
 __all__ = ["sequence_pool", "sequence_first_step", "sequence_last_step", "sequence_reverse",
            "sequence_softmax", "sequence_mask", "sequence_expand", "sequence_expand_as",
            "sequence_pad", "sequence_unpad", "sequence_slice", "lod_reset", "lod_append",
-           "sequence_conv"]
+           "sequence_conv", "sequence_concat"]
 
 
 def sequence_reverse(x, name=None):
@@ -196,4 +198,18 @@ def sequence_conv(input, num_filters, filter_size=3, filter_stride=1, padding=Tr
                       "contextLength": filter_size})
     out = helper.append_activation(helper.append_bias_op(pre_bias, dim_start=1))
     out.param, out.params, out.bias = w, [w], helper.bias
+    return out
+
+
+def sequence_concat(input, name=None):
+    """Sequence i of the result is sequence i of each Variable of ``input`` (a list of two or
+    more batches with as many sequences, one LoD level each) joined in list order."""
+    helper = LayerHelper("sequence_concat", name=name)
+    if not isinstance(input, (list, tuple)) or len(input) < 2:
+        raise LayerError(f"sequence_concat: argument 'input' must be a list of two or more "
+                         f"Variables, got {input!r}"[:300])
+    for i, x in enumerate(input):
+        check_variable("sequence_concat", f"input[{i}]", x, ("int64", "float32", "float64"))
+    out = helper.create_variable_for_type_inference(input[0].dtype)
+    helper.append_op("sequence_concat", {"X": list(input)}, {"Out": out})
     return out
