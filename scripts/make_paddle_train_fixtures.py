@@ -67,11 +67,21 @@ OPTIMIZERS = {
     "sgd": lambda: paddle.optimizer.SGD(learning_rate=0.1),
     "momentum": lambda: paddle.optimizer.Momentum(learning_rate=0.1, momentum=0.9),
     "adam": lambda: paddle.optimizer.Adam(learning_rate=0.01),
+    # L2 decay inside the momentum op (regularization_method), or as scale + sum ops (Adam).
+    "momentum_l2": lambda: paddle.optimizer.Momentum(
+        learning_rate=0.1, momentum=0.9, weight_decay=paddle.regularizer.L2Decay(0.05)),
+    "adam_l2": lambda: paddle.optimizer.Adam(
+        learning_rate=0.01, weight_decay=paddle.regularizer.L2Decay(0.05)),
+    # Gradients clipped by value (clip ops).
+    "sgd_clip": lambda: paddle.optimizer.SGD(
+        learning_rate=0.1, grad_clip=paddle.nn.ClipGradByValue(0.05)),
 }
 # fixture name -> (network, optimizer)
 FIXTURES = {"mse_sgd": (mse_fc, "sgd"), "mse_momentum": (mse_fc, "momentum"),
             "mse_adam": (mse_fc, "adam"), "ce_adam": (ce_matmul, "adam"),
-            "ce_momentum": (ce_matmul, "momentum")}
+            "ce_momentum": (ce_matmul, "momentum"),
+            "mse_momentum_l2": (mse_fc, "momentum_l2"), "mse_adam_l2": (mse_fc, "adam_l2"),
+            "mse_sgd_clip": (mse_fc, "sgd_clip")}
 
 
 def _feeds(main, rng):

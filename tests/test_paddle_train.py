@@ -27,6 +27,9 @@ EXERCISES = {
            "reduce_mean_grad"},
     "sgd": {"sgd"}, "momentum": {"momentum"}, "adam": {"adam"},
 }
+# What a fixture's optimizer adds: L2 decay as scale + sum ops (Adam) or inside the momentum
+# op (its regularization_method attribute), gradients clipped by value.
+EXTRAS = {"mse_adam_l2": {"scale", "sum"}, "mse_sgd_clip": {"clip"}}
 
 
 def _load(name):
@@ -67,12 +70,18 @@ def _train(main, startup, data, scope):
 
 
 def test_every_fixture_exercises_its_ops():
-    assert {"mse_sgd", "mse_momentum", "mse_adam"} <= set(FIXTURES)
+    assert {"mse_sgd", "mse_momentum", "mse_adam", "mse_momentum_l2", "mse_adam_l2",
+            "mse_sgd_clip", "ce_adam", "ce_momentum"} <= set(FIXTURES)
     for name in FIXTURES:
         main, _, _ = _load(name)
         types = {op.type for op in main.global_block().ops}
-        for part in name.split("_"):
-            assert EXERCISES[part] <= types, f"{name}: missing {EXERCISES[part] - types}"
+        want = set(EXTRAS.get(name, ()))
+        for part in name.split("_")[:2]:
+            want |= EXERCISES[part]
+        assert want <= types, f"{name}: missing {want - types}"
+        if name == "mse_momentum_l2":
+            assert {op.attr("regularization_method") for op in main.global_block().ops
+                    if op.type == "momentum"} == {"l2_decay"}
         # The loss is 0-D in the program Paddle wrote, and so is its seeded gradient.
         loss = main.global_block().var(_loss_name(main))
         assert tuple(loss.shape) == ()
