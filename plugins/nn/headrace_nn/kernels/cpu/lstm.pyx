@@ -20,6 +20,7 @@ cimport numpy as cnp
 from libc.string cimport memcpy, memset
 from headrace.kernels.common cimport real
 from ._common cimport act_rows, dact, gemm, mm
+from ._rnn_gemm cimport hr_rnn_gemm, hr_rnn_gemm_ok, hr_rnn_pack, hr_rnn_packed_size
 
 import numpy as np
 
@@ -30,6 +31,29 @@ from ._rnn import ACTIVATIONS, checked as _checked, layout
 cnp.import_array()
 
 DTYPES = ("float32", "float64")
+# float32's products against the weight through _rnn_gemm.h's packed AVX-512 GEMM, else BLAS.
+cdef bint PACKED = hr_rnn_gemm_ok()
+
+
+cdef _packed(w, bint trans, int k, int n):
+    """``w`` ([k, n], or [n, k] if ``trans``) packed for hr_rnn_gemm, or None (float64, or
+    no AVX-512): the kernels then call BLAS."""
+    if not PACKED or w.dtype != np.float32 or k == 0 or n == 0:
+        return None
+    out = np.empty(hr_rnn_packed_size(k, n), np.float32)
+    hr_rnn_pack(<float*>cnp.PyArray_DATA(w), w.strides[0] // 4, trans, k, n,
+                <float*>cnp.PyArray_DATA(out))
+    return out
+
+
+cdef inline void _product(int m, int n, int k, const real* a, const real* b, int ldb,
+                          const real* bp, real* c, bint accumulate) noexcept nogil:
+    """c[m, n] = a[m, k] b (+ c): b [k, n] row-major (``ldb``) or packed (``bp``)."""
+    if real is float:
+        if bp != NULL:
+            hr_rnn_gemm(m, n, k, a, k, 1, bp, c, n, accumulate)
+            return
+    gemm(False, False, m, n, k, a, k, b, ldb, 1 if accumulate else 0, c, n)
 
 
 def _operands(op, x, h0, c0, weight, bias, bint peep, bint reverse):
@@ -52,7 +76,7 @@ def _operands(op, x, h0, c0, weight, bias, bint peep, bint reverse):
 
 
 cdef void _forward(const real* x, const cnp.int64_t* idx, const real* bias, const real* peep,
-                   const real* w, const real* h0, const real* c0, real* gates, real* cb,
+                   const real* w, const real* wp, const real* h0, const real* c0, real* gates, real* cb,
                    real* hidden, real* cell, real* hbuf, Py_ssize_t hstride,
                    const cnp.int64_t* alive, const cnp.int64_t* first, Py_ssize_t steps,
                    int d, int ag, int ac, int ah) noexcept nogil:
@@ -77,7 +101,7 @@ cdef void _forward(const real* x, const cnp.int64_t* idx, const real* bias, cons
             for j in range(d4):
                 g[j] = src[j] + bias[j]
         if ph != NULL:
-            gemm(False, False, <int>n, d4, d, ph, d, w, d4, 1, gates + s * d4, d4)
+            _product(<int>n, d4, d, ph, w, d4, wp, gates + s * d4, True)
         for r in range(n):
             g = gates + (s + r) * d4   # [candidate, input, forget, output]
             c = cb + (s + r) * d
@@ -108,7 +132,8 @@ cdef void _forward(const real* x, const cnp.int64_t* idx, const real* bias, cons
 
 
 cdef void _backward(const real* gates, const real* cb, const real* dhid, const real* dcell,
-                    const cnp.int64_t* idx, const real* w, const real* peep, const real* c0,
+                    const cnp.int64_t* idx, const real* w, const real* wtp, const real* peep,
+                    const real* c0,
                     bint want_dh0, real* dx, real* e, real* dh, real* dc, real* ahc,
                     real* db, real* dpeep, const cnp.int64_t* alive,
                     const cnp.int64_t* first, Py_ssize_t steps, int d, int ag, int ac,
@@ -171,7 +196,10 @@ cdef void _backward(const real* gates, const real* cb, const real* dhid, const r
                 db[j] += er[j]
             memcpy(dx + row * d4, er, d4 * sizeof(real))
         if t > 0 or want_dh0:
-            gemm(False, True, <int>n, d, d4, e, d4, w, d4, 0, dh, d)
+            if real is float and wtp != NULL:   # W^T packed
+                hr_rnn_gemm(<int>n, d, d4, e, d4, 1, wtp, dh, d, 0)
+            else:
+                gemm(False, True, <int>n, d, d4, e, d4, w, d4, 0, dh, d)
         # Sequences that end at the step before start from zero gradients.
         prev_n = alive[t - 1] if t > 0 else n
         if prev_n > n:
@@ -207,13 +235,14 @@ cdef class LSTM(_Options):
         cell = np.empty((rows, d), dtype)
         hbuf = np.empty((2, max(n_seq, 1), d), dtype)
         peep = b[4 * d:] if self.peep else None
-        cdef void* args[11]
+        wp = _packed(w, False, d, 4 * d) if len(alive) > 1 or h0r is not None else None
+        cdef void* args[12]
         cdef cnp.int64_t* pa = <cnp.int64_t*>_ptr(alive)
         cdef cnp.int64_t* pf = <cnp.int64_t*>_ptr(first)
         cdef cnp.int64_t* pi = <cnp.int64_t*>_ptr(idx)
         cdef Py_ssize_t steps = len(alive), hstride = max(n_seq, 1) * d
         cdef int dd = d
-        for k, v in enumerate((data, b, peep, w, h0r, c0r, gates, cb, hidden, cell, hbuf)):
+        for k, v in enumerate((data, b, peep, w, wp, h0r, c0r, gates, cb, hidden, cell, hbuf)):
             args[k] = _ptr(v)
         if total == 0:
             pass
@@ -222,16 +251,31 @@ cdef class LSTM(_Options):
                 _forward[float](<float*>args[0], pi, <float*>args[1], <float*>args[2],
                                 <float*>args[3], <float*>args[4], <float*>args[5],
                                 <float*>args[6], <float*>args[7], <float*>args[8],
-                                <float*>args[9], <float*>args[10], hstride, pa, pf, steps,
-                                dd, self.ag, self.ac, self.ah)
+                                <float*>args[9], <float*>args[10], <float*>args[11], hstride,
+                                pa, pf, steps, dd, self.ag, self.ac, self.ah)
         else:
             with nogil:
                 _forward[double](<double*>args[0], pi, <double*>args[1], <double*>args[2],
-                                 <double*>args[3], <double*>args[4], <double*>args[5],
-                                 <double*>args[6], <double*>args[7], <double*>args[8],
-                                 <double*>args[9], <double*>args[10], hstride, pa, pf, steps,
+                                 <double*>args[3], NULL, <double*>args[5], <double*>args[6],
+                                 <double*>args[7], <double*>args[8], <double*>args[9],
+                                 <double*>args[10], <double*>args[11], hstride, pa, pf, steps,
                                  dd, self.ag, self.ac, self.ah)
         return Tensor(hidden, x.lod), Tensor(cell, x.lod), gates, cb
+
+
+cdef _transposed_product(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c):
+    """c = a^T b for C-contiguous rows: float32 through the packed GEMM (packing b is one pass
+    over it, as BLAS's own packing is), else BLAS."""
+    cdef int k = a.shape[0], m = a.shape[1], n = b.shape[1]
+    cdef Py_ssize_t lda = a.strides[0] // a.itemsize
+    bp = _packed(b, False, k, n)
+    if bp is None:
+        mm(a, b, c, True, False, 0)
+        return
+    with nogil:
+        hr_rnn_gemm(m, n, k, <float*>cnp.PyArray_DATA(a), 1, lda,
+                    <float*>cnp.PyArray_DATA(<cnp.ndarray>bp), <float*>cnp.PyArray_DATA(c), n,
+                    0)
 
 
 def _weight_grad(hidden, dx, h0, lod, bint reverse):
@@ -242,9 +286,9 @@ def _weight_grad(hidden, dx, h0, lod, bint reverse):
     dw = np.zeros((d, dx.shape[1]), dx.dtype)
     if rows > 1:
         if reverse:
-            mm(hidden[1:rows], dx[:rows - 1], dw, True, False, 0)
+            _transposed_product(hidden[1:rows], dx[:rows - 1], dw)
         else:
-            mm(hidden[:rows - 1], dx[1:rows], dw, True, False, 0)
+            _transposed_product(hidden[:rows - 1], dx[1:rows], dw)
     offsets = np.asarray(lod[len(lod) - 1], np.int64)
     nonempty = offsets[1:] > offsets[:len(offsets) - 1]
     firsts = (offsets[1:] - 1 if reverse else offsets[:len(offsets) - 1])[nonempty]
@@ -282,14 +326,15 @@ cdef class LSTMGrad(_Options):
         dpeep = np.zeros(3 * d, dtype)
         c0z = c0r if c0r is not None else np.zeros((m, d), dtype)
         peep = b[4 * d:] if self.peep else None
-        cdef void* args[14]
+        wtp = _packed(w, True, 4 * d, d) if len(alive) > 1 or h0r is not None else None  # W^T
+        cdef void* args[15]
         cdef cnp.int64_t* pa = <cnp.int64_t*>_ptr(alive)
         cdef cnp.int64_t* pf = <cnp.int64_t*>_ptr(first)
         cdef cnp.int64_t* pi = <cnp.int64_t*>_ptr(idx)
         cdef Py_ssize_t steps = len(alive)
         cdef int dd = d
         cdef bint want = h0r is not None
-        for k, v in enumerate((gates, cb, dhid, dcel, w, peep, c0z, dx, e, dh, dc, ahc, db,
+        for k, v in enumerate((gates, cb, dhid, dcel, w, wtp, peep, c0z, dx, e, dh, dc, ahc, db,
                                dpeep)):
             args[k] = _ptr(v)
         if total == 0:
@@ -298,18 +343,18 @@ cdef class LSTMGrad(_Options):
             with nogil:
                 _backward[float](<float*>args[0], <float*>args[1], <float*>args[2],
                                  <float*>args[3], pi, <float*>args[4], <float*>args[5],
-                                 <float*>args[6], want, <float*>args[7], <float*>args[8],
+                                 <float*>args[6], <float*>args[7], want, <float*>args[8],
                                  <float*>args[9], <float*>args[10], <float*>args[11],
-                                 <float*>args[12], <float*>args[13], pa, pf, steps, dd,
-                                 self.ag, self.ac, self.ah)
+                                 <float*>args[12], <float*>args[13], <float*>args[14], pa, pf,
+                                 steps, dd, self.ag, self.ac, self.ah)
         else:
             with nogil:
                 _backward[double](<double*>args[0], <double*>args[1], <double*>args[2],
-                                  <double*>args[3], pi, <double*>args[4], <double*>args[5],
-                                  <double*>args[6], want, <double*>args[7], <double*>args[8],
+                                  <double*>args[3], pi, <double*>args[4], NULL,
+                                  <double*>args[6], <double*>args[7], want, <double*>args[8],
                                   <double*>args[9], <double*>args[10], <double*>args[11],
-                                  <double*>args[12], <double*>args[13], pa, pf, steps, dd,
-                                  self.ag, self.ac, self.ah)
+                                  <double*>args[12], <double*>args[13], <double*>args[14], pa,
+                                  pf, steps, dd, self.ag, self.ac, self.ah)
         h0s = None if h0 is None else _checked(h0, dtype, (n_seq, d), op, "H0")
         dw = _weight_grad(hid, dx, h0s, x.lod, self.reverse)
         if self.peep:

@@ -1,0 +1,124 @@
+/* float32 GEMM for the recurrent kernels' products against a weight that stays the same for a
+ * whole kernel call: C[m, n] = A[m, k] B[k, n] (+ C), B packed once into panels of 32 columns.
+ *
+ * Why not BLAS: every sgemm call packs both operands, so a step's [32, 256] x [256, 1024]
+ * repacks the whole 1 MB weight (a quarter of the call's time through OpenBLAS), fifty times a
+ * sequence; packed once, the per-step product only streams it. And the loops here are AVX-512
+ * (two 16-float accumulators per row, 12 rows a tile), whatever core OpenBLAS was told to use
+ * (the environment may pin its AVX2 kernels). On a CPU without AVX-512 hr_rnn_gemm_ok()
+ * returns 0 and the callers stay on BLAS.
+ *
+ * A is read through two strides, A[i, l] = a[i * a_rs + l * a_ks], so a transposed A (the
+ * weight gradient's h^T) needs no copy. */
+#ifndef HEADRACE_RNN_GEMM_H
+#define HEADRACE_RNN_GEMM_H
+
+#include <stddef.h>
+#include <string.h>
+
+#define HR_NR 32   /* columns per panel */
+#define HR_MR 12   /* rows per tile: 24 accumulators + 2 B vectors of the 32 registers */
+
+/* Floats of B packed: ceil(n / 32) panels of [k, 32]. */
+static inline size_t hr_rnn_packed_size(int k, int n) {
+    return (size_t)((n + HR_NR - 1) / HR_NR) * HR_NR * (size_t)(k > 0 ? k : 0);
+}
+
+/* Pack B[l, j] = src[l * ldb + j] (trans = 0) or src[j * ldb + l] (trans = 1) into panels,
+ * the columns past n zero. */
+static void hr_rnn_pack(const float* src, ptrdiff_t ldb, int trans, int k, int n, float* dst) {
+    for (int p = 0; p < (n + HR_NR - 1) / HR_NR; p++) {
+        float* d = dst + (size_t)p * k * HR_NR;
+        int j0 = p * HR_NR, nj = n - j0 < HR_NR ? n - j0 : HR_NR;
+        if (nj < HR_NR)
+            memset(d, 0, sizeof(float) * (size_t)k * HR_NR);
+        if (trans) {   /* row j of src is column j of B: read it contiguously */
+            for (int j = 0; j < nj; j++) {
+                const float* s = src + (size_t)(j0 + j) * ldb;
+                for (int l = 0; l < k; l++)
+                    d[(size_t)l * HR_NR + j] = s[l];
+            }
+        } else {
+            for (int l = 0; l < k; l++)
+                memcpy(d + (size_t)l * HR_NR, src + (size_t)l * ldb + j0, sizeof(float) * nj);
+        }
+    }
+}
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#include <immintrin.h>
+
+#define HR_AVX512 __attribute__((target("avx512f,fma")))
+
+static inline int hr_rnn_gemm_ok(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f");
+}
+
+/* One tile: MR rows of C, one panel (nj <= 32 columns, masks m0/m1), over all of k. */
+#define HR_TILE(MR)                                                                          \
+HR_AVX512 static void hr_rnn_tile##MR(int k, const float* a, ptrdiff_t a_rs, ptrdiff_t a_ks, \
+                                      const float* b, float* c, ptrdiff_t ldc, int accumulate, \
+                                      __mmask16 m0, __mmask16 m1) {                          \
+    __m512 c0[MR], c1[MR];                                                                   \
+    _Pragma("GCC unroll 12") for (int r = 0; r < MR; r++) {                                  \
+        c0[r] = _mm512_setzero_ps();                                                         \
+        c1[r] = _mm512_setzero_ps();                                                         \
+    }                                                                                        \
+    for (int l = 0; l < k; l++) {                                                            \
+        __m512 b0 = _mm512_loadu_ps(b + (size_t)l * HR_NR);                                  \
+        __m512 b1 = _mm512_loadu_ps(b + (size_t)l * HR_NR + 16);                             \
+        const float* al = a + l * a_ks;                                                      \
+        _Pragma("GCC unroll 12") for (int r = 0; r < MR; r++) {                              \
+            __m512 av = _mm512_set1_ps(al[r * a_rs]);                                        \
+            c0[r] = _mm512_fmadd_ps(av, b0, c0[r]);                                          \
+            c1[r] = _mm512_fmadd_ps(av, b1, c1[r]);                                          \
+        }                                                                                    \
+    }                                                                                        \
+    _Pragma("GCC unroll 12") for (int r = 0; r < MR; r++) {                                  \
+        float* cr = c + r * ldc;                                                             \
+        if (accumulate) {                                                                    \
+            c0[r] = _mm512_add_ps(c0[r], _mm512_maskz_loadu_ps(m0, cr));                     \
+            c1[r] = _mm512_add_ps(c1[r], _mm512_maskz_loadu_ps(m1, cr + 16));                \
+        }                                                                                    \
+        _mm512_mask_storeu_ps(cr, m0, c0[r]);                                                \
+        _mm512_mask_storeu_ps(cr + 16, m1, c1[r]);                                           \
+    }                                                                                        \
+}
+
+HR_TILE(12) HR_TILE(8) HR_TILE(4) HR_TILE(2) HR_TILE(1)
+
+/* C[m, n] = A B (+ C when accumulate), B packed by hr_rnn_pack. */
+HR_AVX512 static void hr_rnn_gemm(int m, int n, int k, const float* a, ptrdiff_t a_rs,
+                                  ptrdiff_t a_ks, const float* bp, float* c, ptrdiff_t ldc,
+                                  int accumulate) {
+    for (int p = 0; p < (n + HR_NR - 1) / HR_NR; p++) {
+        int j0 = p * HR_NR, nj = n - j0 < HR_NR ? n - j0 : HR_NR;
+        __mmask16 m0 = nj >= 16 ? 0xFFFF : (__mmask16)((1u << nj) - 1);
+        __mmask16 m1 = nj >= 32 ? 0xFFFF : nj > 16 ? (__mmask16)((1u << (nj - 16)) - 1) : 0;
+        const float* b = bp + (size_t)p * k * HR_NR;
+        float* cp = c + j0;
+        int i = 0;
+        for (; i + 12 <= m; i += 12)
+            hr_rnn_tile12(k, a + i * a_rs, a_rs, a_ks, b, cp + i * ldc, ldc, accumulate, m0, m1);
+        for (; i + 8 <= m; i += 8)
+            hr_rnn_tile8(k, a + i * a_rs, a_rs, a_ks, b, cp + i * ldc, ldc, accumulate, m0, m1);
+        for (; i + 4 <= m; i += 4)
+            hr_rnn_tile4(k, a + i * a_rs, a_rs, a_ks, b, cp + i * ldc, ldc, accumulate, m0, m1);
+        for (; i + 2 <= m; i += 2)
+            hr_rnn_tile2(k, a + i * a_rs, a_rs, a_ks, b, cp + i * ldc, ldc, accumulate, m0, m1);
+        for (; i < m; i++)
+            hr_rnn_tile1(k, a + i * a_rs, a_rs, a_ks, b, cp + i * ldc, ldc, accumulate, m0, m1);
+    }
+}
+
+#else
+static inline int hr_rnn_gemm_ok(void) { return 0; }
+static void hr_rnn_gemm(int m, int n, int k, const float* a, ptrdiff_t a_rs, ptrdiff_t a_ks,
+                        const float* bp, float* c, ptrdiff_t ldc, int accumulate) {
+    (void)m; (void)n; (void)k; (void)a; (void)a_rs; (void)a_ks; (void)bp; (void)c; (void)ldc;
+    (void)accumulate;
+}
+#endif
+
+#endif
