@@ -84,6 +84,19 @@ FIXTURES = {"mse_sgd": (mse_fc, "sgd"), "mse_momentum": (mse_fc, "momentum"),
             "mse_sgd_clip": (mse_fc, "sgd_clip")}
 
 
+# Fixtures whose programs keep Paddle's op_callstack attributes (the Python stack of every op,
+# most of a program's bytes): the others drop them to keep the files small.
+KEEP_CALLSTACK = {"mse_sgd", "ce_adam"}
+
+
+def _drop_callstacks(*programs):
+    for program in programs:
+        for block in program.blocks:
+            for op in block.ops:
+                if op.desc.has_attr("op_callstack"):
+                    op.desc.remove_attr("op_callstack")
+
+
 def _feeds(main, rng):
     names = [v.name for v in main.list_vars() if getattr(v, "is_data", False)]
     feeds = []
@@ -135,6 +148,8 @@ def make(out_dir):
             state = [main.global_block().var(n) for n in _persistables(main, scope)]
             paddle.static.io.save_vars(exe, str(where), main, vars=state,
                                        filename="persistables")
+        if name not in KEEP_CALLSTACK:
+            _drop_callstacks(main, startup)
         (where / "main.pb").write_bytes(main.desc.serialize_to_string())
         (where / "startup.pb").write_bytes(startup.desc.serialize_to_string())
         np.savez_compressed(where / "data.npz", **arrays)

@@ -79,6 +79,9 @@ def test_every_fixture_exercises_its_ops():
         for part in name.split("_")[:2]:
             want |= EXERCISES[part]
         assert want <= types, f"{name}: missing {want - types}"
+        if name in ("mse_sgd", "ce_adam"):    # Paddle's bookkeeping attributes, kept as they are
+            assert all(op.has_attr("op_callstack") and op.has_attr("op_role")
+                       for op in main.global_block().ops)
         if name == "mse_momentum_l2":
             assert {op.attr("regularization_method") for op in main.global_block().ops
                     if op.type == "momentum"} == {"l2_decay"}
