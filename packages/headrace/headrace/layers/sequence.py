@@ -11,7 +11,7 @@ from ..layer_helper import LayerHelper
 __all__ = ["sequence_pool", "sequence_first_step", "sequence_last_step", "sequence_reverse",
            "sequence_softmax", "sequence_mask", "sequence_expand", "sequence_expand_as",
            "sequence_pad", "sequence_unpad", "sequence_slice", "lod_reset", "lod_append",
-           "sequence_conv", "sequence_concat"]
+           "sequence_conv", "sequence_concat", "sequence_reshape"]
 
 
 def sequence_reverse(x, name=None):
@@ -212,4 +212,15 @@ def sequence_concat(input, name=None):
         check_variable("sequence_concat", f"input[{i}]", x, ("int64", "float32", "float64"))
     out = helper.create_variable_for_type_inference(input[0].dtype)
     helper.append_op("sequence_concat", {"X": list(input)}, {"Out": out})
+    return out
+
+
+def sequence_reshape(input, new_dim):
+    """``input`` (2-D, one LoD level) with its data regrouped into rows of ``new_dim`` values;
+    each sequence's length * width must divide by ``new_dim``."""
+    helper = LayerHelper("sequence_reshape")
+    check_variable("sequence_reshape", "input", input, ("int32", "int64", "float32", "float64"))
+    new_dim = check_int("sequence_reshape", "new_dim", new_dim, minimum=1)
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op("sequence_reshape", {"X": input}, {"Out": out}, {"new_dim": new_dim})
     return out
