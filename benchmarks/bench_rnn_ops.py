@@ -7,7 +7,10 @@ over 32 LoD sequences of 50 steps, the loss the mean of the hidden states, and i
 ``backward()``. The cells differ in detail (Fluid's GRU resets before the product), not in
 work.
 
-    HEADRACE_BENCH_THREADS=1 python benchmarks/bench_rnn_ops.py [lstm|gru ...]
+    HEADRACE_BENCH_THREADS=1 python benchmarks/bench_rnn_ops.py [lstm|gru|rnn_lstm ...]
+
+rnn_lstm: the ``rnn`` op (Paddle 3's, one op for the whole LSTM, input projection inside) on
+the time-major [50, 32, 128] beside the same nn.LSTM, medians of interleaved runs.
 """
 import _bench  # noqa: F401  (pins threads before NumPy loads)
 
@@ -55,10 +58,53 @@ def torch_step(torch, kind, x):
     return step
 
 
+def rnn_op_step(x):
+    """The rnn op (Paddle 3's, as paddle.nn.LSTM saves it) through layers.rnn_layer on the
+    time-major batch [T, B, I], the loss the mean of Out, and its backward."""
+    main, startup = hr.Program(), hr.Program()
+    startup.random_seed = 1
+    with hr.program_guard(main, startup):
+        xs = layers.data("x", shape=[T, B, I], dtype="float32", append_batch_size=False)
+        out, _ = layers.rnn_layer(xs, "LSTM", H, time_major=True)
+        loss = layers.mean(out)
+        hr.append_backward(loss)
+    exe, scope = hr.Executor(), hr.Scope()
+    exe.run(startup, scope=scope)
+    return lambda: exe.run(main, feed={"x": x}, fetch_list=[loss], scope=scope)
+
+
+def rnn_op_mode(x, torch, rounds=15):
+    """rnn_lstm: medians of interleaved timings (ours, then torch's, per round), as the
+    machine may be shared."""
+    import time
+
+    ours, peer = rnn_op_step(x), torch_step(torch, "lstm", x) if torch is not None else None
+    times = {"ours": [], "peer": []}
+    for fn in (ours, peer):
+        if fn is not None:
+            fn()   # warm up: plans, buffers
+    for _ in range(rounds):
+        for key, fn in (("ours", ours), ("peer", peer)):
+            if fn is not None:
+                t0 = time.perf_counter()
+                fn()
+                times[key].append(time.perf_counter() - t0)
+    mine = float(np.median(times["ours"]))
+    theirs = float(np.median(times["peer"])) if peer is not None else None
+    _bench.report("rnn_lstm_op", sizes=dict(batch=B, steps=T, input=I, hidden=H),
+                  headrace_ms=round(mine * 1e3, 2),
+                  torch_ms=round(theirs * 1e3, 2) if theirs else None,
+                  ratio=round(mine / theirs, 3) if theirs else None, rounds=rounds,
+                  statistic="median of interleaved runs")
+
+
 def main(kinds):
     x = np.random.default_rng(0).standard_normal((T, B, I)).astype(np.float32)
     torch = _bench.torch_or_none()
     for kind in kinds:
+        if kind == "rnn_lstm":
+            rnn_op_mode(x, torch)
+            continue
         ours = _bench.best_time(headrace_step(kind, x), repeat=5, number=2)
         peer = _bench.best_time(torch_step(torch, kind, x), repeat=5, number=2) \
             if torch is not None else None

@@ -14,7 +14,7 @@ cimport numpy as cnp
 from libc.math cimport exp, tanh
 from libc.string cimport memcpy, memset
 from headrace.kernels.common cimport real
-from headrace.kernels.fastmath cimport hr_f32_sigmoid, hr_f32_tanh, hr_ftanh
+from headrace.kernels.fastmath cimport hr_f32_sigmoid, hr_f32_tanh
 from ._common cimport gemm, mm
 
 import numpy as np
@@ -51,12 +51,6 @@ cdef inline void _tanh(const real* x, real* y, Py_ssize_t n) noexcept nogil:
     else:
         for j in range(n):
             y[j] = tanh(x[j])
-
-
-cdef inline real _tanh1(real x) noexcept nogil:
-    if real is float:
-        return hr_ftanh(x)
-    return tanh(x)
 
 
 cdef void _forward_dir(int mode, int T, int N, int H, bint reverse, real* res,
@@ -136,25 +130,77 @@ cdef void _forward_dir(int mode, int T, int N, int H, bint reverse, real* res,
                     o[j] = row[j]
 
 
+cdef inline void _lstm_row_grad(const real* row, const real* tc, const real* cp,
+                                const real* dh, const real* do, real* dc, real* ex, real* dhp,
+                                int H) noexcept nogil:
+    """One sequence's LSTM step back: gate gradients (tc: tanh(c), precomputed), dc'."""
+    cdef int j
+    cdef real i, f, gg, o, t, dht, dcc
+    for j in range(H):
+        i, f, gg, o, t = row[j], row[H + j], row[2 * H + j], row[3 * H + j], tc[j]
+        dht = dh[j] + do[j]
+        dcc = dc[j] + dht * o * (1 - t * t)
+        ex[j] = dcc * gg * i * (1 - i)
+        ex[H + j] = dcc * cp[j] * f * (1 - f)
+        ex[2 * H + j] = dcc * i * (1 - gg * gg)
+        ex[3 * H + j] = dht * t * o * (1 - o)
+        dc[j] = dcc * f
+        dhp[j] = 0
+
+
+cdef inline void _gru_row_grad(const real* row, const real* hp, const real* dh, const real* do,
+                               real* ex, real* eh, real* dhp, int H) noexcept nogil:
+    cdef int j
+    cdef real r, u, cand, dht, dn
+    for j in range(H):
+        r, u, cand = row[j], row[H + j], row[2 * H + j]
+        dht = dh[j] + do[j]
+        dn = dht * (1 - u) * (1 - cand * cand)
+        ex[j] = dn * row[3 * H + j] * r * (1 - r)
+        ex[H + j] = dht * (hp[j] - cand) * u * (1 - u)
+        ex[2 * H + j] = dn
+        eh[j] = ex[j]
+        eh[H + j] = ex[H + j]
+        eh[2 * H + j] = dn * r
+        dhp[j] = dht * u
+
+
+cdef inline void _simple_row_grad(int mode, const real* row, const real* dh, const real* do,
+                                  real* ex, real* dhp, int H) noexcept nogil:
+    cdef int j
+    cdef real y
+    for j in range(H):
+        y = row[j]
+        if mode == 2:
+            ex[j] = dh[j] + do[j] if y > 0 else 0
+        else:
+            ex[j] = (dh[j] + do[j]) * (1 - y * y)
+        dhp[j] = 0
+
+
 cdef void _backward_dir(int mode, int T, int N, int H, bint reverse, const real* res,
                         const real* w_hh, const real* h0, const real* c0,
                         const long long* lens, const real* dout, int ldo, real* dh, real* dc,
-                        real* dhp, real* dgx, real* dgh) noexcept nogil:
+                        real* dhp, real* dgx, real* dgh, real* scratch) noexcept nogil:
     """Back through one direction: the gates' pre-activation gradients into ``dgx`` (input
     side) and ``dgh`` (recurrent side; the same buffer but for GRU's candidate), and dh/dc of
-    the initial state in ``dh``/``dc`` (on entry: the gradients of the final state)."""
+    the initial state in ``dh``/``dc`` (on entry: the gradients of the final state).
+    ``scratch``: 2 * H values (tanh(c) of a row, and zeros standing for a missing dOut)."""
     cdef int G = _gates(mode), K = _width(mode)
     cdef int KH = K * H, GH = G * H
-    cdef int s, t, tp, n, j, ldh, ldc
+    cdef int s, t, tp, n, ldh, ldc
     cdef const real* hp
     cdef const real* cp
     cdef const real* row
+    cdef const real* do
     cdef real* ex
     cdef real* eh
     cdef real* dh0 = dh
     cdef real* swap
-    cdef real i, f, gg, o, c, tc, dht, dcc, r, u, cand, dn, y
+    cdef real* tc = scratch
+    cdef real* zeros = scratch + H
     cdef bint alive
+    memset(zeros, 0, H * sizeof(real))
     for s in range(T - 1, -1, -1):
         t = T - 1 - s if reverse else s
         if s == 0:
@@ -176,36 +222,17 @@ cdef void _backward_dir(int mode, int T, int N, int H, bint reverse, const real*
                     memset(eh, 0, GH * sizeof(real))
                 memcpy(dhp + <Py_ssize_t>n * H, dh + <Py_ssize_t>n * H, H * sizeof(real))
                 continue
-            for j in range(H):
-                dht = dh[n * H + j]
-                if dout != NULL:
-                    dht = dht + dout[(<Py_ssize_t>t * N + n) * ldo + j]
-                if mode == 0:
-                    i, f, gg, o, c = row[j], row[H + j], row[2 * H + j], row[3 * H + j], \
-                        row[4 * H + j]
-                    tc = _tanh1(c)
-                    dcc = dc[n * H + j] + dht * o * (1 - tc * tc)
-                    ex[j] = dcc * gg * i * (1 - i)
-                    ex[H + j] = dcc * cp[n * ldc + j] * f * (1 - f)
-                    ex[2 * H + j] = dcc * i * (1 - gg * gg)
-                    ex[3 * H + j] = dht * tc * o * (1 - o)
-                    dc[n * H + j] = dcc * f
-                    dhp[n * H + j] = 0
-                elif mode == 1:
-                    r, u, cand = row[j], row[H + j], row[2 * H + j]
-                    dn = dht * (1 - u) * (1 - cand * cand)
-                    ex[j] = dn * row[3 * H + j] * r * (1 - r)
-                    ex[H + j] = dht * (hp[n * ldh + j] - cand) * u * (1 - u)
-                    ex[2 * H + j] = dn
-                    eh[j], eh[H + j], eh[2 * H + j] = ex[j], ex[H + j], dn * r
-                    dhp[n * H + j] = dht * u
-                else:
-                    y = row[j]
-                    if mode == 2:
-                        ex[j] = dht if y > 0 else 0
-                    else:
-                        ex[j] = dht * (1 - y * y)
-                    dhp[n * H + j] = 0
+            do = zeros if dout == NULL else dout + (<Py_ssize_t>t * N + n) * ldo
+            if mode == 0:
+                _tanh(row + 4 * H, tc, H)   # vectorized, once per row
+                _lstm_row_grad(row, tc, cp + <Py_ssize_t>n * ldc, dh + <Py_ssize_t>n * H, do,
+                               dc + <Py_ssize_t>n * H, ex, dhp + <Py_ssize_t>n * H, H)
+            elif mode == 1:
+                _gru_row_grad(row, hp + <Py_ssize_t>n * ldh, dh + <Py_ssize_t>n * H, do, ex,
+                              eh, dhp + <Py_ssize_t>n * H, H)
+            else:
+                _simple_row_grad(mode, row, dh + <Py_ssize_t>n * H, do, ex,
+                                 dhp + <Py_ssize_t>n * H, H)
         # dh' += dG_hh W_hh over the batch, one GEMM
         gemm[real](False, False, N, H, GH, dgh + <Py_ssize_t>t * N * GH, GH, w_hh, H, 1, dhp,
                    H)
@@ -378,7 +405,8 @@ cdef class RNN(_Options):
 cdef void _run_backward(int mode, int T, int N, int H, bint reverse, cnp.ndarray res,
                         cnp.ndarray w_hh, cnp.ndarray h0, cnp.ndarray c0, cnp.ndarray lens,
                         cnp.ndarray dout, int d, cnp.ndarray dh, cnp.ndarray dc,
-                        cnp.ndarray dhp, cnp.ndarray dgx, cnp.ndarray dgh):
+                        cnp.ndarray dhp, cnp.ndarray dgx, cnp.ndarray dgh,
+                        cnp.ndarray scratch):
     cdef const long long* pl = NULL if lens is None else <long long*>cnp.PyArray_DATA(lens)
     cdef int ldo = 0 if dout is None else dout.shape[2]
     cdef char* po = NULL if dout is None else <char*>cnp.PyArray_DATA(dout)
@@ -390,7 +418,8 @@ cdef void _run_backward(int mode, int T, int N, int H, bint reverse, cnp.ndarray
                                  NULL if po == NULL else <float*>po + d * H, ldo,
                                  <float*>cnp.PyArray_DATA(dh), <float*>cnp.PyArray_DATA(dc),
                                  <float*>cnp.PyArray_DATA(dhp), <float*>cnp.PyArray_DATA(dgx),
-                                 <float*>cnp.PyArray_DATA(dgh))
+                                 <float*>cnp.PyArray_DATA(dgh),
+                                 <float*>cnp.PyArray_DATA(scratch))
     else:
         with nogil:
             _backward_dir[double](mode, T, N, H, reverse, <double*>cnp.PyArray_DATA(res),
@@ -400,7 +429,8 @@ cdef void _run_backward(int mode, int T, int N, int H, bint reverse, cnp.ndarray
                                   <double*>cnp.PyArray_DATA(dh), <double*>cnp.PyArray_DATA(dc),
                                   <double*>cnp.PyArray_DATA(dhp),
                                   <double*>cnp.PyArray_DATA(dgx),
-                                  <double*>cnp.PyArray_DATA(dgh))
+                                  <double*>cnp.PyArray_DATA(dgh),
+                                  <double*>cnp.PyArray_DATA(scratch))
 
 
 cdef class RNNGrad(_Options):
@@ -451,6 +481,7 @@ cdef class RNNGrad(_Options):
         dhp = np.empty((max(N, 1), H), dtype)
         dgx = np.empty((T * N, G * H), dtype)
         dgh = np.empty((T * N, G * H), dtype) if mode == 1 else dgx
+        scratch = np.empty(2 * H, dtype)
         dx = None
         want_x = self.info is None or self.info.wants("Input@GRAD")
         for l in range(L - 1, -1, -1):
@@ -468,7 +499,7 @@ cdef class RNNGrad(_Options):
                     else:
                         dst[:N] = g[k]
                 _run_backward(mode, T, N, H, d == 1, res, w_hh, h0, c0, lens, dnext, d, dh,
-                              dc, dhp, dgx, dgh)
+                              dc, dhp, dgx, dgh, scratch)
                 dpre[0][k] = dh[:N]
                 if mode == 0:
                     dpre[1][k] = dc[:N]
@@ -487,7 +518,8 @@ cdef class RNNGrad(_Options):
                     mm(dgx, w_ih, dinp, False, False, 1)
                 dws[2 * k], dws[2 * k + 1] = dw_ih, dw_hh
                 dws[2 * L * D + 2 * k] = dgx.sum(axis=0)
-                dws[2 * L * D + 2 * k + 1] = dgh.sum(axis=0)
+                dws[2 * L * D + 2 * k + 1] = dgh.sum(axis=0) if mode == 1 else \
+                    dws[2 * L * D + 2 * k].copy()
             if l:
                 dnext = dinp.reshape(shape)
                 if mask is not None:
