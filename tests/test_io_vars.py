@@ -9,13 +9,24 @@ import headrace.io as hio
 from headrace.errors import HeadraceError
 from headrace.io import ModelFileError
 from headrace.io import atomic as atomic_mod
+from headrace.io import checkpoint as checkpoint_mod
+from headrace.io.checkpoint import MANIFEST
 from headrace.io import persistables as persist_mod
 
 rng = np.random.default_rng(7)
 
 
 def no_temp_files(directory):
-    return not [n for root, _, files in os.walk(directory) for n in files if n.endswith(".tmp")]
+    """No temporary file inside ``directory`` and no staged save beside it."""
+    parent = os.path.dirname(str(directory).rstrip("/"))
+    return not [n for root, _, files in os.walk(directory) for n in files
+                if n.endswith(".tmp")] and \
+        not [n for n in os.listdir(parent) if ".hrsave-" in n or ".hrold-" in n]
+
+
+def listed(directory):
+    """The saved files of ``directory``: what Paddle's layout has, without the manifest."""
+    return sorted(n for n in os.listdir(directory) if n != MANIFEST)
 
 
 # -- save_vars / load_vars ---------------------------------------------------------------------
@@ -64,7 +75,7 @@ def test_persistables_round_trip(tmp_path, filename):
     exe = hr.Executor()
     saved = hio.save_persistables(exe, str(tmp_path), prog, filename=filename, scope=scope)
     assert saved == sorted(VALUES)
-    files = sorted(os.listdir(tmp_path))
+    files = listed(tmp_path)
     assert files == ([filename] if filename else sorted(VALUES))
     fresh = hr.Scope()
     assert hio.load_persistables(exe, str(tmp_path), prog, filename=filename,
@@ -91,10 +102,10 @@ def test_save_vars_by_list_and_predicate(tmp_path):
     exe = hr.Executor()
     blk = prog.global_block()
     hio.save_vars(exe, str(tmp_path), prog, vars=[blk.var("s_bool"), "s_i64"], scope=scope)
-    assert sorted(os.listdir(tmp_path)) == ["s_bool", "s_i64"]
+    assert listed(tmp_path) == ["s_bool", "s_i64"]
     hio.save_vars(exe, str(tmp_path / "p"), prog, predicate=lambda v: v.name.endswith("0d"),
                   scope=scope)
-    assert os.listdir(tmp_path / "p") == ["s_0d"]
+    assert listed(tmp_path / "p") == ["s_0d"]
     fresh = hr.Scope()
     hio.load_vars(exe, str(tmp_path), prog, vars=["s_i64", "s_bool"], scope=fresh)
     assert_loaded(fresh, ["s_i64", "s_bool"])
@@ -128,6 +139,7 @@ def test_load_rejects_values_that_do_not_match_the_program(tmp_path):
     exe = hr.Executor()
     hio.save_persistables(exe, str(tmp_path), prog, scope=scope)
     (tmp_path / "p_f32").write_bytes(hio.encode_tensor(np.zeros((3, 2), "float64")))
+    (tmp_path / MANIFEST).unlink()   # optional on load: without it the declarations still hold
     fresh = hr.Scope()
     with pytest.raises(ModelFileError, match="does not match its declaration") as e:
         hio.load_persistables(exe, str(tmp_path), prog, scope=fresh)
@@ -139,6 +151,7 @@ def test_combined_file_with_more_or_fewer_tensors(tmp_path):
     prog, scope = state_program()
     exe = hr.Executor()
     hio.save_persistables(exe, str(tmp_path), prog, filename="c", scope=scope)
+    (tmp_path / MANIFEST).unlink()   # the stream's own checks, as for a file Paddle wrote
     data = (tmp_path / "c").read_bytes()
     (tmp_path / "c").write_bytes(data + hio.encode_tensor(np.zeros(1, "float32")))
     with pytest.raises(ModelFileError, match="unexpected bytes") as e:
@@ -165,7 +178,7 @@ def test_variable_names_cannot_escape_the_directory(tmp_path):
     prog.global_block().create_var(name="../evil", shape=[1], dtype="float32", persistable=True)
     scope = hr.Scope()
     scope.set("../evil", hr.Tensor(np.zeros(1, "float32")))
-    with pytest.raises(HeadraceError, match="cannot be used as a file name"):
+    with pytest.raises(HeadraceError, match="not a plain relative path"):
         hio.save_persistables(None, str(tmp_path / "d"), prog, scope=scope)
     hio.save_persistables(None, str(tmp_path / "d"), prog, filename="all", scope=scope)
     assert not (tmp_path / "evil").exists()
@@ -186,7 +199,7 @@ def _saved(directory, filename=None):
 
 
 def _files(directory):
-    return {n: (directory / n).read_bytes() for n in os.listdir(directory)}
+    return {n: (directory / n).read_bytes() for n in listed(directory)}
 
 
 @pytest.mark.parametrize("filename", [None, "__params__"])
@@ -201,35 +214,37 @@ def test_failing_writer_keeps_previous_files(tmp_path, monkeypatch, filename):
             raise OSError(28, "No space left on device")
         return real(f, *args)
     monkeypatch.setattr(persist_mod, "write_tensor", failing)
-    with pytest.raises(OSError, match="No space"):
+    with pytest.raises(checkpoint_mod.SaveError, match="no space left") as e:
         hio.save_persistables(None, str(tmp_path), prog, filename=filename, scope=scope)
+    assert "previous files are unchanged" in str(e.value)
     assert _files(tmp_path) == before
     assert no_temp_files(tmp_path)
 
 
-@pytest.mark.parametrize("failing_call", [1, 3])
-def test_failing_replace_keeps_every_file_whole(tmp_path, monkeypatch, failing_call):
+@pytest.mark.parametrize("failing", ["exchange", "link", "manifest"])
+def test_a_save_failing_at_any_step_keeps_the_previous_checkpoint(tmp_path, monkeypatch,
+                                                                  failing):
+    # The old checkpoint is replaced in one step (the directory swap): a failure before or at
+    # it (keeping a file by linking it, writing the manifest, the swap itself) changes nothing.
     old_dir = tmp_path / "old"
     prog, scope, before = _saved(old_dir)
-    hio.save_persistables(None, str(tmp_path / "new"), prog, scope=scope)
-    after = _files(tmp_path / "new")
-    real, calls = os.replace, []
+    (old_dir / "notes.txt").write_bytes(b"not ours")   # a file no save writes: kept
 
-    def replace(src, dst):
-        calls.append(dst)
-        if len(calls) == failing_call:
-            raise OSError(5, "I/O error")
-        return real(src, dst)
-    monkeypatch.setattr(atomic_mod.os, "replace", replace)
-    with pytest.raises(OSError, match="I/O error"):
+    def fail(*args, **kwargs):
+        raise OSError(5, "I/O error")
+    target = {"exchange": (checkpoint_mod, "_exchange"), "link": (checkpoint_mod.os, "link"),
+              "manifest": (checkpoint_mod, "_write_manifest")}[failing]
+    monkeypatch.setattr(*target, fail)
+    if failing == "link":   # then the copy of the kept file fails too
+        monkeypatch.setattr(checkpoint_mod.shutil, "copy2", fail)
+    with pytest.raises(checkpoint_mod.SaveError, match="I/O error") as e:
         hio.save_persistables(None, str(old_dir), prog, scope=scope)
-    files = _files(old_dir)
-    assert set(files) == set(before)
-    for name, data in files.items():  # each file is the old or the new one, never partial
-        assert data in (before[name], after[name]), name
-    replaced = [n for n in files if files[n] != before[n]]
-    assert len(replaced) == failing_call - 1
+    assert str(old_dir) in str(e.value) and "previous files are unchanged" in str(e.value)
+    assert _files(old_dir) == dict(before, **{"notes.txt": b"not ours"})
     assert no_temp_files(old_dir)
+    monkeypatch.undo()
+    hio.save_persistables(None, str(old_dir), prog, scope=scope)   # and the next save works
+    assert _files(old_dir)["notes.txt"] == b"not ours" and _files(old_dir) != before
 
 
 def test_failing_fsync_keeps_the_previous_file(tmp_path, monkeypatch):

@@ -113,4 +113,5 @@ def run(epochs=15, batch_size=32, seed=1, out_dir=None, quiet=False):
     seconds = time.perf_counter() - t0
     say(f"done in {seconds:.1f} s")
     return {"test_accuracy": test_acc, "reload_matches": same and close, "seconds": seconds,
-            "model_dir": out_dir, "files": sorted(os.listdir(out_dir))}
+            "model_dir": out_dir,
+            "files": sorted(n for n in os.listdir(out_dir) if not n.startswith("."))}

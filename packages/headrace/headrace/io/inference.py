@@ -15,7 +15,7 @@ from ..errors import HeadraceError, ProgramParseError
 from ..framework import Program, Variable, analysis, default_main_program
 from ..ops import attrs as attr_codec
 from ..proto import framework_pb2 as pb
-from .atomic import AtomicFileSet
+from .checkpoint import DirectorySave, read_member
 from .persistables import gather_values, is_persistable, load_vars, select_vars, write_values
 from .tensor_stream import ModelFileError
 
@@ -119,11 +119,12 @@ def _check_computable(block, feeds, targets):
             f"feeded_var_names")
 
 
-def _file_names(dirname, model_filename, params_filename):
+def _file_names(model_filename, params_filename):
+    """The model's and the combined parameters' member names in the model directory."""
     model = model_filename or MODEL_FILENAME
     if params_filename is None and model.endswith(".pdmodel"):
         params_filename = model[:-len(".pdmodel")] + ".pdiparams"
-    return os.path.join(dirname, model), params_filename
+    return model, params_filename
 
 
 def save_inference_model(dirname, feeded_var_names, target_vars, executor, main_program=None,
@@ -136,17 +137,16 @@ def save_inference_model(dirname, feeded_var_names, target_vars, executor, main_
     if not isinstance(main_program, Program):
         raise HeadraceError(f"main_program must be a Program, got {type(main_program).__name__}")
     program = inference_program(main_program, feeded_var_names, target_vars)
-    model_path, params_filename = _file_names(dirname, model_filename, params_filename)
+    model_name, params_filename = _file_names(model_filename, params_filename)
+    model_path = os.path.join(dirname, model_name)
     values = [] if program_only else \
         gather_values(executor, select_vars(program, None, is_persistable), scope)
-    os.makedirs(os.path.dirname(model_path) or ".", exist_ok=True)
-    # The model and its parameters are replaced together, the model last: a save that fails
-    # while renaming leaves the previous model, never a new model whose parameters are not all
-    # in place.
-    with AtomicFileSet() as files:
+    # The model and its parameters become visible together (a model never sits beside the
+    # parameters of another).
+    with DirectorySave(dirname) as save:
         if not program_only:
-            write_values(files, dirname, values, params_filename)
-        files.write(model_path, program.serialize_to_string())
+            write_values(save, values, params_filename)
+        save.write(model_name, "the model file", program.serialize_to_string())
     return [op.input("X")[0] for op in _holder_ops(program, "fetch", model_path)]
 
 
@@ -177,16 +177,15 @@ def load_inference_model(dirname, executor, model_filename=None, params_filename
             os.path.isfile(dirname + ".pdmodel"):
         dirname, prefix = os.path.split(dirname)  # a Paddle 2.x path prefix
         model_filename = prefix + ".pdmodel"
-    model_path, params_filename = _file_names(dirname, model_filename, params_filename)
+    model_name, params_filename = _file_names(model_filename, params_filename)
+    model_path = os.path.join(dirname, model_name)
     try:
-        with open(model_path, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
-        raise ModelFileError("no model file here (wrong directory or model_filename?)",
-                             model_path) from None
-    except OSError as e:
-        raise ModelFileError(f"cannot read the model file: {e.strerror or e}", model_path) \
-            from None
+        data = read_member(dirname, model_name, "the model file")
+    except ModelFileError as e:
+        if e.reason.startswith("no such file"):
+            raise ModelFileError("no model file here (wrong directory or model_filename?)",
+                                 model_path) from None
+        raise
     try:
         program = Program.parse_from_string(data)
     except ProgramParseError as e:

@@ -7,8 +7,9 @@ the variables' names sorted as strings (Paddle's ``__params__`` / ``.pdiparams``
 loader of a combined file rebuilds that order from the program, so a save and a load must
 select the same variables; both use the same predicates here.
 
-Saves are atomic as a whole (see :mod:`.atomic`): every value is fetched and checked before any
-file is touched, and files are renamed into place only after all of them were written.
+Saves are all-or-nothing (see :mod:`.checkpoint`): every value is fetched and checked before
+any file is written, and the new files become visible together, with a manifest of their sizes
+and hashes that loads check.
 Loads read and check every file before any value enters the scope, so a failed load leaves the
 scope unchanged.
 """
@@ -21,8 +22,8 @@ from ..errors import HeadraceError
 from ..framework import Parameter, Program, Variable, default_main_program
 from ..runtime.scope import global_scope
 from ..runtime.tensor import Tensor
-from .atomic import AtomicFileSet
-from .tensor_stream import ModelFileError, open_stream, read_tensor, read_tensor_file, \
+from .checkpoint import DirectorySave, read_manifest, read_member
+from .tensor_stream import ModelFileError, decode_tensor, memory_stream, read_tensor, \
     write_tensor
 
 __all__ = ["is_parameter", "is_persistable", "select_vars", "gather_values", "write_values",
@@ -77,16 +78,6 @@ def select_vars(main_program, vars, predicate):
     return selected
 
 
-def _var_path(dirname, name):
-    """``dirname/<name>``, refusing names that would escape ``dirname``."""
-    root = os.path.abspath(dirname)
-    path = os.path.abspath(os.path.join(root, name))
-    if os.path.isabs(name) or os.path.commonpath([root, path]) != root or path == root:
-        raise HeadraceError(f"variable name '{name}' cannot be used as a file name inside "
-                            f"'{dirname}'; save into one combined file (filename=...) instead")
-    return path
-
-
 def _device(executor):
     """The device module of the executor's place (None: host arrays, no conversion)."""
     return executor.place.module() if executor is not None else None
@@ -122,18 +113,17 @@ def gather_values(executor, selected, scope):
     return [(v, *_host_value(scope, v, device)) for v in sorted(selected, key=lambda v: v.name)]
 
 
-def write_values(files, dirname, values, filename=None):
-    """Write gathered ``values`` through the :class:`AtomicFileSet` ``files``: one file per
-    variable, or all streams back to back in ``dirname/filename``."""
+def write_values(save, values, filename=None):
+    """Write gathered ``values`` through the :class:`DirectorySave` ``save``: one file per
+    variable, or all streams back to back in the member ``filename``."""
     if filename is not None:
-        f = files.open(os.path.join(dirname, filename))
+        f = save.open(filename, f"the combined file '{filename}'")
         for var, data, lod in values:
             write_tensor(f, data, lod, f"variable '{var.name}'")
         return
     for var, data, lod in values:
-        path = _var_path(dirname, var.name)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        write_tensor(files.open(path), data, lod, f"variable '{var.name}'")
+        write_tensor(save.open(var.name, f"variable '{var.name}'"), data, lod,
+                     f"variable '{var.name}'")
 
 
 def save_vars(executor, dirname, main_program=None, vars=None, predicate=None, filename=None,
@@ -142,9 +132,8 @@ def save_vars(executor, dirname, main_program=None, vars=None, predicate=None, f
     one file per variable (``dirname/<name>``), or all in the combined file ``filename``.
     Returns the names saved, in file order."""
     values = gather_values(executor, select_vars(main_program, vars, predicate), scope)
-    os.makedirs(dirname, exist_ok=True)
-    with AtomicFileSet() as files:
-        write_values(files, dirname, values, filename)
+    with DirectorySave(dirname) as save:
+        write_values(save, values, filename)
     return [v.name for v, _, _ in values]
 
 
@@ -172,9 +161,11 @@ def load_vars(executor, dirname, main_program=None, vars=None, predicate=None, f
     scope = scope if scope is not None else global_scope()
     selected = sorted(select_vars(main_program, vars, predicate), key=lambda v: v.name)
     loaded = []
+    manifest = read_manifest(dirname) if os.path.isdir(dirname) else {}
     if filename is not None:
         path = os.path.join(dirname, filename)
-        with open_stream(path) as r:
+        data = read_member(dirname, filename, f"the combined file '{filename}'", manifest)
+        with memory_stream(data, path) as r:
             for i, var in enumerate(selected):
                 r.what = f"tensor #{i} of {len(selected)} (variable '{var.name}')"
                 loaded.append((var, *read_tensor(r), path))
@@ -183,8 +174,10 @@ def load_vars(executor, dirname, main_program=None, vars=None, predicate=None, f
                          f"({', '.join(v.name for v in selected) or 'none'}) take")
     else:
         for var in selected:
-            path = _var_path(dirname, var.name)
-            loaded.append((var, *read_tensor_file(path, f"variable '{var.name}'"), path))
+            what = f"variable '{var.name}'"
+            data = read_member(dirname, var.name, what, manifest)
+            loaded.append((var, *decode_tensor(data, what, os.path.join(dirname, var.name)),
+                           os.path.join(dirname, var.name)))
     for var, array, _, path in loaded:
         _check_matches(var, array, path)
     # Only now, with every file read and checked, does the scope change.

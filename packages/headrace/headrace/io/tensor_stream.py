@@ -13,8 +13,12 @@ length is checked against the bytes left in the file *before* anything is read o
 a truncated or corrupt file gives a :class:`ModelFileError` naming the file, the byte offset,
 what was expected and what was found, never a crash, a huge allocation or wrong numbers.
 """
+import contextlib
+import errno
+import io
 import math
 import os
+import stat
 import struct
 
 import numpy as np
@@ -25,7 +29,7 @@ from ..proto import framework_pb2 as pb
 from ..runtime.tensor import LoDError, check_lod
 
 __all__ = ["ModelFileError", "StreamReader", "write_tensor", "encode_tensor", "read_tensor",
-           "open_stream", "read_tensor_file", "decode_tensor"]
+           "open_stream", "read_tensor_file", "decode_tensor", "memory_stream", "read_regular"]
 
 _VERSION = 0
 # Element types a stream may hold: those with a NumPy dtype (bfloat16 has none).
@@ -230,43 +234,66 @@ def read_tensor(r):
     return array, lod
 
 
-class _Opened:
-    def __init__(self, path):
-        self.path = path
+def read_regular(directory, parts, what):
+    """The bytes of the regular file ``directory/parts``: no component is followed if it is a
+    symbolic link, a FIFO or device is refused before it could block, and no more than the
+    file's size is read."""
+    path = os.path.join(directory, *parts)
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    dir_fd = None
+    try:
+        dir_fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        for p in parts[:-1]:
+            fd = os.open(p, flags | getattr(os, "O_DIRECTORY", 0), dir_fd=dir_fd)
+            os.close(dir_fd)
+            dir_fd = fd
+        fd = os.open(parts[-1], flags | os.O_NONBLOCK, dir_fd=dir_fd)
+    except FileNotFoundError:
+        raise ModelFileError(f"no such file ({what})", path) from None
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.ENOTDIR) or (
+                e.errno == errno.EMLINK and hasattr(os, "O_NOFOLLOW")):
+            raise ModelFileError(f"{what}: a symbolic link (or a non-directory) on the path; "
+                                 f"links inside a checkpoint are not followed", path) from None
+        raise ModelFileError(f"cannot open {what}: {e.strerror or e}", path) from None
+    finally:
+        if dir_fd is not None:
+            os.close(dir_fd)
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise ModelFileError(f"{what} is not a regular file (mode "
+                                 f"{stat.filemode(st.st_mode)}); it is not read", path)
+        os.set_blocking(f.fileno(), True)
+        return f.read(st.st_size)
 
-    def __enter__(self):
-        try:
-            self.f = open(self.path, "rb")
-        except FileNotFoundError:
-            raise ModelFileError("no such file", self.path) from None
-        except OSError as e:
-            raise ModelFileError(f"cannot open: {e.strerror or e}", self.path) from None
-        return StreamReader(self.f, self.path)
 
-    def __exit__(self, *exc):
-        self.f.close()
-        return False
-
-
-def open_stream(path):
-    """``with open_stream(path) as r:`` a :class:`StreamReader` over the file (a missing or
-    unreadable file is a ModelFileError)."""
-    return _Opened(path)
+def open_stream(path, what="file"):
+    """``with open_stream(path) as r:`` a :class:`StreamReader` over the regular file ``path``
+    (read as :func:`read_regular` reads: a missing, linked or special file is a
+    ModelFileError)."""
+    directory, name = os.path.split(os.path.abspath(path))
+    return memory_stream(read_regular(directory, (name,), what), path)
 
 
 def read_tensor_file(path, what="tensor"):
     """The single tensor ``(array, lod)`` a file holds; trailing bytes are an error."""
-    with open_stream(path) as r:
+    with open_stream(path, what) as r:
         r.what = what
         out = read_tensor(r)
         r.expect_end(what)
         return out
 
 
-def decode_tensor(data, what="tensor"):
-    """``(array, lod)`` from the bytes of exactly one stream."""
-    import io
-    r = StreamReader(io.BytesIO(bytes(data)), None)
+def memory_stream(data, path=None):
+    """``with memory_stream(data, path) as r:`` a :class:`StreamReader` over bytes already
+    read (and checked) from ``path``, which errors name."""
+    return contextlib.nullcontext(StreamReader(io.BytesIO(bytes(data)), path))
+
+
+def decode_tensor(data, what="tensor", path=None):
+    """``(array, lod)`` from the bytes of exactly one stream (read from ``path``, if given)."""
+    r = StreamReader(io.BytesIO(bytes(data)), path)
     r.what = what
     out = read_tensor(r)
     r.expect_end(what)
