@@ -28,9 +28,9 @@ MAX_RANK = 8  # Paddle's limit for the expand ops (phi's MAX_RANK_SUPPORTED)
 def _from_tensors(ctx, attr, tensor_slot, list_slot):
     """The target values given by a shape tensor or a list of one-element tensors, None for
     each value not known at build time (the attribute's entries >= 0 are taken as hints, as
-    Paddle's layers write the constant ones there; Paddle reads them at build time only, so
-    one that cannot hold is no error: see ``expanded_shape``); None when neither input is
-    bound."""
+    Paddle's layers write the constant ones there, and -1 (Paddle 2) or -2 (Paddle 3) where a
+    tensor decides; Paddle reads them at build time only, so one that cannot hold is no
+    error: see ``expanded_shape``); None when neither input is bound."""
     if ctx.has_input(tensor_slot):
         t = ctx.input(tensor_slot)
         if t.rank != 1:
