@@ -12,7 +12,7 @@ NN_OPS = {
     "sequence_mask", "sequence_expand", "sequence_pad", "sequence_unpad", "sequence_expand_as",
     "norm", "group_norm", "instance_norm", "lstm_unit", "gru_unit", "sequence_slice", "lstmp",
     "rnn",
-    "sequence_concat", "sequence_reshape",
+    "sequence_concat", "sequence_reshape", "sequence_enumerate",
 }
 # Their gradient ops (Paddle's names: cross_entropy2's is cross_entropy_grad2).
 GRAD_OPS = {
@@ -27,7 +27,7 @@ GRAD_OPS = {
     "sequence_concat_grad", "sequence_reshape_grad",
 }
 # op-conventions.md: "Ops with no gradient: ... top_k, accuracy ..."
-NO_GRADIENT = {"accuracy", "top_k", "sequence_mask"}
+NO_GRADIENT = {"accuracy", "top_k", "sequence_mask", "sequence_enumerate"}
 # op-conventions.md: "int." outputs, kept for the backward pass.
 INTERMEDIATE = {
     "cross_entropy2": {"XShape", "MatchX"},

@@ -16,6 +16,7 @@ REGISTRY = default_registry()
 NN_OPS = REGISTRY.ops_of("headrace-nn:nn")
 NEED_KERNEL = [t for t in NN_OPS if not REGISTRY.get(t).no_kernel]
 REFERENCES, SAMPLES = all_references(), all_samples()
+INT_ONLY = {"sequence_mask", "sequence_enumerate"}
 
 
 def _modules(package):
@@ -24,14 +25,14 @@ def _modules(package):
 
 
 def test_the_plugin_has_ops_that_need_kernels():
-    assert len(NEED_KERNEL) == 64   # 34 forward ops, 30 gradient ops
+    assert len(NEED_KERNEL) == 65   # 35 forward ops, 30 gradient ops
 
 
 @pytest.mark.parametrize("op_type", NEED_KERNEL)
 def test_op_has_a_cpu_kernel_for_both_float_dtypes(op_type):
     dtypes = REGISTRY.kernels_for(op_type).get("cpu", ())
-    # sequence_mask reads integer lengths only: its kernels are for those.
-    want = {"int32", "int64"} if op_type == "sequence_mask" else {"float32", "float64"}
+    # sequence_mask and sequence_enumerate read integers only: their kernels are for those.
+    want = {"int32", "int64"} if op_type in INT_ONLY else {"float32", "float64"}
     assert want <= set(dtypes), f"{op_type}: cpu kernels for {dtypes}"
 
 
@@ -100,7 +101,8 @@ NO_GRAD_SLOTS = {"Label", "Ids", "Seed", "Mean", "Variance", "MomentumTensor",
 
 
 def test_which_nn_ops_are_differentiable():
-    assert sorted(DIFFERENTIABLE) == sorted(set(FORWARD) - {"top_k", "accuracy", "sequence_mask"} -
+    assert sorted(DIFFERENTIABLE) == sorted(set(FORWARD) - {"top_k", "accuracy", "sequence_mask",
+                                                            "sequence_enumerate"} -
                                             SELF_GRADIENT)
     assert set(NN_OPS) == set(FORWARD) | set(GRAD_TYPE.values())
     for t in GRAD_TYPE.values():

@@ -11,7 +11,7 @@ from ..layer_helper import LayerHelper
 __all__ = ["sequence_pool", "sequence_first_step", "sequence_last_step", "sequence_reverse",
            "sequence_softmax", "sequence_mask", "sequence_expand", "sequence_expand_as",
            "sequence_pad", "sequence_unpad", "sequence_slice", "lod_reset", "lod_append",
-           "sequence_conv", "sequence_concat", "sequence_reshape"]
+           "sequence_conv", "sequence_concat", "sequence_reshape", "sequence_enumerate"]
 
 
 def sequence_reverse(x, name=None):
@@ -223,4 +223,18 @@ def sequence_reshape(input, new_dim):
     new_dim = check_int("sequence_reshape", "new_dim", new_dim, minimum=1)
     out = helper.create_variable_for_type_inference(input.dtype)
     helper.append_op("sequence_reshape", {"X": input}, {"Out": out}, {"new_dim": new_dim})
+    return out
+
+
+def sequence_enumerate(input, win_size, pad_value=0, name=None):
+    """For each id of the id sequences ``input`` ([rows, 1], int32/int64), the ``win_size``
+    ids from it on within its sequence, ``pad_value`` past the sequence's end: [rows,
+    win_size]."""
+    helper = LayerHelper("sequence_enumerate", name=name)
+    check_variable("sequence_enumerate", "input", input, ("int32", "int64"))
+    win_size = check_int("sequence_enumerate", "win_size", win_size, minimum=2)
+    pad_value = check_int("sequence_enumerate", "pad_value", pad_value)
+    out = helper.create_variable_for_type_inference(input.dtype, stop_gradient=True)
+    helper.append_op("sequence_enumerate", {"X": input}, {"Out": out},
+                     {"win_size": win_size, "pad_value": pad_value})
     return out
