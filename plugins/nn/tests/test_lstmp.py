@@ -346,3 +346,46 @@ def test_float32_kernel_matches_the_float64_reference_on_a_larger_batch(kwargs):
         w = np.asarray(getattr(w, "data", w))
         np.testing.assert_allclose(got[slot][0].numpy(), w, rtol=1e-4,
                                    atol=1e-4 * np.abs(w).max(), err_msg=slot)
+
+
+def test_a_tagger_of_lstmp_layers_learns_and_its_inference_model_round_trips(tmp_path):
+    # Each row's label: is the running sum of its sequence so far positive? (Needs the
+    # recurrence.) Two stacked lstmp layers, the second reversed, an fc per row, Adam.
+    rng = np.random.default_rng(12)
+    main, startup = hr.Program(), hr.Program()
+    startup.random_seed = 3
+    with hr.program_guard(main, startup):
+        x = layers.data("x", shape=[1], dtype="float32", lod_level=1)
+        y = layers.data("y", shape=[1], dtype="int64", lod_level=1)
+        h = x
+        for reverse in (False, True):
+            h, _ = layers.dynamic_lstmp(layers.fc(h, size=4 * 16), 4 * 16, 8,
+                                        is_reverse=reverse, cell_clip=3.0, proj_clip=2.0)
+        logits = layers.fc(h, size=2)
+        loss = layers.mean(layers.softmax_with_cross_entropy(logits, y))
+        hr.optimizer.Adam(learning_rate=0.02).minimize(loss)
+    exe, scope = hr.Executor(), hr.Scope()
+    exe.run(startup, scope=scope)
+
+    def batch():
+        lens = rng.integers(1, 9, size=16)
+        xs = rng.standard_normal((int(lens.sum()), 1)).astype("float32")
+        offsets = np.cumsum([0] + list(lens))
+        ys = np.concatenate([np.cumsum(xs[a:b, 0]) > 0 for a, b in zip(offsets[:-1],
+                                                                         offsets[1:])])
+        lod = [list(offsets)]
+        return {"x": hr.Tensor(xs, lod), "y": hr.Tensor(ys.astype("int64")[:, None], lod)}
+
+    losses = [float(np.asarray(exe.run(main, feed=batch(), fetch_list=[loss], scope=scope)[0])
+                    .reshape(-1)[0]) for _ in range(150)]
+    assert np.mean(losses[-20:]) < 0.5 * np.mean(losses[:10]), losses[::15]
+    # save the inference model, load it back: the same logits
+    feed = batch()
+    infer = main.clone(for_test=True)
+    (want,) = exe.run(infer, feed=feed, fetch_list=[logits], scope=scope)
+    hr.io.save_inference_model(str(tmp_path), ["x"], [logits], exe, main, scope=scope)
+    scope2 = hr.Scope()
+    prog, feeds, fetches = hr.io.load_inference_model(str(tmp_path), exe, scope=scope2)
+    assert "lstmp" in [op.type for op in prog.global_block().ops]
+    (got,) = exe.run(prog, feed={feeds[0]: feed["x"]}, fetch_list=fetches, scope=scope2)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
