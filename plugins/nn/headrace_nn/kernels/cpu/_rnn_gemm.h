@@ -88,31 +88,41 @@ HR_AVX512 static void hr_rnn_tile##MR(int k, const float* a, ptrdiff_t a_rs, ptr
 
 HR_TILE(12) HR_TILE(8) HR_TILE(4) HR_TILE(2) HR_TILE(1)
 
-/* C[m, n] = A B (+ C when accumulate), B packed by hr_rnn_pack. */
+/* C[m, n] = A B (+ C when accumulate), B packed by hr_rnn_pack. k in blocks of HR_KC: a
+ * panel's block (32 KB) stays in L1 while every row tile passes over it, and the weight
+ * gradient's A block (h^T, k rows of it) in L2 across the panels. */
+#define HR_KC 256
+
 HR_AVX512 static void hr_rnn_gemm(int m, int n, int k, const float* a, ptrdiff_t a_rs,
                                   ptrdiff_t a_ks, const float* bp, float* c, ptrdiff_t ldc,
                                   int accumulate) {
-    for (int p = 0; p < (n + HR_NR - 1) / HR_NR; p++) {
-        int j0 = p * HR_NR, nj = n - j0 < HR_NR ? n - j0 : HR_NR;
-        __mmask16 m0 = nj >= 16 ? 0xFFFF : (__mmask16)((1u << nj) - 1);
-        __mmask16 m1 = nj >= 32 ? 0xFFFF : nj > 16 ? (__mmask16)((1u << (nj - 16)) - 1) : 0;
-        const float* b = bp + (size_t)p * k * HR_NR;
-        float* cp = c + j0;
-        int i = 0;
-        for (; i + 12 <= m; i += 12)
-            hr_rnn_tile12(k, a + i * a_rs, a_rs, a_ks, b, cp + i * ldc, ldc, accumulate, m0, m1);
-        for (; i + 8 <= m; i += 8)
-            hr_rnn_tile8(k, a + i * a_rs, a_rs, a_ks, b, cp + i * ldc, ldc, accumulate, m0, m1);
-        for (; i + 4 <= m; i += 4)
-            hr_rnn_tile4(k, a + i * a_rs, a_rs, a_ks, b, cp + i * ldc, ldc, accumulate, m0, m1);
-        for (; i + 2 <= m; i += 2)
-            hr_rnn_tile2(k, a + i * a_rs, a_rs, a_ks, b, cp + i * ldc, ldc, accumulate, m0, m1);
-        for (; i < m; i++)
-            hr_rnn_tile1(k, a + i * a_rs, a_rs, a_ks, b, cp + i * ldc, ldc, accumulate, m0, m1);
+    for (int k0 = 0; k0 < k; k0 += HR_KC) {
+        int kc = k - k0 < HR_KC ? k - k0 : HR_KC;
+        int acc = accumulate || k0 > 0;
+        const float* ak = a + k0 * a_ks;
+        for (int p = 0; p < (n + HR_NR - 1) / HR_NR; p++) {
+            int j0 = p * HR_NR, nj = n - j0 < HR_NR ? n - j0 : HR_NR;
+            __mmask16 m0 = nj >= 16 ? 0xFFFF : (__mmask16)((1u << nj) - 1);
+            __mmask16 m1 = nj >= 32 ? 0xFFFF : nj > 16 ? (__mmask16)((1u << (nj - 16)) - 1) : 0;
+            const float* b = bp + ((size_t)p * k + k0) * HR_NR;
+            float* cp = c + j0;
+            int i = 0;
+            for (; i + 12 <= m; i += 12)
+                hr_rnn_tile12(kc, ak + i * a_rs, a_rs, a_ks, b, cp + i * ldc, ldc, acc, m0, m1);
+            for (; i + 8 <= m; i += 8)
+                hr_rnn_tile8(kc, ak + i * a_rs, a_rs, a_ks, b, cp + i * ldc, ldc, acc, m0, m1);
+            for (; i + 4 <= m; i += 4)
+                hr_rnn_tile4(kc, ak + i * a_rs, a_rs, a_ks, b, cp + i * ldc, ldc, acc, m0, m1);
+            for (; i + 2 <= m; i += 2)
+                hr_rnn_tile2(kc, ak + i * a_rs, a_rs, a_ks, b, cp + i * ldc, ldc, acc, m0, m1);
+            for (; i < m; i++)
+                hr_rnn_tile1(kc, ak + i * a_rs, a_rs, a_ks, b, cp + i * ldc, ldc, acc, m0, m1);
+        }
     }
 }
 
 #else
+#define HR_AVX512
 static inline int hr_rnn_gemm_ok(void) { return 0; }
 static void hr_rnn_gemm(int m, int n, int k, const float* a, ptrdiff_t a_rs, ptrdiff_t a_ks,
                         const float* bp, float* c, ptrdiff_t ldc, int accumulate) {
@@ -120,5 +130,66 @@ static void hr_rnn_gemm(int m, int n, int k, const float* a, ptrdiff_t a_rs, ptr
     (void)accumulate;
 }
 #endif
+
+/* -- the LSTM cell's gradient ------------------------------------------------------------ */
+
+#if defined(__GNUC__) && !defined(__clang__) && (defined(__x86_64__) || defined(__i386__)) \
+    && defined(__linux__)
+#define HR_RNN_CLONES __attribute__((target_clones("avx512f", "avx2,fma", "default")))
+#else
+#define HR_RNN_CLONES
+#endif
+
+/* One step's gate gradients for sigmoid gates and tanh candidate and cell (the defaults), so
+ * the derivatives are plain products the loops vectorize (one clone per vector width). Per
+ * row r < n: g the activated gates [candidate, input, forget, output] (row stride 4d), a =
+ * tanh(c), pc the cell before; dh, dc (row stride d) hold the gradients reaching h and c and
+ * leave dc as the gradient of the cell before; e gets the gates' pre-activation gradients.
+ * peep ({W_ic, W_fc, W_oc}) may be NULL; with it, dpeep sums the peepholes' gradients. */
+HR_RNN_CLONES static void hr_lstm_cell_grad(ptrdiff_t n, int d, const float* g, const float* c,
+                                            const float* a, const float* pc, const float* dh,
+                                            float* dc, float* e, const float* peep,
+                                            float* dpeep) {
+    for (ptrdiff_t r = 0; r < n; r++) {
+        const float* gc = g + r * 4 * d;
+        const float* gi = gc + d;
+        const float* gf = gc + 2 * d;
+        const float* go = gc + 3 * d;
+        const float* ar = a + r * d;
+        const float* cr = c + r * d;
+        const float* pr = pc + r * d;
+        const float* dhr = dh + r * d;
+        float* dcr = dc + r * d;
+        float* ec = e + r * 4 * d;
+        if (peep == NULL) {
+            for (int j = 0; j < d; j++) {
+                float o = go[j], at = ar[j], i = gi[j], f = gf[j], cand = gc[j];
+                float dgo = dhr[j] * at * o * (1.0f - o);
+                float dcc = dcr[j] + dhr[j] * o * (1.0f - at * at);
+                ec[j] = dcc * i * (1.0f - cand * cand);
+                ec[d + j] = dcc * cand * i * (1.0f - i);
+                ec[2 * d + j] = dcc * pr[j] * f * (1.0f - f);
+                ec[3 * d + j] = dgo;
+                dcr[j] = dcc * f;
+            }
+        } else {
+            for (int j = 0; j < d; j++) {
+                float o = go[j], at = ar[j], i = gi[j], f = gf[j], cand = gc[j], cp = pr[j];
+                float dgo = dhr[j] * at * o * (1.0f - o);
+                float dcc = dcr[j] + dhr[j] * o * (1.0f - at * at) + dgo * peep[2 * d + j];
+                float dgi = dcc * cand * i * (1.0f - i);
+                float dgf = dcc * cp * f * (1.0f - f);
+                ec[j] = dcc * i * (1.0f - cand * cand);
+                ec[d + j] = dgi;
+                ec[2 * d + j] = dgf;
+                ec[3 * d + j] = dgo;
+                dcr[j] = dcc * f + dgi * peep[j] + dgf * peep[d + j];
+                dpeep[j] += dgi * cp;
+                dpeep[d + j] += dgf * cp;
+                dpeep[2 * d + j] += dgo * cr[j];
+            }
+        }
+    }
+}
 
 #endif

@@ -20,7 +20,8 @@ cimport numpy as cnp
 from libc.string cimport memcpy, memset
 from headrace.kernels.common cimport real
 from ._common cimport act_rows, dact, gemm, mm
-from ._rnn_gemm cimport hr_rnn_gemm, hr_rnn_gemm_ok, hr_rnn_pack, hr_rnn_packed_size
+from ._rnn_gemm cimport (hr_lstm_cell_grad, hr_rnn_gemm, hr_rnn_gemm_ok, hr_rnn_pack,
+                         hr_rnn_packed_size)
 
 import numpy as np
 
@@ -131,10 +132,53 @@ cdef void _forward(const real* x, const cnp.int64_t* idx, const real* bias, cons
             memcpy(cell + row * d, c, d * sizeof(real))
 
 
+cdef void _cell_grads(Py_ssize_t n, int d, const real* gates, const real* cb, const real* ahc,
+                      const real* pc, const real* dh, real* dc, real* e, const real* peep,
+                      real* dpeep, int ag, int ac, int ah) noexcept nogil:
+    """One step's gate gradients (into ``e``) and the cell gradient of the step before (into
+    ``dc``), any activations: hr_lstm_cell_grad's arithmetic with the derivatives by code."""
+    cdef Py_ssize_t r, j
+    cdef int d2 = 2 * d, d3 = 3 * d, d4 = 4 * d
+    cdef const real* g
+    cdef const real* c
+    cdef const real* a
+    cdef real* er
+    cdef const real* dhr
+    cdef real* dcr
+    cdef real cand, i, f, o, cp, dgo, dgi, dgf, dcc, dhh
+    for r in range(n):
+        g, c, a = gates + r * d4, cb + r * d, ahc + r * d
+        er, dhr, dcr = e + r * d4, dh + r * d, dc + r * d
+        if peep == NULL:
+            for j in range(d):
+                cand, i, f, o = g[j], g[d + j], g[d2 + j], g[d3 + j]
+                dhh, cp = dhr[j], pc[r * d + j]
+                dgo = dhh * a[j] * dact(ag, o)
+                dcc = dcr[j] + dhh * o * dact(ah, a[j])
+                dgi = dcc * cand * dact(ag, i)
+                dgf = dcc * cp * dact(ag, f)
+                er[j] = dcc * i * dact(ac, cand)
+                er[d + j], er[d2 + j], er[d3 + j] = dgi, dgf, dgo
+                dcr[j] = dcc * f
+        else:
+            for j in range(d):
+                cand, i, f, o = g[j], g[d + j], g[d2 + j], g[d3 + j]
+                dhh, cp = dhr[j], pc[r * d + j]
+                dgo = dhh * a[j] * dact(ag, o)
+                dcc = dcr[j] + dhh * o * dact(ah, a[j]) + dgo * peep[d2 + j]
+                dgi = dcc * cand * dact(ag, i)
+                dgf = dcc * cp * dact(ag, f)
+                er[j] = dcc * i * dact(ac, cand)
+                er[d + j], er[d2 + j], er[d3 + j] = dgi, dgf, dgo
+                dcr[j] = dcc * f + dgi * peep[j] + dgf * peep[d + j]
+                dpeep[j] += dgi * cp
+                dpeep[d + j] += dgf * cp
+                dpeep[d2 + j] += dgo * c[j]
+
+
 cdef void _backward(const real* gates, const real* cb, const real* dhid, const real* dcell,
                     const cnp.int64_t* idx, const real* w, const real* wtp, const real* peep,
-                    const real* c0,
-                    bint want_dh0, real* dx, real* e, real* dh, real* dc, real* ahc,
+                    const real* c0, bint want_dh0, real* dx, real* e, real* dh, real* dc, real* ahc,
                     real* db, real* dpeep, const cnp.int64_t* alive,
                     const cnp.int64_t* first, Py_ssize_t steps, int d, int ag, int ac,
                     int ah) noexcept nogil:
@@ -142,59 +186,35 @@ cdef void _backward(const real* gates, const real* cb, const real* dhid, const r
     after into the one before; ``e`` holds one step's gate gradients; ``c0``: rank order, or
     zeros. Writes every row of ``dx`` and sums into ``db`` and ``dpeep``."""
     cdef Py_ssize_t t, r, j, s, n, row, prev_n
-    cdef int d2 = 2 * d, d3 = 3 * d, d4 = 4 * d
-    cdef const real* g
-    cdef const real* c
+    cdef int d4 = 4 * d
     cdef const real* pc
-    cdef const real* a
     cdef real* er
-    cdef real* dhr
-    cdef real* dcr
-    cdef real cand, i, f, o, cp, dgo, dgi, dgf, dcc, dhh
+    # sigmoid gates, tanh candidate and cell: the vectorized cell gradient (_rnn_gemm.h)
+    cdef bint fast = ag == 0 and ac == 1 and ah == 1
     for t in range(steps - 1, -1, -1):
         s, n = first[t], alive[t]
         pc = c0 if t == 0 else cb + first[t - 1] * d
         memcpy(ahc, cb + s * d, n * d * sizeof(real))
         act_rows(ah, ahc, n * d)
+        # The gradients from this step's own outputs join those from the step after.
         for r in range(n):
-            g, c, a = gates + (s + r) * d4, cb + (s + r) * d, ahc + r * d
-            er, dhr, dcr = e + r * d4, dh + r * d, dc + r * d
             row = idx[s + r]
-            # The gradients from this step's own outputs join those from the step after.
             if dhid != NULL:
                 for j in range(d):
-                    dhr[j] += dhid[row * d + j]
+                    dh[r * d + j] += dhid[row * d + j]
             if dcell != NULL:
                 for j in range(d):
-                    dcr[j] += dcell[row * d + j]
-            if peep == NULL:
-                for j in range(d):
-                    cand, i, f, o = g[j], g[d + j], g[d2 + j], g[d3 + j]
-                    dhh, cp = dhr[j], pc[r * d + j]
-                    dgo = dhh * a[j] * dact(ag, o)
-                    dcc = dcr[j] + dhh * o * dact(ah, a[j])
-                    dgi = dcc * cand * dact(ag, i)
-                    dgf = dcc * cp * dact(ag, f)
-                    er[j] = dcc * i * dact(ac, cand)
-                    er[d + j], er[d2 + j], er[d3 + j] = dgi, dgf, dgo
-                    dcr[j] = dcc * f
-            else:
-                for j in range(d):
-                    cand, i, f, o = g[j], g[d + j], g[d2 + j], g[d3 + j]
-                    dhh, cp = dhr[j], pc[r * d + j]
-                    dgo = dhh * a[j] * dact(ag, o)
-                    dcc = dcr[j] + dhh * o * dact(ah, a[j]) + dgo * peep[d2 + j]
-                    dgi = dcc * cand * dact(ag, i)
-                    dgf = dcc * cp * dact(ag, f)
-                    er[j] = dcc * i * dact(ac, cand)
-                    er[d + j], er[d2 + j], er[d3 + j] = dgi, dgf, dgo
-                    dcr[j] = dcc * f + dgi * peep[j] + dgf * peep[d + j]
-                    dpeep[j] += dgi * cp
-                    dpeep[d + j] += dgf * cp
-                    dpeep[d2 + j] += dgo * c[j]
+                    dc[r * d + j] += dcell[row * d + j]
+        if real is float and fast:
+            hr_lstm_cell_grad(n, d, gates + s * d4, cb + s * d, ahc, pc, dh, dc, e, peep, dpeep)
+        else:
+            _cell_grads(n, d, gates + s * d4, cb + s * d, ahc, pc, dh, dc, e, peep, dpeep, ag,
+                        ac, ah)
+        for r in range(n):
+            er = e + r * d4
             for j in range(d4):
                 db[j] += er[j]
-            memcpy(dx + row * d4, er, d4 * sizeof(real))
+            memcpy(dx + idx[s + r] * d4, er, d4 * sizeof(real))
         if t > 0 or want_dh0:
             if real is float and wtp != NULL:   # W^T packed
                 hr_rnn_gemm(<int>n, d, d4, e, d4, 1, wtp, dh, d, 0)
