@@ -1,4 +1,4 @@
-"""References of clip and clip_grad."""
+"""References of clip, clip_grad, clip_by_norm, squared_l2_norm and its gradient."""
 import numpy as np
 
 from ._util import f64, fattr
@@ -61,5 +61,57 @@ def sample_clip_grad(rng, dtype):
     return {s: inputs[s] for s in ("X", "Min", "Max", "Out@GRAD") if s in inputs}, attrs
 
 
-REFERENCES = {"clip": clip, "clip_grad": clip_grad}
-SAMPLES = {"clip": sample_clip, "clip_grad": sample_clip_grad}
+# -- clip_by_norm, squared_l2_norm ----------------------------------------------------------------
+
+def _float_x(op, x):
+    if x.dtype not in (np.float32, np.float64):
+        raise TypeError(f"{op}: X must be float32 or float64, got {x.dtype}")
+    return x
+
+
+def clip_by_norm(inputs, attrs):
+    x = _float_x("clip_by_norm", np.asarray(inputs["X"]))
+    t = x.dtype.type
+    # In X's type, as Paddle computes it (the norm from a float64 sum of squares).
+    norm, max_norm = t(np.sqrt(np.sum(f64(x) ** 2))), t(fattr(attrs, "max_norm", 1.0))
+    if norm <= max_norm:
+        return {"Out": x.copy()}
+    eps = t(1e-6) if norm <= t(1e-30) else t(0)
+    return {"Out": (x * t(max_norm / (norm + eps))).astype(x.dtype)}
+
+
+def squared_l2_norm(inputs, attrs):
+    x = _float_x("squared_l2_norm", np.asarray(inputs["X"]))
+    return {"Out": np.array([np.sum(f64(x) ** 2)], x.dtype)}
+
+
+def squared_l2_norm_grad(inputs, attrs):
+    x = _float_x("squared_l2_norm_grad", np.asarray(inputs["X"]))
+    g = np.asarray(inputs["Out@GRAD"])
+    if g.size != 1 or g.dtype != x.dtype:
+        raise ValueError(f"squared_l2_norm_grad: Out@GRAD must be one {x.dtype} element, got "
+                         f"{g.dtype}{list(g.shape)}")
+    return {"X@GRAD": (x * (2 * g.reshape(()))).astype(x.dtype)}
+
+
+def sample_clip_by_norm(rng, dtype):
+    x = rng.standard_normal((3, 4)).astype(dtype)
+    # Below the norm (scaled) or above it (left as it is).
+    return {"X": x}, {"max_norm": float(rng.choice([0.5, 100.0]))}
+
+
+def sample_squared_l2_norm(rng, dtype):
+    return {"X": rng.standard_normal((3, 4)).astype(dtype)}, {}
+
+
+def sample_squared_l2_norm_grad(rng, dtype):
+    inputs, attrs = sample_squared_l2_norm(rng, dtype)
+    inputs["Out@GRAD"] = rng.standard_normal(1).astype(dtype)
+    return inputs, attrs
+
+
+REFERENCES = {"clip": clip, "clip_grad": clip_grad, "clip_by_norm": clip_by_norm,
+              "squared_l2_norm": squared_l2_norm, "squared_l2_norm_grad": squared_l2_norm_grad}
+SAMPLES = {"clip": sample_clip, "clip_grad": sample_clip_grad,
+           "clip_by_norm": sample_clip_by_norm, "squared_l2_norm": sample_squared_l2_norm,
+           "squared_l2_norm_grad": sample_squared_l2_norm_grad}

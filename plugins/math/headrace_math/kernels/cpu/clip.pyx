@@ -1,8 +1,10 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """clip and clip_grad. The bounds are resolved once per call (the Min/Max tensors, else the
 attributes; for integer X the float bounds are truncated into the type's range, as Paddle's
-cast does), then one pass in C."""
+cast does), then one pass in C. clip_by_norm, squared_l2_norm and its gradient: one pass for
+the squares' sum (in double), one to scale."""
 cimport numpy as cnp
+from libc.math cimport sqrt
 from headrace.kernels.common cimport contiguous, empty_like, typenum
 
 import numpy as np
@@ -134,3 +136,105 @@ cdef class ClipGrad(_ClipBase):
 
 
 KERNELS = [("clip", Clip, DTYPES), ("clip_grad", ClipGrad, FLOATS)]
+
+
+# -- clip_by_norm, squared_l2_norm ----------------------------------------------------------------
+
+ctypedef fused real:
+    float
+    double
+
+
+cdef double _sum_squares(const real* x, Py_ssize_t n) noexcept nogil:
+    """In double: a float32 gradient's squares summed without float32 rounding."""
+    cdef Py_ssize_t i
+    cdef double s = 0
+    for i in range(n):
+        s += <double>x[i] * <double>x[i]
+    return s
+
+
+cdef void _scaled(const real* x, real* out, Py_ssize_t n, real f) noexcept nogil:
+    cdef Py_ssize_t i
+    for i in range(n):
+        out[i] = x[i] * f
+
+
+cdef int _float_x(str op, cnp.ndarray a) except -1:
+    if typenum(a) != cnp.NPY_FLOAT32 and typenum(a) != cnp.NPY_FLOAT64:
+        raise TypeError(f"{op}: X has dtype {a.dtype.name}, expected float32 or float64")
+    return typenum(a)
+
+
+cdef class ClipByNorm:
+    cdef double max_norm
+
+    def __init__(self, dict attrs, info=None):
+        self.max_norm = attrs["max_norm"]
+
+    def __call__(self, x):
+        cdef cnp.ndarray a = contiguous(x)
+        cdef int t = _float_x("clip_by_norm", a)
+        cdef cnp.ndarray out = empty_like(a)
+        cdef Py_ssize_t n = a.size
+        cdef double s
+        cdef float nf, sf
+        cdef double nd, sd
+        if t == cnp.NPY_FLOAT32:
+            s = _sum_squares(<const float*>cnp.PyArray_DATA(a), n)
+            # Paddle's arithmetic in X's type: the norm, the 1e-6 a norm <= 1e-30 gets, the
+            # scale max_norm / (norm + eps) when the norm exceeds max_norm, else 1.
+            nf = <float>sqrt(s)
+            sf = 1.0 if nf <= <float>self.max_norm else \
+                <float>self.max_norm / (nf + (<float>1e-6 if nf <= <float>1e-30 else 0))
+            _scaled(<const float*>cnp.PyArray_DATA(a), <float*>cnp.PyArray_DATA(out), n, sf)
+        else:
+            s = _sum_squares(<const double*>cnp.PyArray_DATA(a), n)
+            nd = sqrt(s)
+            sd = 1.0 if nd <= self.max_norm else \
+                self.max_norm / (nd + (1e-6 if nd <= 1e-30 else 0))
+            _scaled(<const double*>cnp.PyArray_DATA(a), <double*>cnp.PyArray_DATA(out), n, sd)
+        return (out,)
+
+
+cdef class SquaredL2Norm:
+    def __init__(self, dict attrs, info=None):
+        pass
+
+    def __call__(self, x):
+        cdef cnp.ndarray a = contiguous(x)
+        cdef int t = _float_x("squared_l2_norm", a)
+        cdef double s
+        if t == cnp.NPY_FLOAT32:
+            s = _sum_squares(<const float*>cnp.PyArray_DATA(a), a.size)
+        else:
+            s = _sum_squares(<const double*>cnp.PyArray_DATA(a), a.size)
+        return (np.array([s], dtype=a.dtype),)
+
+
+cdef class SquaredL2NormGrad:
+    def __init__(self, dict attrs, info=None):
+        pass
+
+    def __call__(self, x, dout):
+        cdef cnp.ndarray a = contiguous(x), g = contiguous(dout)
+        cdef int t = _float_x("squared_l2_norm_grad", a)
+        if g.size != 1:
+            raise ValueError(f"squared_l2_norm_grad: Out@GRAD has shape {list(np.shape(g))}, "
+                             f"expected one element")
+        if g.dtype != a.dtype:
+            raise TypeError(f"squared_l2_norm_grad: Out@GRAD has dtype {g.dtype.name}, "
+                            f"expected X's {a.dtype.name}")
+        cdef cnp.ndarray dx = empty_like(a)
+        # Paddle's order: Out@GRAD * X, then times 2 (exact), in X's type.
+        if t == cnp.NPY_FLOAT32:
+            _scaled(<const float*>cnp.PyArray_DATA(a), <float*>cnp.PyArray_DATA(dx), a.size,
+                    <float>(2 * (<const float*>cnp.PyArray_DATA(g))[0]))
+        else:
+            _scaled(<const double*>cnp.PyArray_DATA(a), <double*>cnp.PyArray_DATA(dx), a.size,
+                    2 * (<const double*>cnp.PyArray_DATA(g))[0])
+        return (dx,)
+
+
+KERNELS += [("clip_by_norm", ClipByNorm, FLOATS), ("squared_l2_norm", SquaredL2Norm, FLOATS),
+            ("squared_l2_norm_grad", SquaredL2NormGrad, FLOATS)]
