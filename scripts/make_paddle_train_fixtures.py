@@ -72,16 +72,22 @@ OPTIMIZERS = {
         learning_rate=0.1, momentum=0.9, weight_decay=paddle.regularizer.L2Decay(0.05)),
     "adam_l2": lambda: paddle.optimizer.Adam(
         learning_rate=0.01, weight_decay=paddle.regularizer.L2Decay(0.05)),
-    # Gradients clipped by value (clip ops).
+    # Gradients clipped by value (clip ops), by norm (clip_by_norm ops), by their global norm
+    # (squared_l2_norm, sum, sqrt, elementwise_max/_div/_mul).
     "sgd_clip": lambda: paddle.optimizer.SGD(
         learning_rate=0.1, grad_clip=paddle.nn.ClipGradByValue(0.05)),
+    "sgd_clipnorm": lambda: paddle.optimizer.SGD(
+        learning_rate=0.1, grad_clip=paddle.nn.ClipGradByNorm(0.05)),
+    "adam_clipglobal": lambda: paddle.optimizer.Adam(
+        learning_rate=0.01, grad_clip=paddle.nn.ClipGradByGlobalNorm(0.05)),
 }
 # fixture name -> (network, optimizer)
 FIXTURES = {"mse_sgd": (mse_fc, "sgd"), "mse_momentum": (mse_fc, "momentum"),
             "mse_adam": (mse_fc, "adam"), "ce_adam": (ce_matmul, "adam"),
             "ce_momentum": (ce_matmul, "momentum"),
             "mse_momentum_l2": (mse_fc, "momentum_l2"), "mse_adam_l2": (mse_fc, "adam_l2"),
-            "mse_sgd_clip": (mse_fc, "sgd_clip")}
+            "mse_sgd_clip": (mse_fc, "sgd_clip"), "mse_sgd_clipnorm": (mse_fc, "sgd_clipnorm"),
+            "mse_adam_clipglobal": (mse_fc, "adam_clipglobal")}
 
 
 # Fixtures whose programs keep Paddle's op_callstack attributes (the Python stack of every op,
@@ -120,6 +126,10 @@ def _persistables(main, scope):
 
 def make(out_dir):
     paddle.enable_static()
+    # ClipGradByGlobalNorm's static path calls these PIR-only functions: give them legacy ops.
+    paddle.sqrt = lambda x, name=None: _op("sqrt", {"X": [x]})
+    paddle.maximum = lambda x, y, name=None: _op("elementwise_max", {"X": [x], "Y": [y]})
+    paddle.divide = lambda x, y, name=None: _op("elementwise_div", {"X": [x], "Y": [y]})
     for name, (network, opt) in FIXTURES.items():
         paddle.seed(7)
         rng = np.random.default_rng(sum(map(ord, name)))

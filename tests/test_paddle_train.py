@@ -29,7 +29,10 @@ EXERCISES = {
 }
 # What a fixture's optimizer adds: L2 decay as scale + sum ops (Adam) or inside the momentum
 # op (its regularization_method attribute), gradients clipped by value.
-EXTRAS = {"mse_adam_l2": {"scale", "sum"}, "mse_sgd_clip": {"clip"}}
+EXTRAS = {"mse_adam_l2": {"scale", "sum"}, "mse_sgd_clip": {"clip"},
+          "mse_sgd_clipnorm": {"clip_by_norm"},
+          "mse_adam_clipglobal": {"squared_l2_norm", "sum", "sqrt", "elementwise_max",
+                                  "elementwise_div", "elementwise_mul"}}
 
 
 def _load(name):
@@ -71,7 +74,8 @@ def _train(main, startup, data, scope):
 
 def test_every_fixture_exercises_its_ops():
     assert {"mse_sgd", "mse_momentum", "mse_adam", "mse_momentum_l2", "mse_adam_l2",
-            "mse_sgd_clip", "ce_adam", "ce_momentum"} <= set(FIXTURES)
+            "mse_sgd_clip", "mse_sgd_clipnorm", "mse_adam_clipglobal", "ce_adam",
+            "ce_momentum"} <= set(FIXTURES)
     for name in FIXTURES:
         main, _, _ = _load(name)
         types = {op.type for op in main.global_block().ops}
