@@ -17,7 +17,7 @@ LENS = [2, 0, 3, 1]
 
 
 def _program(peep=True, reverse=False, state="both", lod_level=1, cell_in_loss=False,
-             **kwargs):
+             proj_in_loss=True, **kwargs):
     """Input fed directly (its gradient is checked); loss = sum(proj * gp) [+ sum(cell * gc)]
     with gp, gc fed: any linear loss of the outputs reaches every gradient."""
     main, startup = hr.Program(), hr.Program()
@@ -37,8 +37,8 @@ def _program(peep=True, reverse=False, state="both", lod_level=1, cell_in_loss=F
         loss = layers.reduce_sum(layers.elementwise_mul(proj, gp))
         if cell_in_loss:
             gc = layers.data("gc", shape=[D], dtype="float64", lod_level=lod_level)
-            loss = layers.elementwise_add(loss, layers.reduce_sum(layers.elementwise_mul(cell,
-                                                                                         gc)))
+            cell_loss = layers.reduce_sum(layers.elementwise_mul(cell, gc))
+            loss = layers.elementwise_add(loss, cell_loss) if proj_in_loss else cell_loss
         # the feeds' gradients too (append_backward gives the parameters')
         hr.gradients(loss, [v for v in (x, h0, c0) if v is not None] + main.all_parameters())
     return main, startup, proj, cell, loss
@@ -107,6 +107,14 @@ def test_gradients_with_other_activations_and_the_cell_in_the_loss(acts):
     # Cell's gradient counts (Paddle's maker does not pass it; headrace's does).
     rng = np.random.default_rng(3)
     main, startup, _, _, loss = _program(cell_in_loss=True, **acts)
+    _check_fd(main, startup, loss, _feed(rng, LENS), _values(rng, True), "both")
+
+
+def test_the_cell_alone_in_the_loss():
+    # Projection's gradient has no value then (zeros): the cells still reach every input
+    # through the recurrence.
+    rng = np.random.default_rng(13)
+    main, startup, _, _, loss = _program(reverse=True, cell_in_loss=True, proj_in_loss=False)
     _check_fd(main, startup, loss, _feed(rng, LENS), _values(rng, True), "both")
 
 
