@@ -63,6 +63,21 @@ def ce_matmul():
     return F.cross_entropy(logits, label)
 
 
+def conv_bn():
+    """conv2d, batch_norm (training: batch statistics, running ones updated), relu, max
+    pool2d, an fc and cross entropy summed (reduce_sum, 0-D) over the batch."""
+    x = paddle.static.data("img", [-1, 2, 6, 6], "float32")
+    label = paddle.static.data("label", [-1, 1], "int64")
+    # No conv bias: batch_norm cancels it, so its gradient is only rounding noise.
+    h = paddle.static.nn.conv2d(x, num_filters=3, filter_size=3, padding=1, bias_attr=False)
+    h = paddle.static.nn.batch_norm(h, act="relu")
+    h = F.max_pool2d(h, kernel_size=2, stride=2)
+    logits = paddle.static.nn.fc(h, 3)
+    # reduction="sum" calls the PIR-only paddle.sum: the legacy reduce_sum op it would emit.
+    return _op("reduce_sum", {"X": [F.cross_entropy(logits, label, reduction="none")]},
+               {"dim": [], "keep_dim": False, "reduce_all": True})
+
+
 OPTIMIZERS = {
     "sgd": lambda: paddle.optimizer.SGD(learning_rate=0.1),
     "momentum": lambda: paddle.optimizer.Momentum(learning_rate=0.1, momentum=0.9),
@@ -87,7 +102,8 @@ FIXTURES = {"mse_sgd": (mse_fc, "sgd"), "mse_momentum": (mse_fc, "momentum"),
             "ce_momentum": (ce_matmul, "momentum"),
             "mse_momentum_l2": (mse_fc, "momentum_l2"), "mse_adam_l2": (mse_fc, "adam_l2"),
             "mse_sgd_clip": (mse_fc, "sgd_clip"), "mse_sgd_clipnorm": (mse_fc, "sgd_clipnorm"),
-            "mse_adam_clipglobal": (mse_fc, "adam_clipglobal")}
+            "mse_adam_clipglobal": (mse_fc, "adam_clipglobal"),
+            "conv_momentum": (conv_bn, "momentum")}
 
 
 # Fixtures whose programs keep Paddle's op_callstack attributes (the Python stack of every op,
@@ -111,6 +127,8 @@ def _feeds(main, rng):
         for n in names:
             if n == "label":
                 feed[n] = rng.integers(0, 3, (BATCH, 1)).astype("int64")
+            elif n == "img":
+                feed[n] = rng.uniform(-1, 1, (BATCH, 2, 6, 6)).astype("float32")
             else:
                 width = main.global_block().var(n).shape[-1]
                 feed[n] = rng.uniform(-1, 1, (BATCH, width)).astype("float32")

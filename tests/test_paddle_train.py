@@ -25,6 +25,8 @@ EXERCISES = {
             "elementwise_sub_grad", "reduce_mean_grad", "fill_constant"},
     "ce": {"matmul_v2_grad", "tanh_grad", "softmax_with_cross_entropy_grad",
            "reduce_mean_grad"},
+    "conv": {"conv2d_grad", "batch_norm_grad", "pool2d_grad", "reduce_sum_grad",
+             "softmax_with_cross_entropy_grad"},
     "sgd": {"sgd"}, "momentum": {"momentum"}, "adam": {"adam"},
 }
 # What a fixture's optimizer adds: L2 decay as scale + sum ops (Adam) or inside the momentum
@@ -75,7 +77,7 @@ def _train(main, startup, data, scope):
 def test_every_fixture_exercises_its_ops():
     assert {"mse_sgd", "mse_momentum", "mse_adam", "mse_momentum_l2", "mse_adam_l2",
             "mse_sgd_clip", "mse_sgd_clipnorm", "mse_adam_clipglobal", "ce_adam",
-            "ce_momentum"} <= set(FIXTURES)
+            "ce_momentum", "conv_momentum"} <= set(FIXTURES)
     for name in FIXTURES:
         main, _, _ = _load(name)
         types = {op.type for op in main.global_block().ops}
