@@ -121,6 +121,42 @@ HR_AVX512 static void hr_rnn_gemm(int m, int n, int k, const float* a, ptrdiff_t
     }
 }
 
+/* C[m, n] = A B (+ C) with B as it lies (row stride ldb): each panel's k block is packed
+ * into a 32 KB buffer just before its tiles, so a large B (the weight gradient's, the gates'
+ * gradients of every step) is read once and never copied whole. */
+HR_AVX512 static void hr_rnn_gemm_b(int m, int n, int k, const float* a, ptrdiff_t a_rs,
+                                    ptrdiff_t a_ks, const float* b, ptrdiff_t ldb, float* c,
+                                    ptrdiff_t ldc, int accumulate) {
+    float buf[HR_KC * HR_NR] __attribute__((aligned(64)));
+    for (int k0 = 0; k0 < k; k0 += HR_KC) {
+        int kc = k - k0 < HR_KC ? k - k0 : HR_KC;
+        int acc = accumulate || k0 > 0;
+        const float* ak = a + k0 * a_ks;
+        for (int p = 0; p < (n + HR_NR - 1) / HR_NR; p++) {
+            int j0 = p * HR_NR, nj = n - j0 < HR_NR ? n - j0 : HR_NR;
+            __mmask16 m0 = nj >= 16 ? 0xFFFF : (__mmask16)((1u << nj) - 1);
+            __mmask16 m1 = nj >= 32 ? 0xFFFF : nj > 16 ? (__mmask16)((1u << (nj - 16)) - 1) : 0;
+            for (int l = 0; l < kc; l++) {
+                const float* src = b + (size_t)(k0 + l) * ldb + j0;
+                _mm512_store_ps(buf + l * HR_NR, _mm512_maskz_loadu_ps(m0, src));
+                _mm512_store_ps(buf + l * HR_NR + 16, _mm512_maskz_loadu_ps(m1, src + 16));
+            }
+            float* cp = c + j0;
+            int i = 0;
+            for (; i + 12 <= m; i += 12)
+                hr_rnn_tile12(kc, ak + i * a_rs, a_rs, a_ks, buf, cp + i * ldc, ldc, acc, m0, m1);
+            for (; i + 8 <= m; i += 8)
+                hr_rnn_tile8(kc, ak + i * a_rs, a_rs, a_ks, buf, cp + i * ldc, ldc, acc, m0, m1);
+            for (; i + 4 <= m; i += 4)
+                hr_rnn_tile4(kc, ak + i * a_rs, a_rs, a_ks, buf, cp + i * ldc, ldc, acc, m0, m1);
+            for (; i + 2 <= m; i += 2)
+                hr_rnn_tile2(kc, ak + i * a_rs, a_rs, a_ks, buf, cp + i * ldc, ldc, acc, m0, m1);
+            for (; i < m; i++)
+                hr_rnn_tile1(kc, ak + i * a_rs, a_rs, a_ks, buf, cp + i * ldc, ldc, acc, m0, m1);
+        }
+    }
+}
+
 #else
 #define HR_AVX512
 static inline int hr_rnn_gemm_ok(void) { return 0; }
@@ -128,6 +164,12 @@ static void hr_rnn_gemm(int m, int n, int k, const float* a, ptrdiff_t a_rs, ptr
                         const float* bp, float* c, ptrdiff_t ldc, int accumulate) {
     (void)m; (void)n; (void)k; (void)a; (void)a_rs; (void)a_ks; (void)bp; (void)c; (void)ldc;
     (void)accumulate;
+}
+static void hr_rnn_gemm_b(int m, int n, int k, const float* a, ptrdiff_t a_rs, ptrdiff_t a_ks,
+                          const float* b, ptrdiff_t ldb, float* c, ptrdiff_t ldc,
+                          int accumulate) {
+    (void)m; (void)n; (void)k; (void)a; (void)a_rs; (void)a_ks; (void)b; (void)ldb; (void)c;
+    (void)ldc; (void)accumulate;
 }
 #endif
 

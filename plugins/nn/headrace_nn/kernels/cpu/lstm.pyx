@@ -20,8 +20,8 @@ cimport numpy as cnp
 from libc.string cimport memcpy, memset
 from headrace.kernels.common cimport real
 from ._common cimport act_rows, dact, gemm, mm
-from ._rnn_gemm cimport (hr_lstm_cell_grad, hr_rnn_gemm, hr_rnn_gemm_ok, hr_rnn_pack,
-                         hr_rnn_packed_size)
+from ._rnn_gemm cimport (hr_lstm_cell_grad, hr_rnn_gemm, hr_rnn_gemm_b, hr_rnn_gemm_ok,
+                         hr_rnn_pack, hr_rnn_packed_size)
 
 import numpy as np
 
@@ -284,18 +284,16 @@ cdef class LSTM(_Options):
 
 
 cdef _transposed_product(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c):
-    """c = a^T b for C-contiguous rows: float32 through the packed GEMM (packing b is one pass
-    over it, as BLAS's own packing is), else BLAS."""
+    """c = a^T b for C-contiguous rows: float32 through the AVX-512 GEMM (b packed a block at a
+    time as it goes, a^T read in place), else BLAS."""
     cdef int k = a.shape[0], m = a.shape[1], n = b.shape[1]
-    cdef Py_ssize_t lda = a.strides[0] // a.itemsize
-    bp = _packed(b, False, k, n)
-    if bp is None:
+    cdef Py_ssize_t lda = a.strides[0] // a.itemsize, ldb = b.strides[0] // b.itemsize
+    if not PACKED or a.dtype != np.float32 or k == 0:
         mm(a, b, c, True, False, 0)
         return
     with nogil:
-        hr_rnn_gemm(m, n, k, <float*>cnp.PyArray_DATA(a), 1, lda,
-                    <float*>cnp.PyArray_DATA(<cnp.ndarray>bp), <float*>cnp.PyArray_DATA(c), n,
-                    0)
+        hr_rnn_gemm_b(m, n, k, <float*>cnp.PyArray_DATA(a), 1, lda,
+                      <float*>cnp.PyArray_DATA(b), ldb, <float*>cnp.PyArray_DATA(c), n, 0)
 
 
 def _weight_grad(hidden, dx, h0, lod, bint reverse):
