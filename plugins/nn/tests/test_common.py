@@ -12,7 +12,7 @@ NN_OPS = {
     "sequence_mask", "sequence_expand", "sequence_pad", "sequence_unpad", "sequence_expand_as",
     "norm", "group_norm", "instance_norm", "lstm_unit", "gru_unit", "sequence_slice", "lstmp",
     "rnn",
-    "sequence_concat", "sequence_reshape", "sequence_enumerate",
+    "sequence_concat", "sequence_reshape", "sequence_enumerate", "sequence_scatter",
 }
 # Their gradient ops (Paddle's names: cross_entropy2's is cross_entropy_grad2).
 GRAD_OPS = {
@@ -24,7 +24,7 @@ GRAD_OPS = {
     "sequence_pad_grad", "sequence_unpad_grad", "sequence_expand_as_grad", "norm_grad",
     "group_norm_grad", "instance_norm_grad", "lstm_unit_grad", "gru_unit_grad", "lstmp_grad",
     "sequence_slice_grad", "rnn_grad",
-    "sequence_concat_grad", "sequence_reshape_grad",
+    "sequence_concat_grad", "sequence_reshape_grad", "sequence_scatter_grad",
 }
 # op-conventions.md: "Ops with no gradient: ... top_k, accuracy ..."
 NO_GRADIENT = {"accuracy", "top_k", "sequence_mask", "sequence_enumerate"}

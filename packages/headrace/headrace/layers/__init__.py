@@ -35,8 +35,8 @@ from .nn import (batch_norm, conv2d, dropout, dynamic_gru, dynamic_lstm, dynamic
 from .sequence import (lod_append, lod_reset, sequence_concat, sequence_conv, sequence_enumerate,
                        sequence_expand, sequence_expand_as, sequence_first_step,
                        sequence_last_step, sequence_mask, sequence_pad, sequence_pool,
-                       sequence_reshape, sequence_reverse, sequence_slice, sequence_softmax,
-                       sequence_unpad)
+                       sequence_reshape, sequence_reverse, sequence_scatter, sequence_slice,
+                       sequence_softmax, sequence_unpad)
 from .ops import (abs, ceil, cos, elementwise_add, elementwise_div, elementwise_max,
                   elementwise_min, elementwise_mul, elementwise_pow, elementwise_sub, elu, exp,
                   floor, gelu, hard_sigmoid, leaky_relu, log, matmul, mean, mul, reciprocal,
@@ -64,7 +64,7 @@ __all__ = [
     "sequence_reverse", "sequence_softmax", "sequence_pool", "sequence_first_step",
     "sequence_last_step", "sequence_mask", "sequence_expand", "sequence_pad", "sequence_unpad",
     "sequence_expand_as", "sequence_slice", "lod_reset", "lod_append", "sequence_conv",
-    "sequence_concat", "sequence_reshape", "sequence_enumerate",
+    "sequence_concat", "sequence_reshape", "sequence_enumerate", "sequence_scatter",
     # ops
     "elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div",
     "elementwise_max", "elementwise_min", "elementwise_pow", "relu", "sigmoid", "tanh", "exp",

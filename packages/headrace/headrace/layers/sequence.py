@@ -11,7 +11,8 @@ from ..layer_helper import LayerHelper
 __all__ = ["sequence_pool", "sequence_first_step", "sequence_last_step", "sequence_reverse",
            "sequence_softmax", "sequence_mask", "sequence_expand", "sequence_expand_as",
            "sequence_pad", "sequence_unpad", "sequence_slice", "lod_reset", "lod_append",
-           "sequence_conv", "sequence_concat", "sequence_reshape", "sequence_enumerate"]
+           "sequence_conv", "sequence_concat", "sequence_reshape", "sequence_enumerate",
+           "sequence_scatter"]
 
 
 def sequence_reverse(x, name=None):
@@ -237,4 +238,18 @@ def sequence_enumerate(input, win_size, pad_value=0, name=None):
     out = helper.create_variable_for_type_inference(input.dtype, stop_gradient=True)
     helper.append_op("sequence_enumerate", {"X": input}, {"Out": out},
                      {"win_size": win_size, "pad_value": pad_value})
+    return out
+
+
+def sequence_scatter(input, index, updates, name=None):
+    """``input`` with, for each sequence i of ``index``/``updates`` (one LoD level, shared),
+    the updates added at the columns ``index`` of row i (row i flattened)."""
+    helper = LayerHelper("sequence_scatter", name=name)
+    dtypes = ("int32", "int64", "float32", "float64")
+    check_variable("sequence_scatter", "input", input, dtypes)
+    check_variable("sequence_scatter", "index", index, ("int32", "int64"))
+    check_variable("sequence_scatter", "updates", updates, dtypes)
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op("sequence_scatter", {"X": input, "Ids": index, "Updates": updates},
+                     {"Out": out})
     return out
