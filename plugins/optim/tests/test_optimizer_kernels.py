@@ -27,10 +27,12 @@ from headrace_optim.reference._cases import OPS, OPTIMIZERS, STATES, build  # no
 REFS = {**r_sgd.REFERENCES, **r_momentum.REFERENCES, **r_adam.REFERENCES,
         **r_adagrad.REFERENCES, **r_rmsprop.REFERENCES}
 KERNEL_CLASSES = {"sgd": k_sgd.SGD, "momentum": k_momentum.Momentum, "adam": k_adam.Adam,
-                  "adagrad": k_adagrad.Adagrad, "rmsprop": k_rmsprop.RMSProp}
+                  "adamw": k_adam.AdamW, "adagrad": k_adagrad.Adagrad,
+                  "rmsprop": k_rmsprop.RMSProp}
 # op -> (its state slots in input order, attributes of the cases below)
 STATE_SLOTS = {"sgd": [], "momentum": ["Velocity"], "adagrad": ["Moment"],
                "adam": ["Moment1", "Moment2", "Beta1Pow", "Beta2Pow"],
+               "adamw": ["Moment1", "Moment2", "Beta1Pow", "Beta2Pow"],
                "rmsprop": ["MeanSquare", "MeanGrad", "Moment"]}
 CASES = [
     ("sgd", {}),
@@ -39,6 +41,10 @@ CASES = [
     ("momentum", {"mu": 0.9, "regularization_method": "l2_decay", "regularization_coeff": 0.05}),
     ("adam", {}),
     ("adam", {"beta1": 0.5, "beta2": 0.9, "epsilon": 1e-4}),
+    ("adam", {"use_global_beta_pow": True, "multi_precision": True}),
+    ("adamw", {"coeff": 0.05, "with_decay": True}),
+    ("adamw", {"coeff": 0.05, "lr_ratio": 0.5, "with_decay": True, "beta1": 0.5}),
+    ("adamw", {"coeff": 0.05}),                       # without with_decay: adam
     ("adagrad", {"epsilon": 1e-6}),
     ("rmsprop", {"decay": 0.9, "epsilon": 1e-6}),
     ("rmsprop", {"decay": 0.8, "epsilon": 1e-6, "momentum": 0.5}),
@@ -46,7 +52,8 @@ CASES = [
 ]
 CASE_IDS = [f"{op}-{i}" for i, (op, _) in enumerate(CASES)]
 # Accumulated squares: never negative.
-POSITIVE_STATES = {("adam", "Moment2"), ("adagrad", "Moment"), ("rmsprop", "MeanSquare")}
+POSITIVE_STATES = {("adam", "Moment2"), ("adamw", "Moment2"), ("adagrad", "Moment"),
+                   ("rmsprop", "MeanSquare")}
 
 
 def defaults(op_type, attrs):

@@ -237,3 +237,20 @@ def test_rmsprop_mean_grad_out_without_mean_grad():
     with pytest.raises(ShapeError, match=r"output 'MeanGradOut' is bound but input 'MeanGrad' "
                                          r"is not"):
         build("rmsprop", outputs={"MeanGradOut": "mg"})
+
+
+# -- Paddle 3's adam attributes, adamw --------------------------------------------------------
+
+@pytest.mark.parametrize("op_type", ["adam", "adamw"])
+def test_amsgrad_is_refused_by_name(op_type):
+    # Its Moment2Max slots are not here: refused, never silently plain Adam.
+    with pytest.raises(OpValidationError, match="'amsgrad' is not supported here"):
+        build(op_type, attrs={"amsgrad": True})
+
+
+def test_adamw_defaults_are_paddles():
+    _, op = build("adamw")
+    assert (op.attr("coeff"), op.attr("lr_ratio"), op.attr("with_decay")) == \
+        (pytest.approx(0.01), 1.0, False)
+    assert (op.attr("multi_precision"), op.attr("use_global_beta_pow"), op.attr("amsgrad")) == \
+        (False, False, False)

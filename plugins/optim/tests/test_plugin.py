@@ -6,7 +6,7 @@ from headrace.testing import definition_problems, op_definitions
 PACKAGE = "headrace_optim.ops"
 PLUGIN = "headrace-optim:optim"
 EXPECTED = [
-    "adagrad", "adam", "momentum", "rmsprop", "sgd",
+    "adagrad", "adam", "adamw", "momentum", "rmsprop", "sgd",
 ]
 OPDEFS = op_definitions(PACKAGE)
 

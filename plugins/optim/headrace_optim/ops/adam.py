@@ -1,4 +1,5 @@
-"""adam: Adam (Kingma & Ba) with bias correction through the beta power accumulators."""
+"""adam: Adam (Kingma & Ba) with bias correction through the beta power accumulators; adamw:
+Adam with decoupled weight decay (Loshchilov & Hutter), Paddle's AdamW."""
 from headrace.ops import Attr
 
 from ._common import State, at_least, in_range, optimizer_op
@@ -13,19 +14,20 @@ def _check_pow_outputs(ctx):
                  expected="both bound or neither", found=f"only {bound[0]}")
 
 
-adam = optimizer_op(
-    "adam",
-    "Moment1Out = beta1 Moment1 + (1 - beta1) Grad; Moment2Out = beta2 Moment2 + (1 - beta2) "
-    "Grad^2; lr_t = LearningRate sqrt(1 - Beta2Pow) / (1 - Beta1Pow); ParamOut = Param - lr_t "
-    "Moment1Out / (sqrt(Moment2Out) + epsilon sqrt(1 - Beta2Pow)). When Beta1PowOut/Beta2PowOut "
-    "are bound the op also advances the powers (Beta1PowOut = Beta1Pow * beta1).",
-    states=[
-        State("Moment1", "first moment, shape of Param"),
-        State("Moment2", "second moment, shape of Param"),
-        State("Beta1Pow", "beta1^t, one element", scalar=True, optional_out=True),
-        State("Beta2Pow", "beta2^t, one element", scalar=True, optional_out=True),
-    ],
-    attrs=[
+def _no(what):
+    return lambda v: f"is not supported here ({what})" if v else None
+
+
+_STATES = [
+    State("Moment1", "first moment, shape of Param"),
+    State("Moment2", "second moment, shape of Param"),
+    State("Beta1Pow", "beta1^t, one element", scalar=True, optional_out=True),
+    State("Beta2Pow", "beta2^t, one element", scalar=True, optional_out=True),
+]
+
+
+def _adam_attrs():
+    return [
         Attr("beta1", "float", 0.9, "decay of the first moment", check=in_range(0.0, 1.0, True)),
         Attr("beta2", "float", 0.999, "decay of the second moment",
              check=in_range(0.0, 1.0, True)),
@@ -33,8 +35,38 @@ adam = optimizer_op(
         Attr("lazy_mode", "bool", False, "with a selected-rows Grad, update only its rows"),
         Attr("min_row_size_to_use_multithread", "long", 1000,
              "a Paddle CPU threading hint for selected-rows Grad (ignored)", check=at_least(0)),
+        # Paddle 3 writes these on every adam op; their defaults are what is computed here.
+        Attr("multi_precision", "bool", False, "keep a float32 MasterParam for a float16 "
+             "Param (a float32 or float64 Param is its own master: nothing changes)"),
+        Attr("use_global_beta_pow", "bool", False, "the powers are advanced elsewhere: leave "
+             "Beta1PowOut/Beta2PowOut as Beta1Pow/Beta2Pow"),
+        Attr("amsgrad", "bool", False, "AMSGrad's running maximum of Moment2 (Moment2Max)",
+             check=_no("AMSGrad's Moment2Max slots")),
+    ]
+
+
+_ADAM_DOC = ("Moment1Out = beta1 Moment1 + (1 - beta1) Grad; Moment2Out = beta2 Moment2 + "
+             "(1 - beta2) Grad^2; lr_t = LearningRate sqrt(1 - Beta2Pow) / (1 - Beta1Pow); "
+             "ParamOut = Param - lr_t Moment1Out / (sqrt(Moment2Out) + epsilon sqrt(1 - "
+             "Beta2Pow)). When Beta1PowOut/Beta2PowOut are bound the op also advances the "
+             "powers (Beta1PowOut = Beta1Pow * beta1), unless use_global_beta_pow.")
+
+adam = optimizer_op("adam", _ADAM_DOC, states=_STATES, attrs=_adam_attrs(),
+                    extra_check=_check_pow_outputs)
+
+adamw = optimizer_op(
+    "adamw",
+    "Adam with decoupled weight decay: with with_decay, Param first decays to Param - "
+    "LearningRate * lr_ratio * coeff * Param (Paddle's CPU kernel; the Adam step itself uses "
+    "LearningRate), then adam's update. Without with_decay it is adam. " + _ADAM_DOC,
+    states=_STATES,
+    attrs=_adam_attrs() + [
+        Attr("lr_ratio", "float", 1.0, "scales the learning rate of the decay",
+             check=at_least(0.0)),
+        Attr("coeff", "float", 0.01, "the weight decay coefficient", check=at_least(0.0)),
+        Attr("with_decay", "bool", False, "apply the decay (else the op is adam)"),
     ],
     extra_check=_check_pow_outputs,
 )
 
-OPS = [adam]
+OPS = [adam, adamw]

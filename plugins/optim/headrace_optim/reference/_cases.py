@@ -6,6 +6,7 @@ OPTIMIZERS = {
     "sgd": ([], [], {}),
     "momentum": (["Velocity"], [], {"mu": 0.9}),
     "adam": (["Moment1", "Moment2"], ["Beta1Pow", "Beta2Pow"], {}),
+    "adamw": (["Moment1", "Moment2"], ["Beta1Pow", "Beta2Pow"], {}),
     "adagrad": (["Moment"], [], {}),
     "rmsprop": (["MeanSquare", "Moment"], [], {}),
 }

@@ -1,4 +1,4 @@
-"""References and samples: adam."""
+"""References and samples: adam, adamw."""
 import math
 
 import numpy as np
@@ -7,7 +7,12 @@ from ._util import arrays, base_sample, f32, scalar
 
 
 def adam(inputs, attrs):
+    if attrs.get("amsgrad", False):
+        raise ValueError("adam: amsgrad is not supported")
     p, g, m1, m2 = arrays(inputs, "Param", "Grad", "Moment1", "Moment2")
+    if attrs.get("with_decay", False):     # adamw: the decoupled decay first
+        lr = np.asarray(inputs["LearningRate"]).reshape(-1)[0]
+        p = p - lr * f32(attrs.get("lr_ratio", 1.0)) * f32(attrs.get("coeff", 0.01)) * p
     b1, b2 = f32(attrs.get("beta1", 0.9)), f32(attrs.get("beta2", 0.999))
     eps = f32(attrs.get("epsilon", 1e-8))
     lr = scalar(inputs["LearningRate"])
@@ -17,6 +22,9 @@ def adam(inputs, attrs):
     lr_t = lr * math.sqrt(1 - b2p) / (1 - b1p)
     p_out = p - lr_t * m1_out / (np.sqrt(m2_out) + eps * math.sqrt(1 - b2p))
     b1p_in, b2p_in = np.asarray(inputs["Beta1Pow"]), np.asarray(inputs["Beta2Pow"])
+    if attrs.get("use_global_beta_pow", False):
+        return {"ParamOut": p_out, "Moment1Out": m1_out, "Moment2Out": m2_out,
+                "Beta1PowOut": b1p_in, "Beta2PowOut": b2p_in}
     return {"ParamOut": p_out, "Moment1Out": m1_out, "Moment2Out": m2_out,
             "Beta1PowOut": b1p_in * b1p_in.dtype.type(b1),
             "Beta2PowOut": b2p_in * b2p_in.dtype.type(b2)}
@@ -33,5 +41,10 @@ def sample_adam(rng, dtype):
     return inputs, {"beta1": 0.9, "beta2": 0.999, "epsilon": 1e-8}
 
 
-REFERENCES = {"adam": adam}
-SAMPLES = {"adam": sample_adam}
+def sample_adamw(rng, dtype):
+    inputs, attrs = sample_adam(rng, dtype)
+    return inputs, {**attrs, "coeff": 0.05, "lr_ratio": 0.5, "with_decay": True}
+
+
+REFERENCES = {"adam": adam, "adamw": adam}
+SAMPLES = {"adam": sample_adam, "adamw": sample_adamw}

@@ -4,9 +4,12 @@ lr_t = lr sqrt(1 - Beta2Pow) / (1 - Beta1Pow);
 ParamOut = Param - lr_t Moment1Out / (sqrt(Moment2Out) + eps sqrt(1 - Beta2Pow)).
 
 Beta1PowOut/Beta2PowOut (Paddle 2+), when bound, advance the powers: Beta1Pow * b1 and
-Beta2Pow * b2, after lr_t was taken from the old values. Param, the moments and the powers are
-updated in place when their outputs are bound to them (persistable), see ``target`` in
-_common.pxd.
+Beta2Pow * b2, after lr_t was taken from the old values (unless use_global_beta_pow: they are
+left as they are). Param, the moments and the powers are updated in place when their outputs
+are bound to them (persistable), see ``target`` in _common.pxd.
+
+adamw with with_decay: Param - lr * lr_ratio * coeff * Param first (Paddle's CPU kernel, in
+Param's type), then the same update.
 """
 cimport numpy as cnp
 from libc.math cimport sqrt
@@ -22,16 +25,18 @@ DTYPES = ("float32", "float64")
 
 cdef void _adam(const real* p, const real* g, const real* m1, const real* m2, real* po,
                 real* m1o, real* m2o, Py_ssize_t n, real b1, real b2, real lr_t,
-                real eps_t) noexcept nogil:
+                real eps_t, bint decays, real decay) noexcept nogil:
     cdef Py_ssize_t i
-    cdef real gi, a, b
+    cdef real gi, a, b, pi
     for i in range(n):
         gi = g[i]
         a = b1 * m1[i] + (1 - b1) * gi
         b = b2 * m2[i] + (1 - b2) * gi * gi
         m1o[i] = a
         m2o[i] = b
-        po[i] = p[i] - lr_t * a / (<real>sqrt(b) + eps_t)
+        # adamw's decoupled decay (a branch, not decay = 0: Param - 0 * inf would be NaN).
+        pi = p[i] - decay * p[i] if decays else p[i]
+        po[i] = pi - lr_t * a / (<real>sqrt(b) + eps_t)
 
 
 cdef object advanced(object pow_arr, double beta, bint inplace):
@@ -43,12 +48,19 @@ cdef object advanced(object pow_arr, double beta, bint inplace):
 
 
 cdef class Adam:
-    cdef double b1, b2, eps
-    cdef bint inplace_p, inplace_m1, inplace_m2, pows_out, inplace_b1, inplace_b2
+    cdef double b1, b2, eps, lr_ratio, coeff
+    cdef bint inplace_p, inplace_m1, inplace_m2, pows_out, inplace_b1, inplace_b2, global_pows
+    cdef bint decays
+    cdef str name
 
     def __init__(self, dict attrs, info=None):
+        self.name = "adam"
         self.b1, self.b2 = attrs.get("beta1", 0.9), attrs.get("beta2", 0.999)
         self.eps = attrs.get("epsilon", 1e-8)
+        if attrs.get("amsgrad", False):
+            raise ValueError("adam: amsgrad is not supported here (Moment2Max)")
+        self.global_pows = attrs.get("use_global_beta_pow", False)
+        self.decays, self.lr_ratio, self.coeff = False, 1.0, 0.0
         if not (0 <= self.b1 < 1 and 0 <= self.b2 < 1):
             raise ValueError(f"adam: beta1 ({self.b1}) and beta2 ({self.b2}) must be in [0, 1)")
         self.inplace_p = info is not None and info.in_place("Param", "ParamOut")
@@ -63,18 +75,21 @@ cdef class Adam:
         self.inplace_b2 = info is not None and info.in_place("Beta2Pow", "Beta2PowOut")
 
     def __call__(self, param, grad, learning_rate, moment1, moment2, beta1_pow, beta2_pow):
-        cdef cnp.ndarray p = dense(param, "adam", "Param")
-        cdef cnp.ndarray g = like_param(grad, p, "adam", "Grad")
-        cdef cnp.ndarray m1 = like_param(moment1, p, "adam", "Moment1")
-        cdef cnp.ndarray m2 = like_param(moment2, p, "adam", "Moment2")
-        cdef double lr = scalar(learning_rate, "adam", "LearningRate")
-        cdef double b1p = scalar(beta1_pow, "adam", "Beta1Pow")
-        cdef double b2p = scalar(beta2_pow, "adam", "Beta2Pow")
+        cdef cnp.ndarray p = dense(param, self.name, "Param")
+        cdef cnp.ndarray g = like_param(grad, p, self.name, "Grad")
+        cdef cnp.ndarray m1 = like_param(moment1, p, self.name, "Moment1")
+        cdef cnp.ndarray m2 = like_param(moment2, p, self.name, "Moment2")
+        cdef double lr = scalar(learning_rate, self.name, "LearningRate")
+        cdef double b1p = scalar(beta1_pow, self.name, "Beta1Pow")
+        cdef double b2p = scalar(beta2_pow, self.name, "Beta2Pow")
         if b1p == 1.0 or not 0.0 <= b2p <= 1.0:
             raise ValueError(f"adam: Beta1Pow ({b1p}) must not be 1 and Beta2Pow ({b2p}) must "
                              f"be in [0, 1]")
         cdef double lr_t = lr * sqrt(1.0 - b2p) / (1.0 - b1p)
         cdef double eps_t = self.eps * sqrt(1.0 - b2p)
+        # adamw: lr * lr_ratio * coeff, in Param's type and order as Paddle multiplies it.
+        cdef float decay_f = <float>(<float>lr * <float>self.lr_ratio) * <float>self.coeff
+        cdef double decay_d = lr * self.lr_ratio * self.coeff
         cdef list reads = [p, g, m1, m2]
         cdef cnp.ndarray po = target(p, param, self.inplace_p, reads, 0)
         cdef cnp.ndarray m1o = target(m1, moment1, self.inplace_m1, reads, 2)
@@ -86,17 +101,29 @@ cdef class Adam:
                       <const float*>cnp.PyArray_DATA(m1), <const float*>cnp.PyArray_DATA(m2),
                       <float*>cnp.PyArray_DATA(po), <float*>cnp.PyArray_DATA(m1o),
                       <float*>cnp.PyArray_DATA(m2o), n, <float>self.b1, <float>self.b2,
-                      <float>lr_t, <float>eps_t)
+                      <float>lr_t, <float>eps_t, self.decays, decay_f)
         else:
             with nogil:
                 _adam(<const double*>cnp.PyArray_DATA(p), <const double*>cnp.PyArray_DATA(g),
                       <const double*>cnp.PyArray_DATA(m1), <const double*>cnp.PyArray_DATA(m2),
                       <double*>cnp.PyArray_DATA(po), <double*>cnp.PyArray_DATA(m1o),
-                      <double*>cnp.PyArray_DATA(m2o), n, self.b1, self.b2, lr_t, eps_t)
+                      <double*>cnp.PyArray_DATA(m2o), n, self.b1, self.b2, lr_t, eps_t,
+                      self.decays, decay_d)
         if not self.pows_out:
             return (po, m1o, m2o, None, None)
+        if self.global_pows:     # advanced elsewhere: the outputs keep the inputs' values
+            return (po, m1o, m2o, beta1_pow if self.inplace_b1 else np.array(beta1_pow),
+                    beta2_pow if self.inplace_b2 else np.array(beta2_pow))
         return (po, m1o, m2o, advanced(beta1_pow, self.b1, self.inplace_b1),
                 advanced(beta2_pow, self.b2, self.inplace_b2))
 
 
-KERNELS = [("adam", Adam, DTYPES)]
+cdef class AdamW(Adam):
+    def __init__(self, dict attrs, info=None):
+        Adam.__init__(self, attrs, info)
+        self.name = "adamw"
+        self.decays = attrs.get("with_decay", False)
+        self.lr_ratio, self.coeff = attrs.get("lr_ratio", 1.0), attrs.get("coeff", 0.01)
+
+
+KERNELS = [("adam", Adam, DTYPES), ("adamw", AdamW, DTYPES)]
