@@ -82,6 +82,8 @@ OPTIMIZERS = {
     "sgd": lambda: paddle.optimizer.SGD(learning_rate=0.1),
     "momentum": lambda: paddle.optimizer.Momentum(learning_rate=0.1, momentum=0.9),
     "adam": lambda: paddle.optimizer.Adam(learning_rate=0.01),
+    # AdamW's decoupled weight decay (adamw ops).
+    "adamw": lambda: paddle.optimizer.AdamW(learning_rate=0.01, weight_decay=0.05),
     # L2 decay inside the momentum op (regularization_method), or as scale + sum ops (Adam).
     "momentum_l2": lambda: paddle.optimizer.Momentum(
         learning_rate=0.1, momentum=0.9, weight_decay=paddle.regularizer.L2Decay(0.05)),
@@ -103,7 +105,7 @@ FIXTURES = {"mse_sgd": (mse_fc, "sgd"), "mse_momentum": (mse_fc, "momentum"),
             "mse_momentum_l2": (mse_fc, "momentum_l2"), "mse_adam_l2": (mse_fc, "adam_l2"),
             "mse_sgd_clip": (mse_fc, "sgd_clip"), "mse_sgd_clipnorm": (mse_fc, "sgd_clipnorm"),
             "mse_adam_clipglobal": (mse_fc, "adam_clipglobal"),
-            "conv_momentum": (conv_bn, "momentum")}
+            "conv_momentum": (conv_bn, "momentum"), "mse_adamw": (mse_fc, "adamw")}
 
 
 # Fixtures whose programs keep Paddle's op_callstack attributes (the Python stack of every op,

@@ -27,7 +27,7 @@ EXERCISES = {
            "reduce_mean_grad"},
     "conv": {"conv2d_grad", "batch_norm_grad", "pool2d_grad", "reduce_sum_grad",
              "softmax_with_cross_entropy_grad"},
-    "sgd": {"sgd"}, "momentum": {"momentum"}, "adam": {"adam"},
+    "sgd": {"sgd"}, "momentum": {"momentum"}, "adam": {"adam"}, "adamw": {"adamw"},
 }
 # What a fixture's optimizer adds: L2 decay as scale + sum ops (Adam) or inside the momentum
 # op (its regularization_method attribute), gradients clipped by value.
@@ -77,7 +77,7 @@ def _train(main, startup, data, scope):
 def test_every_fixture_exercises_its_ops():
     assert {"mse_sgd", "mse_momentum", "mse_adam", "mse_momentum_l2", "mse_adam_l2",
             "mse_sgd_clip", "mse_sgd_clipnorm", "mse_adam_clipglobal", "ce_adam",
-            "ce_momentum", "conv_momentum"} <= set(FIXTURES)
+            "ce_momentum", "conv_momentum", "mse_adamw"} <= set(FIXTURES)
     for name in FIXTURES:
         main, _, _ = _load(name)
         types = {op.type for op in main.global_block().ops}
@@ -88,6 +88,9 @@ def test_every_fixture_exercises_its_ops():
         if name in ("mse_sgd", "ce_adam"):    # Paddle's bookkeeping attributes, kept as they are
             assert all(op.has_attr("op_callstack") and op.has_attr("op_role")
                        for op in main.global_block().ops)
+        if name == "mse_adamw":     # the decoupled decay is on for every parameter
+            assert {op.attr("with_decay") for op in main.global_block().ops
+                    if op.type == "adamw"} == {True}
         if name == "mse_momentum_l2":
             assert {op.attr("regularization_method") for op in main.global_block().ops
                     if op.type == "momentum"} == {"l2_decay"}
