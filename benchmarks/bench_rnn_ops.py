@@ -5,7 +5,11 @@ Headrace runs fc (the input projection of every step at once) + dynamic_lstm / d
 over 32 LoD sequences of 50 steps, the loss the mean of the hidden states, and its backward
 (append_backward); PyTorch the same layer (projection inside) on [50, 32, 128], the same loss,
 ``backward()``. The cells differ in detail (Fluid's GRU resets before the product), not in
-work.
+work. lstm/gru report medians of interleaved runs (ours, then torch's, per round) and the
+median of the per-round ratios, by wall time and by the process's CPU time (steadier when
+other work shares the cores). The LSTM's and GRU's float32 products against their weights run
+on the kernels' own AVX-512 GEMM (plugins/nn/.../_rnn_gemm.h); the fc in front goes through
+OpenBLAS, whose kernels OPENBLAS_CORETYPE may pin (Haswell: AVX2, half of torch's oneDNN).
 
     HEADRACE_BENCH_THREADS=1 python benchmarks/bench_rnn_ops.py [lstm|gru|rnn_lstm ...]
 
@@ -98,6 +102,35 @@ def rnn_op_mode(x, torch, rounds=15):
                   statistic="median of interleaved runs")
 
 
+def layer_mode(kind, x, torch, rounds=15):
+    """lstm/gru: interleaved rounds, medians (wall and CPU time) and the median ratio."""
+    import time
+
+    fns = {"ours": headrace_step(kind, x)}
+    if torch is not None:
+        fns["peer"] = torch_step(torch, kind, x)
+    wall = {k: [] for k in fns}
+    cpu = {k: [] for k in fns}
+    for fn in fns.values():
+        fn()   # warm up: plans, buffers
+    for _ in range(rounds):
+        for key, fn in fns.items():
+            w0, c0 = time.perf_counter(), time.process_time()
+            fn()
+            cpu[key].append(time.process_time() - c0)
+            wall[key].append(time.perf_counter() - w0)
+    figures = {"headrace_ms": round(float(np.median(wall["ours"])) * 1e3, 2)}
+    if torch is not None:
+        figures.update(
+            torch_ms=round(float(np.median(wall["peer"])) * 1e3, 2),
+            ratio=round(float(np.median(np.divide(wall["ours"], wall["peer"]))), 3),
+            headrace_cpu_ms=round(float(np.median(cpu["ours"])) * 1e3, 2),
+            torch_cpu_ms=round(float(np.median(cpu["peer"])) * 1e3, 2),
+            ratio_cpu=round(float(np.median(np.divide(cpu["ours"], cpu["peer"]))), 3))
+    _bench.report(f"{kind}_layer", sizes=dict(batch=B, steps=T, input=I, hidden=H), **figures,
+                  rounds=rounds, statistic="medians of interleaved runs")
+
+
 def main(kinds):
     x = np.random.default_rng(0).standard_normal((T, B, I)).astype(np.float32)
     torch = _bench.torch_or_none()
@@ -105,13 +138,7 @@ def main(kinds):
         if kind == "rnn_lstm":
             rnn_op_mode(x, torch)
             continue
-        ours = _bench.best_time(headrace_step(kind, x), repeat=5, number=2)
-        peer = _bench.best_time(torch_step(torch, kind, x), repeat=5, number=2) \
-            if torch is not None else None
-        _bench.report(f"{kind}_layer", sizes=dict(batch=B, steps=T, input=I, hidden=H),
-                      headrace_ms=round(ours * 1e3, 2),
-                      torch_ms=round(peer * 1e3, 2) if peer else None,
-                      ratio=round(ours / peer, 3) if peer else None)
+        layer_mode(kind, x, torch)
 
 
 if __name__ == "__main__":
