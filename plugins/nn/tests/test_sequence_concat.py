@@ -115,3 +115,12 @@ def test_layer_errors():
                                                    lod_level=1)])
         with pytest.raises(hr.HeadraceError, match="X\\[1\\] \\(d\\) must be a batch of sequ"):
             layers.sequence_concat([a, dense])
+
+
+def test_kernel_checks_the_lod_against_the_rows(kernel):
+    # The Executor refuses such a feed; the kernel, called directly, refuses it too.
+    concat = kernel("sequence_concat")
+    xs = [Tensor(np.zeros((3, 2)), [[0, 1, 3]]), Tensor(np.zeros((3, 2)), [[0, 1, 2]])]
+    with pytest.raises(ValueError, match="X\\[1\\]'s LoD \\[0, 1, 2\\] does not describe its "
+                                         "3 rows"):
+        concat(xs)

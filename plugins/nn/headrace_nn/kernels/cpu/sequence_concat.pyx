@@ -44,7 +44,7 @@ def _inputs(xs, op):
         rows = a.shape[0]
         if len(off) < 1 or off[0] != 0 or off[len(off) - 1] != rows or \
                 (np.diff(off) < 0).any():
-            raise ValueError(f"{op}: X[{i}]'s LoD {list(off)} does not describe its {rows} "
+            raise ValueError(f"{op}: X[{i}]'s LoD {off.tolist()} does not describe its {rows} "
                              f"rows")
         if first is None:
             first, feature = a, _features(a)
