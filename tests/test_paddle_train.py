@@ -130,6 +130,7 @@ OPTIMIZERS = {
     "sgd": lambda: hr.optimizer.SGD(learning_rate=0.1),
     "momentum": lambda: hr.optimizer.Momentum(learning_rate=0.1, momentum=0.9),
     "adam": lambda: hr.optimizer.Adam(learning_rate=0.01),
+    "adamw": lambda: hr.optimizer.AdamW(learning_rate=0.01, weight_decay=0.05),
 }
 
 

@@ -17,8 +17,9 @@ from .framework.program import OP_ROLE_LRSCHED, OP_ROLE_OPTIMIZE
 from .initializer import Constant
 from .regularizer import WeightDecayRegularizer, append_regularization_ops
 
-__all__ = ["Optimizer", "SGD", "Momentum", "Adagrad", "Adam", "RMSProp", "SGDOptimizer",
-           "MomentumOptimizer", "AdagradOptimizer", "AdamOptimizer", "RMSPropOptimizer"]
+__all__ = ["Optimizer", "SGD", "Momentum", "Adagrad", "Adam", "AdamW", "RMSProp",
+           "SGDOptimizer", "MomentumOptimizer", "AdagradOptimizer", "AdamOptimizer",
+           "RMSPropOptimizer"]
 
 
 class Optimizer:
@@ -272,14 +273,17 @@ class Adam(Optimizer):
         p, g = param_and_grad
         m1, m2 = self._get_accumulator(self._moment1, p), self._get_accumulator(self._moment2, p)
         return block.append_op(
-            "adam",
+            self.type,
             {"Param": p, "Grad": g, "LearningRate": self._create_param_lr(p),
              "Moment1": m1, "Moment2": m2,
              "Beta1Pow": self._get_accumulator(self._beta1_pow, p),
              "Beta2Pow": self._get_accumulator(self._beta2_pow, p)},
             {"ParamOut": p, "Moment1Out": m1, "Moment2Out": m2},
             {"beta1": self._beta1, "beta2": self._beta2, "epsilon": self._epsilon,
-             "lazy_mode": self._lazy_mode})
+             "lazy_mode": self._lazy_mode, **self._decay_attrs()})
+
+    def _decay_attrs(self):
+        return {}
 
     def _finish_update(self, block, params_grads):
         ops = []
@@ -291,6 +295,21 @@ class Adam(Optimizer):
                 ops.append(block.append_op("scale", {"X": var}, {"Out": var},
                                            {"scale": beta, "op_role_var": [p.name, g.name]}))
         return ops
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (Paddle's AdamW, the ``adamw`` op): each step first
+    decays every parameter to p - learning_rate * weight_decay * p, then takes Adam's step.
+    The decay replaces a regularizer (as in Paddle, where weight_decay is the coefficient)."""
+    type = "adamw"
+
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8,
+                 weight_decay=0.01, grad_clip=None, name=None, lazy_mode=False):
+        super().__init__(learning_rate, beta1, beta2, epsilon, None, grad_clip, name, lazy_mode)
+        self._coeff = check_number("AdamW", "weight_decay", weight_decay, minimum=0.0)
+
+    def _decay_attrs(self):
+        return {"coeff": self._coeff, "with_decay": True}
 
 
 class RMSProp(Optimizer):
