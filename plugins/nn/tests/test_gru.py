@@ -113,17 +113,23 @@ def test_one_sequence_and_errors():
             layers.dynamic_gru(x, 2)
 
 
-@pytest.mark.parametrize("dtype, tol", [("float32", 2e-5), ("float64", 1e-10)])
+@pytest.mark.parametrize("dtype, tol, packed", [("float32", 2e-5, True),
+                                              ("float32", 2e-5, False),
+                                              ("float64", 1e-10, True)])
 @pytest.mark.parametrize("lens, reverse, origin, with_h0", [([5, 5, 5, 5], False, False, False),
                                                             ([5, 5, 5, 5], True, True, True),
                                                             ([0, 4, 2, 0, 4], True, False, True),
                                                             ([0, 3, 1], False, True, False)])
-def test_kernels_match_the_reference_on_equal_and_ragged_batches(dtype, tol, lens, reverse,
-                                                                 origin, with_h0):
+def test_kernels_match_the_reference_on_equal_and_ragged_batches(request, dtype, tol, packed, lens,
+                                                                 reverse, origin, with_h0):
     # The kernels' own GEMM (float32) and the weight gradient as two GEMMs over all steps:
     # equal lengths, leading and repeated empty sequences, both directions and origin modes.
+    from headrace_nn.kernels.cpu import gru as kernels
     from headrace_nn.kernels.cpu.gru import GRU, GRUGrad
     from headrace_nn.reference.gru import gru as ref, gru_grad as ref_grad
+    was = kernels.use_packed_gemm()
+    kernels.use_packed_gemm(packed)   # False: the BLAS path, as without AVX-512
+    request.addfinalizer(lambda: kernels.use_packed_gemm(was))
     rng = np.random.default_rng(12)
     d, rows = 8, sum(lens)
     lod = [list(np.cumsum([0] + lens))]

@@ -235,18 +235,24 @@ def test_peephole_lstm_outputs_and_gradients_match_fluids_equations_in_torch(rev
     assert t["B"].grad[0, 4 * D:].abs().min() > 0  # the peepholes' gradients are exercised
 
 
-@pytest.mark.parametrize("dtype, tol", [("float32", 2e-5), ("float64", 1e-10)])
+@pytest.mark.parametrize("dtype, tol, packed", [("float32", 2e-5, True),
+                                              ("float32", 2e-5, False),
+                                              ("float64", 1e-10, True)])
 @pytest.mark.parametrize("lens, reverse, peep", [([5, 5, 5, 5], False, False),
                                                  ([5, 5, 5, 5], True, True),
                                                  ([0, 4, 2, 0, 4], True, False),
                                                  ([0, 3, 1], False, True)])
-def test_kernels_match_the_reference_on_equal_and_ragged_batches(dtype, tol, lens, reverse,
-                                                                 peep):
+def test_kernels_match_the_reference_on_equal_and_ragged_batches(request, dtype, tol, packed, lens,
+                                                                 reverse, peep):
     # The kernels take the weight gradient as one GEMM over Input's rows less the pairs that
     # straddle two sequences: equal lengths (the fast case), leading and repeated empty
     # sequences, both directions; float32 runs on the vectorized sigmoid/tanh.
+    from headrace_nn.kernels.cpu import lstm as kernels
     from headrace_nn.kernels.cpu.lstm import LSTM, LSTMGrad
     from headrace_nn.reference.lstm import lstm as ref, lstm_grad as ref_grad
+    was = kernels.use_packed_gemm()
+    kernels.use_packed_gemm(packed)   # False: the BLAS path, as without AVX-512
+    request.addfinalizer(lambda: kernels.use_packed_gemm(was))
     rng = np.random.default_rng(11)
     d, rows = 8, sum(lens)
     lod = [list(np.cumsum([0] + lens))]

@@ -26,6 +26,15 @@ DTYPES = ("float32", "float64")
 cdef bint PACKED = hr_rnn_gemm_ok()
 
 
+def use_packed_gemm(on=None):
+    """Whether float32 runs on the packed AVX-512 GEMM (only where the CPU has AVX-512);
+    ``on=False`` puts this module's kernels on BLAS (tests of that path, comparisons)."""
+    global PACKED
+    if on is not None:
+        PACKED = bool(on) and hr_rnn_gemm_ok()
+    return PACKED
+
+
 def _operands(op, x, h0, weight, bias, bint reverse):
     data = np.asarray(x.data)
     if data.dtype not in (np.float32, np.float64):

@@ -36,6 +36,15 @@ DTYPES = ("float32", "float64")
 cdef bint PACKED = hr_rnn_gemm_ok()
 
 
+def use_packed_gemm(on=None):
+    """Whether float32 runs on the packed AVX-512 GEMM (only where the CPU has AVX-512);
+    ``on=False`` puts this module's kernels on BLAS (tests of that path, comparisons)."""
+    global PACKED
+    if on is not None:
+        PACKED = bool(on) and hr_rnn_gemm_ok()
+    return PACKED
+
+
 cdef _packed(w, bint trans, int k, int n):
     """``w`` ([k, n], or [n, k] if ``trans``) packed for hr_rnn_gemm, or None (float64, or
     no AVX-512): the kernels then call BLAS."""
