@@ -1,7 +1,10 @@
 """Training programs that PaddlePaddle 3.3.1 serializes (legacy static mode: the forward ops, its
 ``*_grad`` ops, the optimizer ops, a 0-D ``paddle.mean`` loss seeded by a 0-D fill_constant)
 train here with Paddle's numbers: from the same initial parameters and batches, the losses of 5
-steps match Paddle's to 1e-6, and so do the parameters and optimizer state after them.
+steps match Paddle's to 1e-6, and so do the parameters and optimizer state after them. The
+networks: fc layers (mul or matmul_v2) with a mean squared error or cross entropy, a conv2d /
+batch_norm / pool2d network; the updates: SGD, Momentum, Adam, AdamW, L2 decay (inside momentum,
+or scale + sum ops), gradients clipped by value, by norm and by their global norm.
 
 The fixtures are made by ``scripts/make_paddle_train_fixtures.py`` (with Paddle);
 ``tox -e paddle`` makes them afresh and runs this file on them (``HEADRACE_PADDLE_TRAIN``).
