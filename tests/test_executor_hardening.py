@@ -150,3 +150,65 @@ def test_the_executor_does_not_keep_the_programs_it_ran_alive():
     assert main._executor_plans[exe] is plans and len(plans) == 2   # the stamp and one plan
     exe.close()
     assert exe not in main._executor_plans
+
+
+def _cond_program():
+    import headrace as hr
+    from headrace import layers
+    main, startup = hr.Program(), hr.Program()
+    with hr.program_guard(main, startup):
+        x = layers.data("x", shape=[1], dtype="float32", append_batch_size=False)
+        c = layers.less_than(x, layers.fill_constant([1], "float32", 1.0))
+        out = layers.cond(c, lambda: layers.scale(x, 2.0), lambda: layers.scale(x, 3.0))
+    return main, out
+
+
+@pytest.mark.parametrize("owned", ["own block", "an ancestor"])
+def test_a_program_whose_blocks_own_themselves_is_refused_when_parsed(owned):
+    # A control-flow op owning its own block (or one that contains it) made eval,
+    # save_inference_model and the executor recurse until a RecursionError.
+    import headrace as hr
+    from headrace.errors import ProgramParseError
+    from headrace.proto import framework_pb2 as pb
+    main, _ = _cond_program()
+    desc = pb.ProgramDesc()
+    desc.ParseFromString(main.serialize_to_string())
+    if owned == "own block":
+        op = next(op for op in desc.blocks[0].ops if op.type == "conditional_block")
+        next(a for a in op.attrs if a.name == "sub_block").block_idx = 0
+    else:   # an op inside the branch block that owns the global block
+        op = desc.blocks[1].ops.add()
+        op.type = "conditional_block"
+        a = op.attrs.add()
+        a.name, a.type, a.block_idx = "sub_block", pb.BLOCK, 0
+    with pytest.raises(ProgramParseError, match="cycle .*recurse"):
+        hr.Program.parse_from_string(desc.SerializeToString())
+
+
+def test_an_op_cannot_be_given_a_block_that_contains_it():
+    import numpy as np
+
+    import headrace as hr
+    from headrace.errors import OpValidationError
+    main, out = _cond_program()
+    g = main.global_block()
+    cond_op = next(op for op in g.ops if op.type == "conditional_block")
+    branch = cond_op.attr("sub_block")
+    cond_var = g.var(cond_op.input("Cond")[0])
+
+    def add(block, sub):
+        return block.append_op(
+            type="conditional_block", inputs={"Cond": [cond_var], "Input": []},
+            outputs={"Out": [], "Scope": [block.create_var(type="step_scopes")]},
+            attrs={"sub_block": sub, "is_scalar_condition": True})
+    with pytest.raises(OpValidationError, match="own itself"):
+        add(branch, branch)                   # an op of the branch owning the branch
+    with main.block_guard(parent_idx=branch.idx) as inner:
+        pass
+    op = add(branch, inner)                   # fine: a new block inside the branch
+    with pytest.raises(OpValidationError, match="own itself"):
+        op.set_attr("sub_block", branch)
+    branch.remove_op(len(branch.ops) - 1)     # the program runs as before
+    (got,) = hr.Executor().run(main, feed={"x": np.array([0.5], "float32")},
+                               fetch_list=[out.name])
+    assert got.tolist() == [1.0]

@@ -97,7 +97,10 @@ def _api_sample():
     with prog.block_guard() as sub:
         sub.append_op("ident", {"X": "y"}, {"Out": "z"})
         with prog.block_guard() as inner:
-            inner.append_op("cond", {}, {}, {"sub_block": sub, "ls": [2**40, -1]})
+            with prog.block_guard() as innermost:
+                innermost.append_op("ident", {"X": "z"}, {"Out": "v"})
+            # A sub-block nested in the op's own block (never an ancestor: that would recurse).
+            inner.append_op("cond", {}, {}, {"sub_block": innermost, "ls": [2**40, -1]})
     g.append_op("cond", {}, {"Out": "y"}, {"sub_block": inner})
     return prog.serialize_to_string()
 
@@ -238,23 +241,26 @@ class _Gen:
         name = self.name() + str(self.r.randint(0, 50))  # a repeated name now and then
         return self.fields([(1, 2, name), (2, 2, vtype)] + flags)
 
-    def attr(self, n_blocks):
+    def attr(self, n_blocks, i):
         kind = self.small(self.pick(0, 1, 2, 3, 6, 8, 8, 9, 10, 11, 15, 16))
         number = {0: 3, 1: 4, 2: 5, 3: 6, 6: 10, 8: 12, 9: 13, 10: 14, 11: 15, 15: 19}.get(
             kind, self.r.randint(3, 21))
         wire = {1: 5, 4: 5, 7: 5, 5: 2, 8: 2, 16: 1, 17: 2, 18: 2, 19: 1}.get(number, 0)
-        value = {0: self.small(self.r.randint(0, n_blocks - 1)), 1: b"\0" * 8, 2: "v",
-                 5: b"\0\0\x80?"}[wire]
+        # Mostly a later block (a sub-block; the block's own or an earlier one makes blocks
+        # own each other in a cycle, which parsing refuses), now and then any.
+        later = i + 1 < n_blocks and self.r.random() < 0.8
+        value = {0: self.small(self.r.randint(i + 1 if later else 0, n_blocks - 1)),
+                 1: b"\0" * 8, 2: "v", 5: b"\0\0\x80?"}[wire]
         return self.fields([(1, 2, self.pick("sub_block", "is_test", "ls", "a", "op_role")),
                             (2, 0, kind), (number, wire, value)] *
                            (2 if self.r.random() < 0.05 else 1))
 
-    def op(self, n_blocks):
+    def op(self, n_blocks, i):
         slots = [(self.pick(1, 2), 2, self.fields(
             [(1, 2, self.pick("X", "Out", "X", "Out", ""))] +
             [(2, 2, self.name()) for _ in range(self.r.randint(0, 2))]))
             for _ in range(self.r.randint(0, 3))]
-        attrs = [(4, 2, self.attr(n_blocks)) for _ in range(self.r.randint(0, 3))]
+        attrs = [(4, 2, self.attr(n_blocks, i)) for _ in range(self.r.randint(0, 3))]
         type_ = self.pick("ident", "cond", "mul", "feed") if self.r.random() < 0.95 else ""
         return self.fields([(3, 2, type_)]
                            + slots + attrs + [(5, 0, 1)] * self.pick(0, 0, 1))
@@ -262,7 +268,7 @@ class _Gen:
     def block(self, i, n_blocks):
         parts = [(1, 0, self.small(i)), (2, 0, self.small(self.r.randint(0, i - 1) if i else -1))]
         parts += [(3, 2, self.var()) for _ in range(self.r.randint(0, 4))]
-        parts += [(4, 2, self.op(n_blocks)) for _ in range(self.r.randint(0, 4))]
+        parts += [(4, 2, self.op(n_blocks, i)) for _ in range(self.r.randint(0, 4))]
         parts += [(5, 0, self.small(self.r.randint(-1, i)))] * self.pick(0, 0, 1)
         return self.fields(parts + [(99, 2, "future")] * self.pick(0, 0, 1))
 

@@ -142,7 +142,7 @@ HAND = program(
     block(1, 0, vars_=[var("tmp", LOD_TENSOR, tensor(FP64, [3, -1]))], ops=[
         op("while_future", {"X": ["tmp", "x"]}, {"Out": ["tmp"]},
            [attr("sub_block", A_BLOCK, vint(12, 2)),
-            attr("blocks", A_BLOCKS, vint(14, 1), vint(14, 2))]),
+            attr("blocks", A_BLOCKS, vint(14, 2))]),
     ], extra=UNKNOWN["block"]),
     block(2, 1, ops=[op("increment", {"X": ["tmp"]}, {"Out": ["tmp"]},
                         [attr("step", A_FLOAT, f32(4, 1.0))])], forward=1),
@@ -207,7 +207,7 @@ def test_hand_encoded_ops(hand):
     assert mul.source == CALLSTACK and fetch.source is None
     assert cond.attr("sub_block") is hand.block(1) and cond.sub_blocks() == [hand.block(1)]
     loop = hand.block(1).ops[0]
-    assert loop.attr("blocks") == [hand.block(1), hand.block(2)]
+    assert loop.attr("blocks") == [hand.block(2)]
     assert hand.block(2).ops[0].attr("step") == 1.0
     assert g.var("x").op is feed and g.var("fc_0.tmp_0").op is dropout
     assert g.var("fetch").op is fetch
@@ -232,7 +232,7 @@ def test_hand_encoded_to_string(hand):
                   "lod_level=1", "fc_0.w_0 : float32[784, 10]  [parameter, persistable]",
                   "arr : int64[-1] (lod_tensor_array) lod_level=2", "feed : feed_minibatch",
                   "Out=[fc_0.tmp_0] = mul(X=[x], Y=[fc_0.w_0])", "sub_block=block1",
-                  "scale_s=<attr type 16>", "blocks=block[1, 2]"]:
+                  "scale_s=<attr type 16>", "blocks=block[2]"]:
         assert piece in text, piece
 
 

@@ -32,6 +32,29 @@ def _bad_block_ref(program, kind, value):
     return None
 
 
+def _owning_cycle(program, value, kind, block_idx):
+    """Why giving an op of block ``block_idx`` the BLOCK/BLOCKS ``value`` would make blocks
+    own each other in a cycle (the program would recurse into itself when run, pruned or
+    saved; parsing refuses such files too), or None."""
+    seen, todo = set(), [getattr(b, "idx", b) for b in
+                         (value if kind == "blocks" else [value])]
+    while todo:
+        b = todo.pop()
+        if b == block_idx:
+            return (f"makes block {block_idx} own itself (through the blocks this attribute "
+                    f"names): running the program would recurse without end")
+        if b in seen or not 0 <= b < program.num_blocks:
+            continue
+        seen.add(b)
+        for op in program.block(b).ops:
+            for a in op.desc.attrs:
+                if a.type == pb.BLOCK:
+                    todo.append(a.block_idx)
+                elif a.type == pb.BLOCKS:
+                    todo.extend(a.blocks_idx)
+    return None
+
+
 def _find_slot(container, slot):
     for v in container:
         if v.parameter == slot:
@@ -162,7 +185,8 @@ class Operator(metaclass=Declared):
         if spec is not None:
             ok = spec.validate(value)
             if not isinstance(ok, str) and spec.type in ("block", "blocks"):
-                ok = _bad_block_ref(self.block.program, spec.type, ok[0]) or ok
+                ok = _bad_block_ref(self.block.program, spec.type, ok[0]) or \
+                    _owning_cycle(self.block.program, ok[0], spec.type, self.block.idx) or ok
             if isinstance(ok, str):
                 raise OpValidationError(f"attribute '{name}' {ok}", op_type=self.type,
                                         block_idx=self.block.idx, source=self.source)
@@ -353,7 +377,8 @@ def prepare_op(block, op_type, inputs, outputs, attrs, op_idx, strict_attrs=True
         if isinstance(ok, str):
             fail(f"attribute '{name}' {ok}", expected=f"{spec.type}" +
                  (f" in {list(spec.choices)}" if spec.choices else ""), found=repr(value))
-        bad = _bad_block_ref(block.program, spec.type, ok[0]) \
+        bad = (_bad_block_ref(block.program, spec.type, ok[0]) or
+               _owning_cycle(block.program, ok[0], spec.type, block.idx)) \
             if spec.type in ("block", "blocks") else None
         if bad:
             fail(f"attribute '{name}' {bad}",

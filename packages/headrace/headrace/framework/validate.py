@@ -84,6 +84,43 @@ def _check_op(where, op, num_blocks):
                           f"but the program has {num_blocks} blocks")
 
 
+def _owned_blocks(desc, b):
+    for op in desc.blocks[b].ops:
+        for a in op.attrs:
+            if a.type == pb.BLOCK:
+                yield a.block_idx
+            elif a.type == pb.BLOCKS:
+                yield from a.blocks_idx
+
+
+def _check_ownership_acyclic(desc):
+    """No block may own itself through its ops' BLOCK attributes, directly or through other
+    blocks: running, pruning or saving such a program would recurse without end. Iterative
+    (a program may nest thousands of blocks)."""
+    n, state = len(desc.blocks), [0] * len(desc.blocks)   # 0 new, 1 on the path, 2 done
+    for root in range(n):
+        if state[root]:
+            continue
+        stack = [(root, iter(list(_owned_blocks(desc, root))))]
+        state[root] = 1
+        while stack:
+            b, it = stack[-1]
+            k = next(it, None)
+            if k is None:
+                state[b] = 2
+                stack.pop()
+            elif state[k] == 1:
+                path = [s for s, _ in stack]
+                cycle = path[path.index(k):] + [k]
+                _fail(f"block {b}: an op owns block {k} (a BLOCK attribute), which contains "
+                      f"that op: the blocks own each other in a cycle "
+                      f"({' -> '.join(map(str, cycle))}), so running the program would "
+                      f"recurse without end")
+            elif state[k] == 0:
+                state[k] = 1
+                stack.append((k, iter(list(_owned_blocks(desc, k)))))
+
+
 def validate_program_desc(desc):
     """Raise ProgramParseError unless ``desc`` is a well-formed program."""
     if not len(desc.blocks):
@@ -109,3 +146,4 @@ def validate_program_desc(desc):
             seen.add(v.name)
         for j, op in enumerate(b.ops):
             _check_op(f"{where}, op #{j}", op, n)
+    _check_ownership_acyclic(desc)
