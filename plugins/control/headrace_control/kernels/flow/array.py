@@ -3,6 +3,7 @@ Tensors)."""
 import numpy as np
 
 from headrace.runtime.tensor import Tensor, TensorArray
+from headrace_control.limits import ARRAY_LENGTH, ArrayLengthLimitError, max_array_length
 
 from ._frame import scalar
 
@@ -26,6 +27,10 @@ class WriteToArray:
 
     def __call__(self, frame):
         i = _index(self.device, frame.input("I"), "write_to_array")
+        if i >= max_array_length():
+            raise ArrayLengthLimitError(
+                f"write_to_array: index I = {i} would make the tensor array longer than the "
+                f"limit of {max_array_length()} entries ({ARRAY_LENGTH.hint()})")
         arr = frame.output("Out")
         arr = TensorArray() if arr is None else TensorArray(arr)  # a new value per write
         while len(arr) <= i:

@@ -1,5 +1,6 @@
 """while: run the body's plan while Condition holds, keeping one step scope per step."""
-from headrace_control.limits import WhileStepLimitError, max_while_steps
+from headrace_control.limits import (STEPS, WHILE_MEMORY, WhileMemoryLimitError,
+                                     WhileStepLimitError, max_while_memory, max_while_steps)
 
 from ._frame import StepScope, kept_ids, scalar
 from ._steps import SubBlockGrad
@@ -22,21 +23,40 @@ class While:
     def __call__(self, frame):
         steps = []
         limit, n = max_while_steps(), 0
+        budget, kept = max_while_memory(), 0
         while scalar(self.device, frame.input("Condition"), "while: Condition"):
             if n == limit:
                 raise WhileStepLimitError(
                     f"the loop ran {limit} steps and Condition still holds: stopped as an "
-                    f"endless loop (raise the limit with headrace_control."
-                    f"set_max_while_steps(n) or the environment variable "
-                    f"HEADRACE_MAX_WHILE_STEPS if more steps are meant)")
+                    f"endless loop ({STEPS.hint()})")
             n += 1
             if self.keep:
                 before = frame.capture(self.plan.outer_write_ids)
                 frame.run(self.plan)
-                steps.append(StepScope(before, frame.capture(self.kept)))
+                after = frame.capture(self.kept)
+                steps.append(StepScope(before, after))
+                # What the steps keep for the gradient grows with every step: bounded, so a
+                # loop that never ends stops with an error before it exhausts memory.
+                kept += _nbytes(before) + _nbytes(after)
+                if kept > budget:
+                    raise WhileMemoryLimitError(
+                        f"after {n} steps the loop keeps {kept} bytes for its gradient, over "
+                        f"the limit of {budget} ({WHILE_MEMORY.hint()}; or build the "
+                        f"program for inference, is_test, which keeps nothing)")
             else:
                 frame.run(self.plan)
         frame.set_output("StepScopes", steps)
+
+
+def _nbytes(values):
+    """Bytes of the arrays a captured step holds (shared arrays are counted each time: an
+    upper bound, cheap to take)."""
+    total = 0
+    for v in values.values():
+        v = v[0] if type(v) is tuple else v
+        data = getattr(v, "data", v)
+        total += getattr(data, "nbytes", 0)
+    return total
 
 
 class WhileGrad(SubBlockGrad):
