@@ -286,3 +286,44 @@ def test_errors_name_the_op_the_slot_and_what_was_expected():
             layers.rnn_layer(x, "LSTM", H, initial_states=x)
         with pytest.raises(hr.HeadraceError, match="direction"):
             layers.rnn_layer(x, "GRU", H, direction="backward")
+
+
+@pytest.mark.parametrize("packed", [True, False])
+@pytest.mark.parametrize("mode", ["LSTM", "GRU", "RNN_TANH"])
+def test_kernels_match_the_reference_on_both_gemm_paths(mode, packed):
+    # float32 on the packed AVX-512 GEMM (where the CPU has it) and on BLAS; sizes off the
+    # GEMM's tiles (13 rows, 20 or 60 gates' columns), lengths ragged, 2 layers, both ways
+    from headrace_nn.kernels.cpu import rnn as kernels
+    before = kernels.use_packed_gemm()
+    kernels.use_packed_gemm(packed)
+    try:
+        rng = np.random.default_rng(13)
+        steps, batch, isize, hid = 6, 13, 7, 5 if mode == "RNN_TANH" else 15
+        inputs = {"Input": rng.standard_normal((steps, batch, isize)).astype("float32"),
+                  "PreState": [rng.standard_normal((4, batch, hid)).astype("float32")
+                               for _ in range(2 if mode == "LSTM" else 1)],
+                  "WeightList": ref._weights(rng, mode, isize, hid, 2, 2, "float32"),
+                  "SequenceLength": rng.integers(0, steps + 1, batch).astype(np.int32)}
+        attrs = {"mode": mode, "num_layers": 2, "is_bidirec": True, "input_size": isize,
+                 "hidden_size": hid}
+        got = run_op("rnn", inputs, ["Out", "State", "Reserve", "DropoutState"], attrs,
+                     output_counts={"State": len(inputs["PreState"])})
+        expect = ref.rnn(inputs, attrs)
+        np.testing.assert_allclose(got["Out"][0].numpy(), expect["Out"], rtol=2e-5, atol=2e-6)
+        grads = dict(inputs, Out=got["Out"][0].numpy(), Reserve=got["Reserve"][0].numpy(),
+                     DropoutState=got["DropoutState"][0].numpy())
+        grads["Out@GRAD"] = rng.standard_normal(expect["Out"].shape).astype("float32")
+        grads["State@GRAD"] = [rng.standard_normal(s.shape).astype("float32")
+                               for s in inputs["PreState"]]
+        n = len(inputs["WeightList"])
+        got = run_op("rnn_grad", grads, ["Input@GRAD", "PreState@GRAD", "WeightList@GRAD"],
+                     attrs, output_counts={"PreState@GRAD": len(inputs["PreState"]),
+                                           "WeightList@GRAD": n})
+        expect = ref.rnn_grad(grads, attrs)
+        for slot in ("Input@GRAD", "PreState@GRAD", "WeightList@GRAD"):
+            exp = expect[slot] if isinstance(expect[slot], list) else [expect[slot]]
+            for i, (g, e) in enumerate(zip(got[slot], exp)):
+                np.testing.assert_allclose(g.numpy(), e, rtol=1e-4, atol=1e-5,
+                                           err_msg=f"{slot}[{i}]")
+    finally:
+        kernels.use_packed_gemm(before)

@@ -16,6 +16,8 @@ from libc.string cimport memcpy, memset
 from headrace.kernels.common cimport real
 from headrace.kernels.fastmath cimport hr_f32_sigmoid, hr_f32_tanh
 from ._common cimport gemm, mm
+from ._rnn_gemm cimport (hr_rnn_gemm, hr_rnn_gemm_b, hr_rnn_gemm_ok, hr_rnn_pack,
+                         hr_rnn_packed_size)
 
 import numpy as np
 
@@ -23,8 +25,53 @@ cnp.import_array()
 
 DTYPES = ("float32", "float64")
 MODES = {"LSTM": 0, "GRU": 1, "RNN_RELU": 2, "RNN_TANH": 3}
-GATES = (4, 3, 1, 1)
-WIDTH = (6, 5, 2, 2)   # Reserve columns per hidden unit (ops/rnn.py RESERVE_WIDTH)
+
+
+# float32's products against W_hh, and the gradients' big products, through the nn kernels'
+# packed AVX-512 GEMM (_rnn_gemm.h: W_hh packed once per call instead of by every per-step
+# sgemm); float64 and CPUs without AVX-512 on BLAS. The input projection is always BLAS.
+cdef bint PACKED = hr_rnn_gemm_ok()
+
+
+def use_packed_gemm(on=None):
+    """Whether float32 runs on the packed AVX-512 GEMM (only where the CPU has AVX-512);
+    ``on=False`` puts this module on BLAS (tests of that path, comparisons)."""
+    global PACKED
+    if on is not None:
+        PACKED = bool(on) and hr_rnn_gemm_ok()
+    return PACKED
+
+
+cdef _packed(w, bint trans, int k, int n):
+    """``w`` ([k, n], or [n, k] if ``trans``) packed for hr_rnn_gemm, or None (float64, or no
+    AVX-512: BLAS then)."""
+    if not PACKED or w.dtype != np.float32 or k == 0 or n == 0:
+        return None
+    out = np.empty(hr_rnn_packed_size(k, n), np.float32)
+    hr_rnn_pack(<float*>cnp.PyArray_DATA(w), w.strides[0] // 4, trans, k, n,
+                <float*>cnp.PyArray_DATA(out))
+    return out
+
+
+cdef int _mm(cnp.ndarray a, bint ta, cnp.ndarray b, cnp.ndarray c, bint accumulate) except -1:
+    """``c = op(a) @ b (+ c)`` for 2-D arrays with contiguous rows (``c`` and ``b`` may be
+    column blocks): float32 through hr_rnn_gemm_b (A read transposed in place), else BLAS."""
+    cdef int m = c.shape[0], n = c.shape[1], k = a.shape[0] if ta else a.shape[1]
+    cdef Py_ssize_t lda
+    if not PACKED or c.dtype != np.float32:
+        return mm(a, b, c, ta, False, 1 if accumulate else 0)
+    if m == 0 or n == 0:
+        return 0
+    if k == 0:
+        if not accumulate:
+            c[...] = 0
+        return 0
+    lda = a.strides[0] // 4
+    with nogil:
+        hr_rnn_gemm_b(m, n, k, <float*>cnp.PyArray_DATA(a), 1 if ta else lda,
+                      lda if ta else 1, <float*>cnp.PyArray_DATA(b), b.strides[0] // 4,
+                      <float*>cnp.PyArray_DATA(c), c.strides[0] // 4, accumulate)
+    return 0
 
 
 cdef inline int _gates(int mode) noexcept nogil:
@@ -32,6 +79,7 @@ cdef inline int _gates(int mode) noexcept nogil:
 
 
 cdef inline int _width(int mode) noexcept nogil:
+    # Reserve's columns per hidden unit (ops/rnn.py RESERVE_WIDTH)
     return 6 if mode == 0 else (5 if mode == 1 else 2)
 
 
@@ -54,8 +102,9 @@ cdef inline void _tanh(const real* x, real* y, Py_ssize_t n) noexcept nogil:
 
 
 cdef void _forward_dir(int mode, int T, int N, int H, bint reverse, real* res,
-                       const real* w_hh, const real* b_hc, const real* h0, const real* c0,
-                       const long long* lens, real* out, int ldo, real* tmp) noexcept nogil:
+                       const real* w_hh, const float* wp, const real* b_hc, const real* h0,
+                       const real* c0, const long long* lens, real* out, int ldo,
+                       real* tmp) noexcept nogil:
     """One direction of one layer. ``res`` [T, N, K*H] holds x W_ih^T + biases in its gate
     columns on entry; the step's h goes to ``out`` (row stride ``ldo``) and ``res``."""
     cdef int G = _gates(mode), K = _width(mode)
@@ -79,7 +128,13 @@ cdef void _forward_dir(int mode, int T, int N, int H, bint reverse, real* res,
             hp = res + <Py_ssize_t>tp * N * KH + (K - 1) * H
             cp = res + <Py_ssize_t>tp * N * KH + 4 * H
             ldh, ldc = KH, KH
-        if mode == 1:
+        # h' W_hh^T (wp: W_hh^T packed), into the gates (GRU: aside, for the reset)
+        if real is float and wp != NULL:
+            if mode == 1:
+                hr_rnn_gemm(N, GH, H, hp, ldh, 1, wp, tmp, GH, 0)
+            else:
+                hr_rnn_gemm(N, GH, H, hp, ldh, 1, wp, g, KH, 1)
+        elif mode == 1:
             gemm[real](False, True, N, GH, H, hp, ldh, w_hh, H, 0, tmp, GH)
         else:
             gemm[real](False, True, N, GH, H, hp, ldh, w_hh, H, 1, g, KH)
@@ -181,7 +236,8 @@ cdef inline void _simple_row_grad(int mode, const real* row, const real* dh, con
 cdef void _backward_dir(int mode, int T, int N, int H, bint reverse, const real* res,
                         const real* w_hh, const real* h0, const real* c0,
                         const long long* lens, const real* dout, int ldo, real* dh, real* dc,
-                        real* dhp, real* dgx, real* dgh, real* scratch) noexcept nogil:
+                        real* dhp, real* dgx, real* dgh, real* scratch,
+                        const float* wtp) noexcept nogil:
     """Back through one direction: the gates' pre-activation gradients into ``dgx`` (input
     side) and ``dgh`` (recurrent side; the same buffer but for GRU's candidate), and dh/dc of
     the initial state in ``dh``/``dc`` (on entry: the gradients of the final state).
@@ -234,8 +290,11 @@ cdef void _backward_dir(int mode, int T, int N, int H, bint reverse, const real*
                 _simple_row_grad(mode, row, dh + <Py_ssize_t>n * H, do, ex,
                                  dhp + <Py_ssize_t>n * H, H)
         # dh' += dG_hh W_hh over the batch, one GEMM
-        gemm[real](False, False, N, H, GH, dgh + <Py_ssize_t>t * N * GH, GH, w_hh, H, 1, dhp,
-                   H)
+        if real is float and wtp != NULL:   # W_hh packed as it lies
+            hr_rnn_gemm(N, H, GH, dgh + <Py_ssize_t>t * N * GH, GH, 1, wtp, dhp, H, 1)
+        else:
+            gemm[real](False, False, N, H, GH, dgh + <Py_ssize_t>t * N * GH, GH, w_hh, H, 1,
+                       dhp, H)
         swap = dh
         dh = dhp
         dhp = swap
@@ -285,7 +344,7 @@ cdef class _Options:
         if a.ndim != 3:
             raise ValueError(f"{op}: Input must be [T, N, input_size], found {list(a.shape)}")
         dtype, (T, N) = a.dtype, a.shape[:2]
-        L, D, H, G = self.layers, self.dirs, self.hid, GATES[self.mode]
+        L, D, H, G = self.layers, self.dirs, self.hid, _gates(self.mode)
         x = np.ascontiguousarray(a)
         want = 2 if self.mode == 0 else 1
         states = list(states or ())
@@ -330,32 +389,37 @@ cdef class _Options:
         return a
 
 
+cdef inline float* _f(cnp.ndarray a) noexcept nogil:
+    return <float*>cnp.PyArray_DATA(a)
+
+
+cdef inline double* _d(cnp.ndarray a) noexcept nogil:
+    return <double*>cnp.PyArray_DATA(a)
+
+
 cdef void _run_forward(int mode, int T, int N, int H, bint reverse, cnp.ndarray res,
                        cnp.ndarray w_hh, cnp.ndarray b_hc, cnp.ndarray h0, cnp.ndarray c0,
                        cnp.ndarray lens, cnp.ndarray out, int d, cnp.ndarray tmp):
     cdef const long long* pl = NULL if lens is None else <long long*>cnp.PyArray_DATA(lens)
-    cdef int ldo = out.shape[2]
+    cdef int ldo = out.shape[2], G = _gates(mode)
+    cdef const float* pw = NULL
     if out.dtype.num == cnp.NPY_FLOAT32:
+        wp = _packed(w_hh, True, H, G * H) if T and N else None   # W_hh^T
+        if wp is not None:
+            pw = _f(wp)
         with nogil:
-            _forward_dir[float](mode, T, N, H, reverse, <float*>cnp.PyArray_DATA(res),
-                                <float*>cnp.PyArray_DATA(w_hh), <float*>cnp.PyArray_DATA(b_hc),
-                                <float*>cnp.PyArray_DATA(h0), <float*>cnp.PyArray_DATA(c0),
-                                pl, <float*>cnp.PyArray_DATA(out) + d * H, ldo,
-                                <float*>cnp.PyArray_DATA(tmp))
+            _forward_dir[float](mode, T, N, H, reverse, _f(res), _f(w_hh), pw, _f(b_hc),
+                                _f(h0), _f(c0), pl, _f(out) + d * H, ldo, _f(tmp))
     else:
         with nogil:
-            _forward_dir[double](mode, T, N, H, reverse, <double*>cnp.PyArray_DATA(res),
-                                 <double*>cnp.PyArray_DATA(w_hh),
-                                 <double*>cnp.PyArray_DATA(b_hc),
-                                 <double*>cnp.PyArray_DATA(h0), <double*>cnp.PyArray_DATA(c0),
-                                 pl, <double*>cnp.PyArray_DATA(out) + d * H, ldo,
-                                 <double*>cnp.PyArray_DATA(tmp))
+            _forward_dir[double](mode, T, N, H, reverse, _d(res), _d(w_hh), NULL, _d(b_hc),
+                                 _d(h0), _d(c0), pl, _d(out) + d * H, ldo, _d(tmp))
 
 
 def _forward(_Options opt, x, int T, int N, states, ws, lens, mask):
     """(Out, [h_n(, c_n)], Reserve, the layers' inputs)."""
     cdef int L = opt.layers, D = opt.dirs, H = opt.hid, mode = opt.mode
-    cdef int G = GATES[mode], K = WIDTH[mode], l, d, k
+    cdef int G = _gates(mode), K = _width(mode), l, d, k
     dtype = x.dtype
     reserve = np.empty((L * D, T, N, K * H), dtype)
     finals = [np.empty((L * D, N, H), dtype) for _ in states]
@@ -409,28 +473,21 @@ cdef void _run_backward(int mode, int T, int N, int H, bint reverse, cnp.ndarray
                         cnp.ndarray scratch):
     cdef const long long* pl = NULL if lens is None else <long long*>cnp.PyArray_DATA(lens)
     cdef int ldo = 0 if dout is None else dout.shape[2]
-    cdef char* po = NULL if dout is None else <char*>cnp.PyArray_DATA(dout)
+    cdef int G = _gates(mode)
+    cdef const float* pw = NULL
     if res.dtype.num == cnp.NPY_FLOAT32:
+        wp = _packed(w_hh, False, G * H, H) if T and N else None   # W_hh as it lies
+        if wp is not None:
+            pw = _f(wp)
         with nogil:
-            _backward_dir[float](mode, T, N, H, reverse, <float*>cnp.PyArray_DATA(res),
-                                 <float*>cnp.PyArray_DATA(w_hh), <float*>cnp.PyArray_DATA(h0),
-                                 <float*>cnp.PyArray_DATA(c0), pl,
-                                 NULL if po == NULL else <float*>po + d * H, ldo,
-                                 <float*>cnp.PyArray_DATA(dh), <float*>cnp.PyArray_DATA(dc),
-                                 <float*>cnp.PyArray_DATA(dhp), <float*>cnp.PyArray_DATA(dgx),
-                                 <float*>cnp.PyArray_DATA(dgh),
-                                 <float*>cnp.PyArray_DATA(scratch))
+            _backward_dir[float](mode, T, N, H, reverse, _f(res), _f(w_hh), _f(h0), _f(c0), pl,
+                                 NULL if dout is None else _f(dout) + d * H, ldo, _f(dh),
+                                 _f(dc), _f(dhp), _f(dgx), _f(dgh), _f(scratch), pw)
     else:
         with nogil:
-            _backward_dir[double](mode, T, N, H, reverse, <double*>cnp.PyArray_DATA(res),
-                                  <double*>cnp.PyArray_DATA(w_hh),
-                                  <double*>cnp.PyArray_DATA(h0), <double*>cnp.PyArray_DATA(c0),
-                                  pl, NULL if po == NULL else <double*>po + d * H, ldo,
-                                  <double*>cnp.PyArray_DATA(dh), <double*>cnp.PyArray_DATA(dc),
-                                  <double*>cnp.PyArray_DATA(dhp),
-                                  <double*>cnp.PyArray_DATA(dgx),
-                                  <double*>cnp.PyArray_DATA(dgh),
-                                  <double*>cnp.PyArray_DATA(scratch))
+            _backward_dir[double](mode, T, N, H, reverse, _d(res), _d(w_hh), _d(h0), _d(c0),
+                                  pl, NULL if dout is None else _d(dout) + d * H, ldo, _d(dh),
+                                  _d(dc), _d(dhp), _d(dgx), _d(dgh), _d(scratch), NULL)
 
 
 cdef class RNNGrad(_Options):
@@ -444,7 +501,7 @@ cdef class RNNGrad(_Options):
         op = "rnn_grad"
         x, T, N, states, ws, lens = self.operands(op, x, pre_state, weights, lens)
         cdef int L = self.layers, D = self.dirs, H = self.hid, mode = self.mode
-        cdef int G = GATES[mode], K = WIDTH[mode], l, d, k
+        cdef int G = _gates(mode), K = _width(mode), l, d, k
         dtype = x.dtype
         shape = (T, N, D * H)
         _checked(out, dtype, shape, op, "Out")
@@ -505,17 +562,17 @@ cdef class RNNGrad(_Options):
                     dpre[1][k] = dc[:N]
                 # the weights' gradients: one GEMM each over all steps
                 dw_ih = np.empty(w_ih.shape, dtype)
-                mm(dgx, inp, dw_ih, True, False, 0)
+                _mm(dgx, True, inp, dw_ih, False)
                 dw_hh = np.zeros(w_hh.shape, dtype)
                 if T:
                     hs = res.reshape(T * N, K * H)[:, (K - 1) * H:]   # h after every step
                     first, rest = (T - 1, slice(0, (T - 1) * N)) if d else \
                         (0, slice(N, T * N))
-                    mm(dgh[first * N:(first + 1) * N], h0, dw_hh, True, False, 0)
+                    _mm(dgh[first * N:(first + 1) * N], True, h0, dw_hh, False)
                     prev_h = hs[N:] if d else hs[:(T - 1) * N]
-                    mm(dgh[rest], prev_h, dw_hh, True, False, 1)
+                    _mm(dgh[rest], True, prev_h, dw_hh, True)
                 if dinp is not None:
-                    mm(dgx, w_ih, dinp, False, False, 1)
+                    _mm(dgx, False, w_ih, dinp, True)
                 dws[2 * k], dws[2 * k + 1] = dw_ih, dw_hh
                 dws[2 * L * D + 2 * k] = dgx.sum(axis=0)
                 dws[2 * L * D + 2 * k + 1] = dgh.sum(axis=0) if mode == 1 else \
