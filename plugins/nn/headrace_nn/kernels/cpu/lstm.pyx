@@ -2,19 +2,22 @@
 """lstm and lstm_grad: the whole time loop in one kernel, in C without the GIL.
 
 The sequences are ranked by length, longest first, and each step is the prefix of the ranking
-still running, so a step is one recurrent GEMM through BLAS over a contiguous block: the
-step-major BatchGate rows (Input's rows gathered with the bias just before, while the block is
-in cache), then the cells row by row (float32 sigmoid/tanh from the core's vectorized
-fastmath). h and c go straight to their Input-order rows of Hidden and Cell; the next step
-reads h from a small rank-order buffer. The step-major activated gates (BatchGate) and cells
-(BatchCellPreAct) are what the forward pass keeps for the gradient.
+still running, so a step is one recurrent GEMM over a contiguous block: the step-major
+BatchGate rows (Input's rows gathered with the bias just before, while the block is in cache),
+then the cells row by row (float32 sigmoid/tanh from the core's vectorized fastmath). h and c
+go straight to their Input-order rows of Hidden and Cell; the next step reads h from a small
+rank-order buffer. The step-major activated gates (BatchGate) and cells (BatchCellPreAct) are
+what the forward pass keeps for the gradient. float32's products against the weight run on
+_rnn_gemm.h's AVX-512 GEMM, the weight packed once per call (BLAS repacks it in every call);
+float64's, and float32's on a CPU without AVX-512, go through BLAS.
 
-The gradient walks the steps back the same way: the step's gate gradients into a rank-order
-buffer, one GEMM for dh of the step before, the rows copied to Input@GRAD (Input's order) and
-summed into the bias gradient. The weight gradient is then one GEMM over all rows at once,
-from Hidden and Input@GRAD as they lie: in Input's order the step before a row is the row
-before it (after it, reversed), so Hidden[:-1]^T dX[1:] is every step's product but the pairs
-that straddle two sequences; a small GEMM takes those out and adds H0's.
+The gradient walks the steps back the same way: the step's gate gradients (for the default
+activations by _rnn_gemm.h's vectorized cell) into a rank-order buffer, one GEMM for dh of the
+step before, the rows copied to Input@GRAD (Input's order) and summed into the bias gradient.
+The weight gradient is then one GEMM over all rows at once, from Hidden and Input@GRAD as they
+lie: in Input's order the step before a row is the row before it (after it, reversed), so
+Hidden[:-1]^T dX[1:] is every step's product but the pairs that straddle two sequences; a
+small GEMM takes those out and adds H0's.
 """
 cimport numpy as cnp
 from libc.string cimport memcpy, memset
