@@ -463,6 +463,8 @@ cdef class RNN(_Options):
             gen = np.random.default_rng(self.seed) if self.seed is not None else self.gen
             mask = (gen.random(shape, dtype=np.float32) >= np.float32(self.p)).astype(np.uint8)
         out, finals, reserve, _ = _forward(self, x, T, N, states, ws, lens, mask)
+        if self.info is not None:   # as many final states as State binds (Paddle: all)
+            finals = finals[:self.info.n_outputs("State")]
         return out, (mask if mask is not None else np.ones(shape, np.uint8)), reserve, finals
 
 
