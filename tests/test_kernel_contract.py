@@ -310,3 +310,33 @@ def test_the_frame_reads_and_writes_by_slot_name():
         frame.input("Z")
     with pytest.raises(ValueError, match=r"2 values for output 'Out', which is bound to 1"):
         frame.set_outputs("Out", [1, 2])
+
+
+class _Liar:
+    """A kernel whose result does not match what its op declares: ``bad`` says how."""
+    bad = "dtype"
+
+    def __init__(self, attrs, info):
+        pass
+
+    def __call__(self, x):
+        x = np.asarray(x)
+        return ((x.astype("float64") if self.bad == "dtype" else x.reshape(-1)),)
+
+
+class _RankLiar(_Liar):
+    bad = "rank"
+
+
+@pytest.mark.parametrize("maker, found", [(_Liar, "float64 of shape [3, 2]"),
+                                          (_RankLiar, "float32 of shape [6]")])
+def test_a_kernel_returning_the_wrong_dtype_or_rank_is_stopped_at_its_op(maker, found):
+    # Such a value used to flow on into the next ops (a plugin bug surfacing far away, or as
+    # wrong numbers). The executor checks outputs on the first run of each feed signature.
+    reg = build_registry([("contract-liar", _plugin({"k_liar": (maker, "array")}))],
+                         autoload=False)
+    x = np.ones((3, 2), "float32")
+    with pytest.raises(hr.OpError, match="k_liar.*output variable 'out' that does not match") \
+            as e:
+        _run(reg, "k_liar", x, lod_level=0)
+    assert "float32 of rank 2" in str(e.value) and found in str(e.value)

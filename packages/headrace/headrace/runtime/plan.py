@@ -185,19 +185,63 @@ class Plan:
                               if i > 0 and self.slots.vars[i].lod_level > 0)
         return Instr(fn, tuple(in_ids), tuple(out_ids), op, (), layout)
 
-    def run(self, values, lods):
-        """Run every instruction over ``values`` (list by slot) and ``lods`` (slot -> LoD)."""
+    def run(self, values, lods, check=False):
+        """Run every instruction over ``values`` (list by slot) and ``lods`` (slot -> LoD).
+        ``check``: verify each kernel's outputs against their declarations as it goes (the
+        executor asks for it once per feed signature: a kernel that returns the wrong dtype or
+        rank is caught at its op, not somewhere downstream)."""
+        failed = None
         try:
-            _loop.run(self.instrs, values, lods)
+            if not check:
+                _loop.run(self.instrs, values, lods)
+                return
+            for k, instr in enumerate(self.instrs):
+                failed = k   # the index _explain needs (the loop below runs one at a time)
+                _loop.run([instr], values, lods)
+                self._check_outputs(instr, values)
         except OpError:
             raise
         except Exception as e:
-            raise self._explain(e, values) from e
+            raise self._explain(e, values, failed) from e
 
-    def _explain(self, exc, values):
+    def _check_outputs(self, instr, values):
+        """Each dense output's dtype must be its variable's, and its rank the declared one (a
+        declared [1] and a 0-D value stand for each other: Fluid programs declare [1] where
+        Paddle 3 computes 0-D; a declaration without dims is not checked for rank: Paddle's
+        files leave dims unset for values its shape rules skip, rnn's DropoutState in
+        inference among them). Intermediate outputs (a kernel's saved workspace, such as
+        rnn's Reserve, which Paddle declares uint8 and fills with floats) are not checked."""
+        slots = instr.op.opdef.outputs
+        for spec, ids in zip(slots, instr.out_ids):
+            if not spec.intermediate:   # a workspace's layout is the kernel's own business
+                self._check_values(instr, ids if isinstance(ids, tuple) else (ids,), values)
+
+    def _check_values(self, instr, ids, values):
+        for i in ids:
+            if i <= 0:
+                continue
+            var, v = self.slots.vars[i], values[i]
+            if var.kind != "lod_tensor" or not hasattr(v, "dtype") or not hasattr(v, "shape"):
+                continue
+            want, got = var.dtype, np.dtype(v.dtype).name
+            declared = tuple(var.shape)
+            rank_ok = not declared or len(declared) == len(v.shape) or (
+                len(declared) <= 1 and len(v.shape) <= 1 and
+                all(d in (1, -1) for d in declared) and all(d == 1 for d in v.shape))
+            if got == want and rank_ok:
+                continue
+            op = instr.op
+            raise OpError(
+                f"its kernel returned a value for output variable '{var.name}' that does not "
+                f"match the variable's declaration (a kernel bug: the value is not passed on)",
+                op_type=op.type, block_idx=op.block.idx, op_idx=op.idx, source=op.source,
+                expected=f"{want} of rank {len(declared)} (declared {list(declared)})",
+                found=f"{got} of shape {list(v.shape)}")
+
+    def _explain(self, exc, values, failed=None):
         """Turn a kernel's exception into an OpError at the failing op; the op's shape rule is
         re-run on the real shapes first, since its message is usually the most precise."""
-        instr = self.instrs[_loop.failed_index()]
+        instr = self.instrs[_loop.failed_index() if failed is None else failed]
         op = instr.op
         where = dict(op_type=op.type, block_idx=op.block.idx, op_idx=op.idx, source=op.source)
         if isinstance(exc, HeadraceError) and not isinstance(exc, OpError):
