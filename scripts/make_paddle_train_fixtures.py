@@ -78,6 +78,21 @@ def conv_bn():
                {"dim": [], "keep_dim": False, "reduce_all": True})
 
 
+def attention():
+    """Token ids through an embedding (lookup_table_v2), layer_norm, self-attention scores
+    (matmul_v2 with trans_y, softmax), their weighted sum, gelu, a mean over the tokens
+    (reduce_mean over dim 1), an fc and cross entropy: a 0-D mean."""
+    ids = paddle.static.data("ids", [-1, 5], "int64")
+    label = paddle.static.data("label", [-1, 1], "int64")
+    h = paddle.static.nn.embedding(ids, size=[11, 6])
+    h = paddle.static.nn.layer_norm(h, begin_norm_axis=2)
+    scores = _op("matmul_v2", {"X": [h], "Y": [h]}, {"trans_y": True})
+    att = _op("softmax", {"X": [scores]}, {"axis": -1})
+    ctx = _op("gelu", {"X": [_op("matmul_v2", {"X": [att], "Y": [h]})]})
+    pooled = _op("reduce_mean", {"X": [ctx]}, {"dim": [1], "keep_dim": False})
+    return F.cross_entropy(paddle.static.nn.fc(pooled, 3), label)
+
+
 OPTIMIZERS = {
     "sgd": lambda: paddle.optimizer.SGD(learning_rate=0.1),
     "momentum": lambda: paddle.optimizer.Momentum(learning_rate=0.1, momentum=0.9),
@@ -105,7 +120,8 @@ FIXTURES = {"mse_sgd": (mse_fc, "sgd"), "mse_momentum": (mse_fc, "momentum"),
             "mse_momentum_l2": (mse_fc, "momentum_l2"), "mse_adam_l2": (mse_fc, "adam_l2"),
             "mse_sgd_clip": (mse_fc, "sgd_clip"), "mse_sgd_clipnorm": (mse_fc, "sgd_clipnorm"),
             "mse_adam_clipglobal": (mse_fc, "adam_clipglobal"),
-            "conv_momentum": (conv_bn, "momentum"), "mse_adamw": (mse_fc, "adamw")}
+            "conv_momentum": (conv_bn, "momentum"), "mse_adamw": (mse_fc, "adamw"),
+            "attn_adam": (attention, "adam")}
 
 
 # Fixtures whose programs keep Paddle's op_callstack attributes (the Python stack of every op,
@@ -129,6 +145,8 @@ def _feeds(main, rng):
         for n in names:
             if n == "label":
                 feed[n] = rng.integers(0, 3, (BATCH, 1)).astype("int64")
+            elif n == "ids":
+                feed[n] = rng.integers(0, 11, (BATCH, 5)).astype("int64")
             elif n == "img":
                 feed[n] = rng.uniform(-1, 1, (BATCH, 2, 6, 6)).astype("float32")
             else:

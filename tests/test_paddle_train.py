@@ -3,7 +3,8 @@
 train here with Paddle's numbers: from the same initial parameters and batches, the losses of 5
 steps match Paddle's to 1e-6, and so do the parameters and optimizer state after them. The
 networks: fc layers (mul or matmul_v2) with a mean squared error or cross entropy, a conv2d /
-batch_norm / pool2d network; the updates: SGD, Momentum, Adam, AdamW, L2 decay (inside momentum,
+batch_norm / pool2d network, an embedding / layer_norm / self-attention / gelu network; the
+updates: SGD, Momentum, Adam, AdamW, L2 decay (inside momentum,
 or scale + sum ops), gradients clipped by value, by norm and by their global norm.
 
 The fixtures are made by ``scripts/make_paddle_train_fixtures.py`` (with Paddle);
@@ -30,6 +31,8 @@ EXERCISES = {
            "reduce_mean_grad"},
     "conv": {"conv2d_grad", "batch_norm_grad", "pool2d_grad", "reduce_sum_grad",
              "softmax_with_cross_entropy_grad"},
+    "attn": {"lookup_table_v2_grad", "layer_norm_grad", "matmul_v2_grad", "softmax_grad",
+             "gelu_grad", "reduce_mean_grad", "sum"},
     "sgd": {"sgd"}, "momentum": {"momentum"}, "adam": {"adam"}, "adamw": {"adamw"},
 }
 # What a fixture's optimizer adds: L2 decay as scale + sum ops (Adam) or inside the momentum
@@ -80,7 +83,7 @@ def _train(main, startup, data, scope):
 def test_every_fixture_exercises_its_ops():
     assert {"mse_sgd", "mse_momentum", "mse_adam", "mse_momentum_l2", "mse_adam_l2",
             "mse_sgd_clip", "mse_sgd_clipnorm", "mse_adam_clipglobal", "ce_adam",
-            "ce_momentum", "conv_momentum", "mse_adamw"} <= set(FIXTURES)
+            "ce_momentum", "conv_momentum", "mse_adamw", "attn_adam"} <= set(FIXTURES)
     for name in FIXTURES:
         main, _, _ = _load(name)
         types = {op.type for op in main.global_block().ops}
