@@ -215,3 +215,17 @@ def test_layers_pool_each_sequence(layer, kind):
     rows = {"FIRST": [data[0], [0, 0], data[2]], "LAST": [data[1], [0, 0], data[4]],
             "sqrt": [data[:2].sum(0) / np.sqrt(2), [0, 0], data[2:].sum(0) / np.sqrt(3)]}
     np.testing.assert_allclose(got, np.array(rows[kind]), rtol=1e-12)
+
+
+def test_max_pooling_keeps_a_nan_wherever_it_is():
+    # MAX kept a NaN only when it came first in its sequence (issue 10: NaN semantics as
+    # NumPy's in every pooling kernel); MaxIndex names the first NaN, as NumPy's argmax.
+    import numpy as np
+
+    from headrace.runtime.tensor import Tensor
+    from headrace.testing import run_op
+    x = np.array([[1.0, 2.0], [np.nan, 0.0], [3.0, np.nan], [5.0, 1.0], [np.nan, 9.0]])
+    got = run_op("sequence_pool", {"X": Tensor(x, [[0, 3, 5]])}, ["Out", "MaxIndex"],
+                 {"pooltype": "MAX"})
+    np.testing.assert_array_equal(got["Out"][0].numpy(), [[np.nan, np.nan], [np.nan, 9.0]])
+    np.testing.assert_array_equal(got["MaxIndex"][0].numpy(), [[1, 2], [4, 4]])

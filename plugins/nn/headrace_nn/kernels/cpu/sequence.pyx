@@ -56,7 +56,9 @@ cdef void _pool(const real* x, const long long* off, Py_ssize_t S, Py_ssize_t D,
             for r in range(a + 1, b):
                 src = x + r * D
                 for d in range(D):
-                    if src[d] > dst[d]:
+                    # A NaN is the maximum, wherever it sits (NumPy's max; MaxIndex: its first
+                    # NaN, NumPy's argmax); a plain > kept it only when first.
+                    if (src[d] > dst[d]) | ((src[d] != src[d]) & (dst[d] == dst[d])):
                         dst[d] = src[d]
                         ai[d] = <int>r
         else:
