@@ -31,8 +31,8 @@ KERNEL_CLASSES = {"sgd": k_sgd.SGD, "momentum": k_momentum.Momentum, "adam": k_a
                   "rmsprop": k_rmsprop.RMSProp}
 # op -> (its state slots in input order, attributes of the cases below)
 STATE_SLOTS = {"sgd": [], "momentum": ["Velocity"], "adagrad": ["Moment"],
-               "adam": ["Moment1", "Moment2", "Beta1Pow", "Beta2Pow"],
-               "adamw": ["Moment1", "Moment2", "Beta1Pow", "Beta2Pow"],
+               "adam": ["Moment1", "Moment2", "Beta1Pow", "Beta2Pow", "Moment2Max"],
+               "adamw": ["Moment1", "Moment2", "Beta1Pow", "Beta2Pow", "Moment2Max"],
                "rmsprop": ["MeanSquare", "MeanGrad", "Moment"]}
 CASES = [
     ("sgd", {}),
@@ -42,6 +42,8 @@ CASES = [
     ("adam", {}),
     ("adam", {"beta1": 0.5, "beta2": 0.9, "epsilon": 1e-4}),
     ("adam", {"use_global_beta_pow": True, "multi_precision": True}),
+    ("adam", {"amsgrad": True}),
+    ("adamw", {"amsgrad": True, "coeff": 0.05, "with_decay": True}),
     ("adamw", {"coeff": 0.05, "with_decay": True}),
     ("adamw", {"coeff": 0.05, "lr_ratio": 0.5, "with_decay": True, "beta1": 0.5}),
     ("adamw", {"coeff": 0.05}),                       # without with_decay: adam
@@ -52,8 +54,8 @@ CASES = [
 ]
 CASE_IDS = [f"{op}-{i}" for i, (op, _) in enumerate(CASES)]
 # Accumulated squares: never negative.
-POSITIVE_STATES = {("adam", "Moment2"), ("adamw", "Moment2"), ("adagrad", "Moment"),
-                   ("rmsprop", "MeanSquare")}
+POSITIVE_STATES = {("adam", "Moment2"), ("adamw", "Moment2"), ("adam", "Moment2Max"),
+                   ("adamw", "Moment2Max"), ("adagrad", "Moment"), ("rmsprop", "MeanSquare")}
 
 
 def defaults(op_type, attrs):
@@ -73,6 +75,8 @@ def initial_state(op_type, attrs, shape, dtype, rng):
                              else 0.999)
             state[s] = np.array([np.float32(beta)], dtype)
         elif s == "MeanGrad" and not attrs.get("centered"):
+            continue
+        elif s == "Moment2Max" and not attrs.get("amsgrad"):
             continue
         elif (op_type, s) in POSITIVE_STATES:
             state[s] = rng.random(shape).astype(dtype) + 0.1

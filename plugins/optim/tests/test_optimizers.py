@@ -242,10 +242,14 @@ def test_rmsprop_mean_grad_out_without_mean_grad():
 # -- Paddle 3's adam attributes, adamw --------------------------------------------------------
 
 @pytest.mark.parametrize("op_type", ["adam", "adamw"])
-def test_amsgrad_is_refused_by_name(op_type):
-    # Its Moment2Max slots are not here: refused, never silently plain Adam.
-    with pytest.raises(OpValidationError, match="'amsgrad' is not supported here"):
+def test_amsgrad_needs_moment2_max(op_type):
+    # Without its running maximum AMSGrad would silently be plain Adam: refused by name.
+    with pytest.raises(ShapeError, match="'amsgrad' needs input 'Moment2Max' and output "
+                                         "'Moment2MaxOut'"):
         build(op_type, attrs={"amsgrad": True})
+    _, op = build(op_type, specs={"Moment2Max": ((4, 3), "float32")}, attrs={"amsgrad": True},
+                  outputs={"Moment2MaxOut": "moment2max"})
+    assert op.output("Moment2MaxOut") == ["moment2max"]
 
 
 def test_adamw_defaults_are_paddles():

@@ -12,10 +12,14 @@ def _check_pow_outputs(ctx):
     if len(bound) == 1:
         ctx.fail("outputs 'Beta1PowOut' and 'Beta2PowOut' go together",
                  expected="both bound or neither", found=f"only {bound[0]}")
-
-
-def _no(what):
-    return lambda v: f"is not supported here ({what})" if v else None
+    # AMSGrad keeps its running maximum in Moment2Max: without it there is nothing to keep.
+    if ctx.attr("amsgrad") and not (ctx.has_input("Moment2Max")
+                                    and ctx.has_output("Moment2MaxOut")):
+        ctx.fail("attribute 'amsgrad' needs input 'Moment2Max' and output 'Moment2MaxOut'",
+                 expected="Moment2Max and Moment2MaxOut bound",
+                 found=f"Moment2Max {'bound' if ctx.has_input('Moment2Max') else 'unbound'}, "
+                       f"Moment2MaxOut "
+                       f"{'bound' if ctx.has_output('Moment2MaxOut') else 'unbound'}")
 
 
 _STATES = [
@@ -23,6 +27,8 @@ _STATES = [
     State("Moment2", "second moment, shape of Param"),
     State("Beta1Pow", "beta1^t, one element", scalar=True, optional_out=True),
     State("Beta2Pow", "beta2^t, one element", scalar=True, optional_out=True),
+    State("Moment2Max", "AMSGrad's running maximum of Moment2, shape of Param (amsgrad only)",
+          optional=True),
 ]
 
 
@@ -40,8 +46,8 @@ def _adam_attrs():
              "Param (a float32 or float64 Param is its own master: nothing changes)"),
         Attr("use_global_beta_pow", "bool", False, "the powers are advanced elsewhere: leave "
              "Beta1PowOut/Beta2PowOut as Beta1Pow/Beta2Pow"),
-        Attr("amsgrad", "bool", False, "AMSGrad's running maximum of Moment2 (Moment2Max)",
-             check=_no("AMSGrad's Moment2Max slots")),
+        Attr("amsgrad", "bool", False, "AMSGrad: the step divides by the square root of "
+             "Moment2MaxOut = max(Moment2Max, Moment2Out) instead of Moment2Out's"),
     ]
 
 
@@ -49,7 +55,9 @@ _ADAM_DOC = ("Moment1Out = beta1 Moment1 + (1 - beta1) Grad; Moment2Out = beta2 
              "(1 - beta2) Grad^2; lr_t = LearningRate sqrt(1 - Beta2Pow) / (1 - Beta1Pow); "
              "ParamOut = Param - lr_t Moment1Out / (sqrt(Moment2Out) + epsilon sqrt(1 - "
              "Beta2Pow)). When Beta1PowOut/Beta2PowOut are bound the op also advances the "
-             "powers (Beta1PowOut = Beta1Pow * beta1), unless use_global_beta_pow.")
+             "powers (Beta1PowOut = Beta1Pow * beta1), unless use_global_beta_pow. With "
+             "amsgrad, Moment2MaxOut = max(Moment2Max, Moment2Out) replaces Moment2Out in "
+             "the step.")
 
 adam = optimizer_op("adam", _ADAM_DOC, states=_STATES, attrs=_adam_attrs(),
                     extra_check=_check_pow_outputs)

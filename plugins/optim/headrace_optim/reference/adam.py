@@ -7,8 +7,6 @@ from ._util import arrays, base_sample, f32, scalar
 
 
 def adam(inputs, attrs):
-    if attrs.get("amsgrad", False):
-        raise ValueError("adam: amsgrad is not supported")
     p, g, m1, m2 = arrays(inputs, "Param", "Grad", "Moment1", "Moment2")
     if attrs.get("with_decay", False):     # adamw: the decoupled decay first
         lr = np.asarray(inputs["LearningRate"]).reshape(-1)[0]
@@ -20,14 +18,20 @@ def adam(inputs, attrs):
     m1_out = b1 * m1 + (1 - b1) * g
     m2_out = b2 * m2 + (1 - b2) * g * g
     lr_t = lr * math.sqrt(1 - b2p) / (1 - b1p)
-    p_out = p - lr_t * m1_out / (np.sqrt(m2_out) + eps * math.sqrt(1 - b2p))
+    second = m2_out
+    if attrs.get("amsgrad", False):       # the running maximum takes Moment2Out's place
+        if inputs.get("Moment2Max") is None:
+            raise ValueError("adam: amsgrad needs Moment2Max")
+        second = np.maximum(np.asarray(inputs["Moment2Max"]), m2_out)
+    p_out = p - lr_t * m1_out / (np.sqrt(second) + eps * math.sqrt(1 - b2p))
+    more = {"Moment2MaxOut": second} if attrs.get("amsgrad", False) else {}
     b1p_in, b2p_in = np.asarray(inputs["Beta1Pow"]), np.asarray(inputs["Beta2Pow"])
     if attrs.get("use_global_beta_pow", False):
         return {"ParamOut": p_out, "Moment1Out": m1_out, "Moment2Out": m2_out,
-                "Beta1PowOut": b1p_in, "Beta2PowOut": b2p_in}
+                "Beta1PowOut": b1p_in, "Beta2PowOut": b2p_in, **more}
     return {"ParamOut": p_out, "Moment1Out": m1_out, "Moment2Out": m2_out,
             "Beta1PowOut": b1p_in * b1p_in.dtype.type(b1),
-            "Beta2PowOut": b2p_in * b2p_in.dtype.type(b2)}
+            "Beta2PowOut": b2p_in * b2p_in.dtype.type(b2), **more}
 
 
 def sample_adam(rng, dtype):

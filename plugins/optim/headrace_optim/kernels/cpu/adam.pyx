@@ -8,6 +8,7 @@ Beta2Pow * b2, after lr_t was taken from the old values (unless use_global_beta_
 left as they are). Param, the moments and the powers are updated in place when their outputs
 are bound to them (persistable), see ``target`` in _common.pxd.
 
+With amsgrad, Moment2MaxOut = max(Moment2Max, Moment2Out) takes Moment2Out's place in the step.
 adamw with with_decay: Param - lr * lr_ratio * coeff * Param first (Paddle's CPU kernel, in
 Param's type), then the same update.
 """
@@ -25,7 +26,8 @@ DTYPES = ("float32", "float64")
 
 cdef void _adam(const real* p, const real* g, const real* m1, const real* m2, real* po,
                 real* m1o, real* m2o, Py_ssize_t n, real b1, real b2, real lr_t,
-                real eps_t, bint decays, real decay) noexcept nogil:
+                real eps_t, bint decays, real decay, const real* mx,
+                real* mxo) noexcept nogil:
     cdef Py_ssize_t i
     cdef real gi, a, b, pi
     for i in range(n):
@@ -34,6 +36,9 @@ cdef void _adam(const real* p, const real* g, const real* m1, const real* m2, re
         b = b2 * m2[i] + (1 - b2) * gi * gi
         m1o[i] = a
         m2o[i] = b
+        if mx != NULL:         # AMSGrad: the step divides by the running maximum's root
+            b = mx[i] if mx[i] > b else b
+            mxo[i] = b
         # adamw's decoupled decay (a branch, not decay = 0: Param - 0 * inf would be NaN).
         pi = p[i] - decay * p[i] if decays else p[i]
         po[i] = pi - lr_t * a / (<real>sqrt(b) + eps_t)
@@ -50,15 +55,15 @@ cdef object advanced(object pow_arr, double beta, bint inplace):
 cdef class Adam:
     cdef double b1, b2, eps, lr_ratio, coeff
     cdef bint inplace_p, inplace_m1, inplace_m2, pows_out, inplace_b1, inplace_b2, global_pows
-    cdef bint decays
+    cdef bint decays, amsgrad, inplace_mx
     cdef str name
 
     def __init__(self, dict attrs, info=None):
         self.name = "adam"
         self.b1, self.b2 = attrs.get("beta1", 0.9), attrs.get("beta2", 0.999)
         self.eps = attrs.get("epsilon", 1e-8)
-        if attrs.get("amsgrad", False):
-            raise ValueError("adam: amsgrad is not supported here (Moment2Max)")
+        self.amsgrad = attrs.get("amsgrad", False)
+        self.inplace_mx = info is not None and info.in_place("Moment2Max", "Moment2MaxOut")
         self.global_pows = attrs.get("use_global_beta_pow", False)
         self.decays, self.lr_ratio, self.coeff = False, 1.0, 0.0
         if not (0 <= self.b1 < 1 and 0 <= self.b2 < 1):
@@ -74,7 +79,8 @@ cdef class Adam:
         self.inplace_b1 = info is not None and info.in_place("Beta1Pow", "Beta1PowOut")
         self.inplace_b2 = info is not None and info.in_place("Beta2Pow", "Beta2PowOut")
 
-    def __call__(self, param, grad, learning_rate, moment1, moment2, beta1_pow, beta2_pow):
+    def __call__(self, param, grad, learning_rate, moment1, moment2, beta1_pow, beta2_pow,
+                 moment2_max=None):
         cdef cnp.ndarray p = dense(param, self.name, "Param")
         cdef cnp.ndarray g = like_param(grad, p, self.name, "Grad")
         cdef cnp.ndarray m1 = like_param(moment1, p, self.name, "Moment1")
@@ -90,10 +96,17 @@ cdef class Adam:
         # adamw: lr * lr_ratio * coeff, in Param's type and order as Paddle multiplies it.
         cdef float decay_f = <float>(<float>lr * <float>self.lr_ratio) * <float>self.coeff
         cdef double decay_d = lr * self.lr_ratio * self.coeff
-        cdef list reads = [p, g, m1, m2]
+        cdef cnp.ndarray mx = None, mxo = None
+        if self.amsgrad:
+            if moment2_max is None:
+                raise ValueError(f"{self.name}: amsgrad needs input Moment2Max")
+            mx = like_param(moment2_max, p, self.name, "Moment2Max")
+        cdef list reads = [p, g, m1, m2, mx]
         cdef cnp.ndarray po = target(p, param, self.inplace_p, reads, 0)
         cdef cnp.ndarray m1o = target(m1, moment1, self.inplace_m1, reads, 2)
         cdef cnp.ndarray m2o = target(m2, moment2, self.inplace_m2, reads, 3)
+        if mx is not None:
+            mxo = target(mx, moment2_max, self.inplace_mx, reads, 4)
         cdef Py_ssize_t n = cnp.PyArray_SIZE(p)
         if cnp.PyArray_TYPE(p) == cnp.NPY_FLOAT32:
             with nogil:
@@ -101,21 +114,25 @@ cdef class Adam:
                       <const float*>cnp.PyArray_DATA(m1), <const float*>cnp.PyArray_DATA(m2),
                       <float*>cnp.PyArray_DATA(po), <float*>cnp.PyArray_DATA(m1o),
                       <float*>cnp.PyArray_DATA(m2o), n, <float>self.b1, <float>self.b2,
-                      <float>lr_t, <float>eps_t, self.decays, decay_f)
+                      <float>lr_t, <float>eps_t, self.decays, decay_f,
+                      <const float*>cnp.PyArray_DATA(mx) if mx is not None else NULL,
+                      <float*>cnp.PyArray_DATA(mxo) if mxo is not None else NULL)
         else:
             with nogil:
                 _adam(<const double*>cnp.PyArray_DATA(p), <const double*>cnp.PyArray_DATA(g),
                       <const double*>cnp.PyArray_DATA(m1), <const double*>cnp.PyArray_DATA(m2),
                       <double*>cnp.PyArray_DATA(po), <double*>cnp.PyArray_DATA(m1o),
                       <double*>cnp.PyArray_DATA(m2o), n, self.b1, self.b2, lr_t, eps_t,
-                      self.decays, decay_d)
+                      self.decays, decay_d,
+                      <const double*>cnp.PyArray_DATA(mx) if mx is not None else NULL,
+                      <double*>cnp.PyArray_DATA(mxo) if mxo is not None else NULL)
         if not self.pows_out:
-            return (po, m1o, m2o, None, None)
+            return (po, m1o, m2o, None, None, mxo)
         if self.global_pows:     # advanced elsewhere: the outputs keep the inputs' values
             return (po, m1o, m2o, beta1_pow if self.inplace_b1 else np.array(beta1_pow),
-                    beta2_pow if self.inplace_b2 else np.array(beta2_pow))
+                    beta2_pow if self.inplace_b2 else np.array(beta2_pow), mxo)
         return (po, m1o, m2o, advanced(beta1_pow, self.b1, self.inplace_b1),
-                advanced(beta2_pow, self.b2, self.inplace_b2))
+                advanced(beta2_pow, self.b2, self.inplace_b2), mxo)
 
 
 cdef class AdamW(Adam):
