@@ -97,6 +97,8 @@ OPTIMIZERS = {
     "sgd": lambda: paddle.optimizer.SGD(learning_rate=0.1),
     "momentum": lambda: paddle.optimizer.Momentum(learning_rate=0.1, momentum=0.9),
     "adam": lambda: paddle.optimizer.Adam(learning_rate=0.01),
+    # AMSGrad (Moment2Max in the adam ops).
+    "adam_amsgrad": lambda: paddle.optimizer.Adam(learning_rate=0.01, amsgrad=True),
     # AdamW's decoupled weight decay (adamw ops).
     "adamw": lambda: paddle.optimizer.AdamW(learning_rate=0.01, weight_decay=0.05),
     # L2 decay inside the momentum op (regularization_method), or as scale + sum ops (Adam).
@@ -121,7 +123,7 @@ FIXTURES = {"mse_sgd": (mse_fc, "sgd"), "mse_momentum": (mse_fc, "momentum"),
             "mse_sgd_clip": (mse_fc, "sgd_clip"), "mse_sgd_clipnorm": (mse_fc, "sgd_clipnorm"),
             "mse_adam_clipglobal": (mse_fc, "adam_clipglobal"),
             "conv_momentum": (conv_bn, "momentum"), "mse_adamw": (mse_fc, "adamw"),
-            "attn_adam": (attention, "adam")}
+            "attn_adam": (attention, "adam"), "mse_adam_amsgrad": (mse_fc, "adam_amsgrad")}
 
 
 # Fixtures whose programs keep Paddle's op_callstack attributes (the Python stack of every op,
