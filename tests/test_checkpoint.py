@@ -211,10 +211,12 @@ while True:
         hio.save_persistables(None, target, prog, scope=scope)
     elif kind == "combined":
         hio.save_persistables(None, target, prog, filename="__params__", scope=scope)
-    else:
-        (w,) = [p.name for p in main.global_block().all_parameters() if list(p.shape) == [4, 4]]
-        scope.set(w, hr.Tensor(np.full((4, 4), version, "float32")))
-        hio.save_inference_model(target, ["x"], [y], exe, main, scope=scope)
+    else:   # inference: parameters one file each, or combined
+        for p in main.global_block().all_parameters():
+            scope.set(p.name, hr.Tensor(np.full(p.shape, version, "float32")))
+        hio.save_inference_model(target, ["x"], [y], exe, main, scope=scope,
+                                 params_filename="__params__" if kind == "inference_combined"
+                                 else None)
     print(version, flush=True)
 """
 
@@ -227,11 +229,12 @@ def _check_survivor(kind, target):
         prog.global_block().create_var(name=n, shape=[64, 64], dtype="float32",
                                        persistable=True)
     scope = hr.Scope()
-    if kind == "inference":
-        program, _, _ = hio.load_inference_model(target, hr.Executor(), scope=scope)
-        (w,) = [v.name for v in program.global_block().vars.values()
-                if v.persistable and list(v.shape) == [4, 4]]
-        return {float(scope.find(w).numpy().flat[0])}
+    if kind.startswith("inference"):
+        program, _, _ = hio.load_inference_model(
+            target, hr.Executor(), scope=scope,
+            params_filename="__params__" if kind == "inference_combined" else None)
+        return {float(scope.find(v.name).numpy().flat[0])
+                for v in program.global_block().vars.values() if hio.is_persistable(v)}
     hio.load_persistables(None, target, prog, scope=scope,
                           filename="__params__" if kind == "combined" else None)
     return {float(scope.find(n).numpy().flat[0]) for n in names}
@@ -260,13 +263,15 @@ def _kill_loop(tmp_path, kind, kills, seed):
     assert not [n for n in os.listdir(target) if n.startswith(".hrsave")]
 
 
-@pytest.mark.parametrize("kind", ["persistables", "combined", "inference"])
+@pytest.mark.parametrize("kind", ["persistables", "combined", "inference",
+                                  "inference_combined"])
 def test_killed_saves_leave_the_old_or_the_new_checkpoint(tmp_path, kind):
     _kill_loop(tmp_path, kind, kills=4, seed=kind)
 
 
 @pytest.mark.fuzz
-@pytest.mark.parametrize("kind", ["persistables", "combined", "inference"])
+@pytest.mark.parametrize("kind", ["persistables", "combined", "inference",
+                                  "inference_combined"])
 def test_killed_saves_leave_the_old_or_the_new_checkpoint_100_kills(tmp_path, kind):
     _kill_loop(tmp_path, kind, kills=100, seed=kind)
 
