@@ -96,6 +96,9 @@ HR_TILE(12) HR_TILE(8) HR_TILE(4) HR_TILE(2) HR_TILE(1)
 HR_AVX512 static void hr_rnn_gemm(int m, int n, int k, const float* a, ptrdiff_t a_rs,
                                   ptrdiff_t a_ks, const float* bp, float* c, ptrdiff_t ldc,
                                   int accumulate) {
+    if (k <= 0 && !accumulate)   /* an empty product: C = 0, as BLAS with beta 0 */
+        for (int i = 0; i < m; i++)
+            memset(c + i * ldc, 0, sizeof(float) * (size_t)(n > 0 ? n : 0));
     for (int k0 = 0; k0 < k; k0 += HR_KC) {
         int kc = k - k0 < HR_KC ? k - k0 : HR_KC;
         int acc = accumulate || k0 > 0;
@@ -128,6 +131,9 @@ HR_AVX512 static void hr_rnn_gemm_b(int m, int n, int k, const float* a, ptrdiff
                                     ptrdiff_t a_ks, const float* b, ptrdiff_t ldb, float* c,
                                     ptrdiff_t ldc, int accumulate) {
     float buf[HR_KC * HR_NR] __attribute__((aligned(64)));
+    if (k <= 0 && !accumulate)
+        for (int i = 0; i < m; i++)
+            memset(c + i * ldc, 0, sizeof(float) * (size_t)(n > 0 ? n : 0));
     for (int k0 = 0; k0 < k; k0 += HR_KC) {
         int kc = k - k0 < HR_KC ? k - k0 : HR_KC;
         int acc = accumulate || k0 > 0;
