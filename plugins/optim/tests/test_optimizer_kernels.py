@@ -363,3 +363,45 @@ def test_a_fed_non_persistable_param_is_not_written():
                             fetch_list=["p"], scope=Scope())
     np.testing.assert_array_equal(p, [1.0, 2.0, 3.0])
     np.testing.assert_array_equal(out, [0.5, 1.5, 2.5])
+
+
+# -- Paddle 3's optional adam inputs --------------------------------------------------------------
+
+@pytest.mark.parametrize("op_type", ["adam", "adamw"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_adam_takes_beta_and_epsilon_tensors(op_type, dtype):
+    # Tensors beat the attributes; the attributes here would give other numbers.
+    rng = np.random.default_rng(8)
+    attrs = {"beta1": 0.9, "beta2": 0.999, "epsilon": 1e-8,
+             **({"with_decay": True} if op_type == "adamw" else {})}
+    inputs = initial_state(op_type, {**attrs, "beta1": 0.5, "beta2": 0.8}, (5, 4), dtype, rng)
+    inputs["Grad"] = rng.standard_normal((5, 4)).astype(dtype)
+    inputs.update(Beta1Tensor=np.array([0.5], "float32"), Beta2Tensor=np.array([0.8], "float32"),
+                  EpsilonTensor=np.array([1e-3], "float32"))
+    expected = REFS[op_type](inputs, defaults(op_type, attrs))
+    plain = REFS[op_type]({k: v for k, v in inputs.items() if "Tensor" not in k},
+                          defaults(op_type, attrs))
+    assert not np.allclose(expected["ParamOut"], plain["ParamOut"])
+    check_op(op_type, inputs, expected, attrs=attrs)
+
+
+@pytest.mark.parametrize("skip", [True, False])
+def test_adam_skip_update(skip):
+    rng = np.random.default_rng(9)
+    attrs = {"amsgrad": True}
+    inputs = initial_state("adam", attrs, (3, 2), "float64", rng)
+    inputs["Grad"] = rng.standard_normal((3, 2))
+    inputs["SkipUpdate"] = np.array([skip])
+    expected = REFS["adam"](inputs, defaults("adam", attrs))
+    if skip:      # every output keeps its input, the powers too
+        assert all(np.array_equal(expected[s + "Out"], inputs[s])
+                   for s in ("Param", "Moment1", "Moment2", "Beta1Pow", "Moment2Max"))
+    check_op("adam", inputs, expected, attrs=attrs)
+
+
+def test_adam_refuses_a_master_param():
+    p = np.ones((2, 2))
+    with pytest.raises(ValueError, match="adam: MasterParam .* is not supported"):
+        k_adam.Adam(defaults("adam", {}), None)(p, p, np.array([0.1]), p, p, np.array([0.9]),
+                                                np.array([0.99]), None, None, None, None, None,
+                                                p)

@@ -258,3 +258,16 @@ def test_adamw_defaults_are_paddles():
         (pytest.approx(0.01), 1.0, False)
     assert (op.attr("multi_precision"), op.attr("use_global_beta_pow"), op.attr("amsgrad")) == \
         (False, False, False)
+
+
+@pytest.mark.parametrize("slot", ["Beta1Tensor", "Beta2Tensor", "EpsilonTensor"])
+def test_adam_tensor_inputs_hold_one_element(slot):
+    with pytest.raises(ShapeError, match=f"input '{slot}' \\({slot.lower()}\\) must hold one "
+                                         f"element"):
+        build("adam", specs={slot: ([2], "float32")})
+    build("adam", specs={slot: ([], "float32")})
+
+
+def test_adam_refuses_a_master_param_by_name():
+    with pytest.raises(ShapeError, match="'MasterParam'/'MasterParamOut' .* not supported"):
+        build("adam", specs={"MasterParam": ((4, 3), "float32")})

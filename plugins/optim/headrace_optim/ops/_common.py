@@ -78,16 +78,19 @@ def _make_infer(states, extra_check):
     return infer
 
 
-def optimizer_op(type, doc, *, states=(), attrs=(), extra_check=None):
-    """The OpDef of an update op with the standard slots plus ``states``."""
+def optimizer_op(type, doc, *, states=(), attrs=(), extra_check=None, extra_inputs=(),
+                 extra_outputs=()):
+    """The OpDef of an update op with the standard slots plus ``states`` (then
+    ``extra_inputs`` / ``extra_outputs``: optional slots that are not state)."""
     inputs = [
         In("Param", "the parameter to update", dtypes=FLOAT_DTYPES),
         In("Grad", "its gradient (dense or selected rows), shape and dtype of Param",
            dtypes=FLOAT_DTYPES),
         In("LearningRate", "one-element learning rate", dtypes=FLOAT_DTYPES),
-    ] + [In(s.name, s.doc, optional=s.optional, dtypes=FLOAT_DTYPES) for s in states]
+    ] + [In(s.name, s.doc, optional=s.optional, dtypes=FLOAT_DTYPES) for s in states] + \
+        list(extra_inputs)
     outputs = [Out("ParamOut", "the updated parameter (bound to the Param variable)")] + [
         Out(s.out, f"updated {s.name} (bound to the {s.name} variable)", optional=s.optional_out)
-        for s in states]
+        for s in states] + list(extra_outputs)
     return OpDef(type, inputs=inputs, outputs=outputs, attrs=attrs, doc=doc,
                  infer=_make_infer(states, extra_check), differentiable=False)

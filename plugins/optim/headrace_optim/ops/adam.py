@@ -1,8 +1,9 @@
 """adam: Adam (Kingma & Ba) with bias correction through the beta power accumulators; adamw:
 Adam with decoupled weight decay (Loshchilov & Hutter), Paddle's AdamW."""
-from headrace.ops import Attr
+from headrace.ops import Attr, In, Out
+from headrace.ops.shape import numel
 
-from ._common import State, at_least, in_range, optimizer_op
+from ._common import FLOAT_DTYPES, State, at_least, in_range, optimizer_op
 
 
 def _check_pow_outputs(ctx):
@@ -20,6 +21,16 @@ def _check_pow_outputs(ctx):
                  found=f"Moment2Max {'bound' if ctx.has_input('Moment2Max') else 'unbound'}, "
                        f"Moment2MaxOut "
                        f"{'bound' if ctx.has_output('Moment2MaxOut') else 'unbound'}")
+    for slot in ("Beta1Tensor", "Beta2Tensor", "EpsilonTensor", "SkipUpdate"):
+        if ctx.has_input(slot) and numel(ctx.input(slot).shape) not in (1, -1):
+            m = ctx.input(slot)
+            ctx.fail(f"input '{slot}' ({m.name}) must hold one element",
+                     expected="shape [1] (or [])", found=f"shape {list(m.shape)}")
+    # A float16 Param's float32 master copy: float16 parameters are not trained here.
+    if ctx.has_input("MasterParam") or ctx.has_output("MasterParamOut"):
+        ctx.fail("inputs 'MasterParam'/'MasterParamOut' (multi_precision training of a float16 "
+                 "Param) are not supported here", expected="MasterParam unbound",
+                 found="MasterParam bound")
 
 
 _STATES = [
@@ -59,8 +70,24 @@ _ADAM_DOC = ("Moment1Out = beta1 Moment1 + (1 - beta1) Grad; Moment2Out = beta2 
              "amsgrad, Moment2MaxOut = max(Moment2Max, Moment2Out) replaces Moment2Out in "
              "the step.")
 
+# Paddle 3's optional inputs beside the state, in its order.
+_EXTRA_INPUTS = [
+    In("Beta1Tensor", "one-element beta1 (overrides the attribute)", optional=True,
+       dtypes=FLOAT_DTYPES),
+    In("Beta2Tensor", "one-element beta2 (overrides the attribute)", optional=True,
+       dtypes=FLOAT_DTYPES),
+    In("EpsilonTensor", "one-element epsilon (overrides the attribute)", optional=True,
+       dtypes=FLOAT_DTYPES),
+    In("SkipUpdate", "one bool: when true nothing changes this run (every output keeps its "
+       "input)", optional=True, dtypes=("bool",)),
+    In("MasterParam", "a float16 Param's float32 master copy (multi_precision; refused here)",
+       optional=True, dtypes=FLOAT_DTYPES),
+]
+_EXTRA_OUTPUTS = [Out("MasterParamOut", "the updated master copy (refused here)", optional=True)]
+
 adam = optimizer_op("adam", _ADAM_DOC, states=_STATES, attrs=_adam_attrs(),
-                    extra_check=_check_pow_outputs)
+                    extra_check=_check_pow_outputs, extra_inputs=_EXTRA_INPUTS,
+                    extra_outputs=_EXTRA_OUTPUTS)
 
 adamw = optimizer_op(
     "adamw",
@@ -74,7 +101,7 @@ adamw = optimizer_op(
         Attr("coeff", "float", 0.01, "the weight decay coefficient", check=at_least(0.0)),
         Attr("with_decay", "bool", False, "apply the decay (else the op is adam)"),
     ],
-    extra_check=_check_pow_outputs,
+    extra_check=_check_pow_outputs, extra_inputs=_EXTRA_INPUTS, extra_outputs=_EXTRA_OUTPUTS,
 )
 
 OPS = [adam, adamw]

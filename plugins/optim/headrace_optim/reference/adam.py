@@ -6,13 +6,30 @@ import numpy as np
 from ._util import arrays, base_sample, f32, scalar
 
 
+def _unchanged(inputs, attrs):
+    """SkipUpdate: every output is its input."""
+    slots = ["Param", "Moment1", "Moment2", "Beta1Pow", "Beta2Pow"] + \
+        (["Moment2Max"] if attrs.get("amsgrad", False) else [])
+    return {s + "Out": np.array(inputs[s]) for s in slots}
+
+
 def adam(inputs, attrs):
+    if inputs.get("MasterParam") is not None:
+        raise ValueError("adam: MasterParam is not supported")
+    if inputs.get("SkipUpdate") is not None and bool(np.asarray(inputs["SkipUpdate"]).all()):
+        return _unchanged(inputs, attrs)
     p, g, m1, m2 = arrays(inputs, "Param", "Grad", "Moment1", "Moment2")
     if attrs.get("with_decay", False):     # adamw: the decoupled decay first
         lr = np.asarray(inputs["LearningRate"]).reshape(-1)[0]
         p = p - lr * f32(attrs.get("lr_ratio", 1.0)) * f32(attrs.get("coeff", 0.01)) * p
     b1, b2 = f32(attrs.get("beta1", 0.9)), f32(attrs.get("beta2", 0.999))
     eps = f32(attrs.get("epsilon", 1e-8))
+    # Paddle 3's tensors take precedence over the attributes.
+    for name, slot in (("b1", "Beta1Tensor"), ("b2", "Beta2Tensor"), ("eps", "EpsilonTensor")):
+        if inputs.get(slot) is not None:
+            value = scalar(inputs[slot])
+            b1, b2, eps = (value if name == "b1" else b1, value if name == "b2" else b2,
+                           value if name == "eps" else eps)
     lr = scalar(inputs["LearningRate"])
     b1p, b2p = scalar(inputs["Beta1Pow"]), scalar(inputs["Beta2Pow"])
     m1_out = b1 * m1 + (1 - b1) * g

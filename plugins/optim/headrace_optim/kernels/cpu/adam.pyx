@@ -9,6 +9,8 @@ left as they are). Param, the moments and the powers are updated in place when t
 are bound to them (persistable), see ``target`` in _common.pxd.
 
 With amsgrad, Moment2MaxOut = max(Moment2Max, Moment2Out) takes Moment2Out's place in the step.
+Beta1Tensor/Beta2Tensor/EpsilonTensor (Paddle 3), when given, replace the attributes; a true
+SkipUpdate leaves every output at its input's value; a MasterParam is refused.
 adamw with with_decay: Param - lr * lr_ratio * coeff * Param first (Paddle's CPU kernel, in
 Param's type), then the same update.
 """
@@ -80,7 +82,23 @@ cdef class Adam:
         self.inplace_b2 = info is not None and info.in_place("Beta2Pow", "Beta2PowOut")
 
     def __call__(self, param, grad, learning_rate, moment1, moment2, beta1_pow, beta2_pow,
-                 moment2_max=None):
+                 moment2_max=None, beta1_tensor=None, beta2_tensor=None, epsilon_tensor=None,
+                 skip_update=None, master_param=None):
+        if master_param is not None:
+            raise ValueError(f"{self.name}: MasterParam (multi_precision training of a float16 "
+                             f"Param) is not supported here")
+        # Paddle 3's tensors for beta1, beta2, epsilon take precedence over the attributes.
+        cdef double b1 = self.b1 if beta1_tensor is None else \
+            scalar(beta1_tensor, self.name, "Beta1Tensor")
+        cdef double b2 = self.b2 if beta2_tensor is None else \
+            scalar(beta2_tensor, self.name, "Beta2Tensor")
+        cdef double eps = self.eps if epsilon_tensor is None else \
+            scalar(epsilon_tensor, self.name, "EpsilonTensor")
+        if not (0 <= b1 < 1 and 0 <= b2 < 1 and eps >= 0):
+            raise ValueError(f"{self.name}: beta1 ({b1}) and beta2 ({b2}) must be in [0, 1), "
+                             f"epsilon ({eps}) >= 0")
+        if skip_update is not None and _skips(skip_update, self.name):
+            return self._unchanged(param, moment1, moment2, beta1_pow, beta2_pow, moment2_max)
         cdef cnp.ndarray p = dense(param, self.name, "Param")
         cdef cnp.ndarray g = like_param(grad, p, self.name, "Grad")
         cdef cnp.ndarray m1 = like_param(moment1, p, self.name, "Moment1")
@@ -92,7 +110,7 @@ cdef class Adam:
             raise ValueError(f"adam: Beta1Pow ({b1p}) must not be 1 and Beta2Pow ({b2p}) must "
                              f"be in [0, 1]")
         cdef double lr_t = lr * sqrt(1.0 - b2p) / (1.0 - b1p)
-        cdef double eps_t = self.eps * sqrt(1.0 - b2p)
+        cdef double eps_t = eps * sqrt(1.0 - b2p)
         # adamw: lr * lr_ratio * coeff, in Param's type and order as Paddle multiplies it.
         cdef float decay_f = <float>(<float>lr * <float>self.lr_ratio) * <float>self.coeff
         cdef double decay_d = lr * self.lr_ratio * self.coeff
@@ -113,7 +131,7 @@ cdef class Adam:
                 _adam(<const float*>cnp.PyArray_DATA(p), <const float*>cnp.PyArray_DATA(g),
                       <const float*>cnp.PyArray_DATA(m1), <const float*>cnp.PyArray_DATA(m2),
                       <float*>cnp.PyArray_DATA(po), <float*>cnp.PyArray_DATA(m1o),
-                      <float*>cnp.PyArray_DATA(m2o), n, <float>self.b1, <float>self.b2,
+                      <float*>cnp.PyArray_DATA(m2o), n, <float>b1, <float>b2,
                       <float>lr_t, <float>eps_t, self.decays, decay_f,
                       <const float*>cnp.PyArray_DATA(mx) if mx is not None else NULL,
                       <float*>cnp.PyArray_DATA(mxo) if mxo is not None else NULL)
@@ -122,17 +140,39 @@ cdef class Adam:
                 _adam(<const double*>cnp.PyArray_DATA(p), <const double*>cnp.PyArray_DATA(g),
                       <const double*>cnp.PyArray_DATA(m1), <const double*>cnp.PyArray_DATA(m2),
                       <double*>cnp.PyArray_DATA(po), <double*>cnp.PyArray_DATA(m1o),
-                      <double*>cnp.PyArray_DATA(m2o), n, self.b1, self.b2, lr_t, eps_t,
+                      <double*>cnp.PyArray_DATA(m2o), n, b1, b2, lr_t, eps_t,
                       self.decays, decay_d,
                       <const double*>cnp.PyArray_DATA(mx) if mx is not None else NULL,
                       <double*>cnp.PyArray_DATA(mxo) if mxo is not None else NULL)
         if not self.pows_out:
-            return (po, m1o, m2o, None, None, mxo)
+            return (po, m1o, m2o, None, None, mxo, None)
         if self.global_pows:     # advanced elsewhere: the outputs keep the inputs' values
-            return (po, m1o, m2o, beta1_pow if self.inplace_b1 else np.array(beta1_pow),
-                    beta2_pow if self.inplace_b2 else np.array(beta2_pow), mxo)
-        return (po, m1o, m2o, advanced(beta1_pow, self.b1, self.inplace_b1),
-                advanced(beta2_pow, self.b2, self.inplace_b2), mxo)
+            return (po, m1o, m2o, _kept(beta1_pow, self.inplace_b1),
+                    _kept(beta2_pow, self.inplace_b2), mxo, None)
+        return (po, m1o, m2o, advanced(beta1_pow, b1, self.inplace_b1),
+                advanced(beta2_pow, b2, self.inplace_b2), mxo, None)
+
+    def _unchanged(self, param, moment1, moment2, beta1_pow, beta2_pow, moment2_max):
+        """SkipUpdate: every output keeps its input's value."""
+        return (_kept(param, self.inplace_p), _kept(moment1, self.inplace_m1),
+                _kept(moment2, self.inplace_m2),
+                _kept(beta1_pow, self.inplace_b1) if self.pows_out else None,
+                _kept(beta2_pow, self.inplace_b2) if self.pows_out else None,
+                _kept(moment2_max, self.inplace_mx) if self.amsgrad else None, None)
+
+
+cdef object _kept(object value, bint inplace):
+    """An output that keeps its input's value: the input itself when written in place, else
+    a copy (two variables never share one array)."""
+    return value if inplace else np.array(value)
+
+
+cdef bint _skips(object skip, str op) except -1:
+    a = np.asarray(skip)
+    if a.size != 1 or a.dtype != np.bool_:
+        raise ValueError(f"{op}: input 'SkipUpdate' must hold one bool, got {a.dtype.name} of "
+                         f"shape {list(a.shape)}")
+    return bool(a.reshape(-1)[0])
 
 
 cdef class AdamW(Adam):
