@@ -97,6 +97,10 @@ OPTIMIZERS = {
     "sgd": lambda: paddle.optimizer.SGD(learning_rate=0.1),
     "momentum": lambda: paddle.optimizer.Momentum(learning_rate=0.1, momentum=0.9),
     "adam": lambda: paddle.optimizer.Adam(learning_rate=0.01),
+    # beta1, beta2 and epsilon as tensors (Beta1Tensor, Beta2Tensor, EpsilonTensor).
+    "adam_tensors": lambda: paddle.optimizer.Adam(
+        learning_rate=0.01, beta1=paddle.full([1], 0.8, "float32"),
+        beta2=paddle.full([1], 0.95, "float32"), epsilon=paddle.full([1], 1e-6, "float32")),
     # AMSGrad (Moment2Max in the adam ops).
     "adam_amsgrad": lambda: paddle.optimizer.Adam(learning_rate=0.01, amsgrad=True),
     # AdamW's decoupled weight decay (adamw ops).
@@ -123,7 +127,8 @@ FIXTURES = {"mse_sgd": (mse_fc, "sgd"), "mse_momentum": (mse_fc, "momentum"),
             "mse_sgd_clip": (mse_fc, "sgd_clip"), "mse_sgd_clipnorm": (mse_fc, "sgd_clipnorm"),
             "mse_adam_clipglobal": (mse_fc, "adam_clipglobal"),
             "conv_momentum": (conv_bn, "momentum"), "mse_adamw": (mse_fc, "adamw"),
-            "attn_adam": (attention, "adam"), "mse_adam_amsgrad": (mse_fc, "adam_amsgrad")}
+            "attn_adam": (attention, "adam"), "mse_adam_amsgrad": (mse_fc, "adam_amsgrad"),
+            "mse_adam_tensors": (mse_fc, "adam_tensors")}
 
 
 # Fixtures whose programs keep Paddle's op_callstack attributes (the Python stack of every op,

@@ -4,8 +4,8 @@ train here with Paddle's numbers: from the same initial parameters and batches, 
 steps match Paddle's to 1e-6, and so do the parameters and optimizer state after them. The
 networks: fc layers (mul or matmul_v2) with a mean squared error or cross entropy, a conv2d /
 batch_norm / pool2d network, an embedding / layer_norm / self-attention / gelu network; the
-updates: SGD, Momentum, Adam (AMSGrad too), AdamW, L2 decay (inside momentum,
-or scale + sum ops), gradients clipped by value, by norm and by their global norm.
+updates: SGD, Momentum, Adam (AMSGrad, betas and epsilon as tensors), AdamW, L2 decay (inside
+momentum, or scale + sum ops), gradients clipped by value, by norm and by their global norm.
 
 The fixtures are made by ``scripts/make_paddle_train_fixtures.py`` (with Paddle);
 ``tox -e paddle`` makes them afresh and runs this file on them (``HEADRACE_PADDLE_TRAIN``).
@@ -84,7 +84,7 @@ def test_every_fixture_exercises_its_ops():
     assert {"mse_sgd", "mse_momentum", "mse_adam", "mse_momentum_l2", "mse_adam_l2",
             "mse_sgd_clip", "mse_sgd_clipnorm", "mse_adam_clipglobal", "ce_adam",
             "ce_momentum", "conv_momentum", "mse_adamw", "attn_adam",
-            "mse_adam_amsgrad"} <= set(FIXTURES)
+            "mse_adam_amsgrad", "mse_adam_tensors"} <= set(FIXTURES)
     for name in FIXTURES:
         main, _, _ = _load(name)
         types = {op.type for op in main.global_block().ops}
@@ -98,6 +98,10 @@ def test_every_fixture_exercises_its_ops():
         if name == "mse_adam_amsgrad":    # AMSGrad's running maximum, kept per parameter
             assert all(op.attr("amsgrad") and op.input("Moment2Max") == op.output(
                 "Moment2MaxOut") for op in main.global_block().ops if op.type == "adam")
+        if name == "mse_adam_tensors":    # beta1, beta2, epsilon from tensors
+            assert all(op.input("Beta1Tensor") and op.input("Beta2Tensor")
+                       and op.input("EpsilonTensor")
+                       for op in main.global_block().ops if op.type == "adam")
         if name == "mse_adamw":     # the decoupled decay is on for every parameter
             assert {op.attr("with_decay") for op in main.global_block().ops
                     if op.type == "adamw"} == {True}
