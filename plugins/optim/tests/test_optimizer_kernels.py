@@ -39,6 +39,8 @@ CASES = [
     ("momentum", {"mu": 0.9}),
     ("momentum", {"mu": 0.8, "use_nesterov": True}),
     ("momentum", {"mu": 0.9, "regularization_method": "l2_decay", "regularization_coeff": 0.05}),
+    ("momentum", {"mu": 0.9, "rescale_grad": 0.25, "regularization_method": "l2_decay",
+                  "regularization_coeff": 0.05, "multi_precision": True}),
     ("adam", {}),
     ("adam", {"beta1": 0.5, "beta2": 0.9, "epsilon": 1e-4}),
     ("adam", {"use_global_beta_pow": True, "multi_precision": True}),
@@ -240,13 +242,13 @@ def test_direct_call_in_place_and_aliasing():
                                 {"mu": 0.5})
     kernel = k_momentum.Momentum({"mu": 0.5}, in_place_info("momentum"))
     p1, v1 = p.copy(), v.copy()
-    po, vo = kernel(p1, g, lr, v1)
-    assert po is p1 and vo is v1
+    po, vo, master = kernel(p1, g, lr, v1)
+    assert po is p1 and vo is v1 and master is None
     np.testing.assert_allclose(po, expected["ParamOut"], rtol=1e-12)
     np.testing.assert_allclose(vo, expected["VelocityOut"], rtol=1e-12)
     # The same array as Param and Velocity: in-place writes would race; fresh outputs instead.
     same = p.copy()
-    po, vo = kernel(same, g, lr, same)
+    po, vo, _ = kernel(same, g, lr, same)
     assert po is not same and vo is not same
     ref = REFS["momentum"]({"Param": p, "Grad": g, "Velocity": p, "LearningRate": lr},
                            {"mu": 0.5})
@@ -255,7 +257,7 @@ def test_direct_call_in_place_and_aliasing():
     # A non-contiguous Param is updated into a new array, the view left alone.
     big = np.repeat(p, 2, axis=1)
     view = big[:, ::2]
-    po, _ = kernel(view, g, lr, v.copy())
+    po, _, _ = kernel(view, g, lr, v.copy())
     np.testing.assert_allclose(po, expected["ParamOut"], rtol=1e-12)
     np.testing.assert_array_equal(big[:, ::2], p)
 
@@ -263,8 +265,8 @@ def test_direct_call_in_place_and_aliasing():
 def test_direct_call_out_of_place_by_default():
     rng = np.random.default_rng(4)
     p, g = rng.standard_normal((3,)), rng.standard_normal((3,))
-    (po,) = k_sgd.SGD({})(p, g, np.array([0.5], "float32"))
-    assert po is not p
+    po, master = k_sgd.SGD({})(p, g, np.array([0.5], "float32"))
+    assert po is not p and master is None
     np.testing.assert_allclose(po, p - 0.5 * g)
 
 
@@ -347,7 +349,7 @@ def test_kernel_errors_surface_as_op_errors():
 def test_big_endian_and_float32_learning_rate():
     p = np.arange(4, dtype=">f8")
     g = np.ones(4, dtype=">f8")
-    (po,) = k_sgd.SGD({})(p, g, np.array([0.25], "float32"))
+    po, _ = k_sgd.SGD({})(p, g, np.array([0.25], "float32"))
     np.testing.assert_allclose(po, np.arange(4) - 0.25)
 
 

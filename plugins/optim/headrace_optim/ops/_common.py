@@ -5,10 +5,11 @@ state outputs; programs bind each output to its input variable, so the update is
 A private module (leading underscore): the plugin's auto-registration skips it.
 """
 from headrace import dtypes as dt
-from headrace.ops import In, OpDef, Out
+from headrace.ops import Attr, In, OpDef, Out
 from headrace.ops.shape import dim_eq, numel
 
-__all__ = ["FLOAT_DTYPES", "State", "optimizer_op", "at_least", "in_range"]
+__all__ = ["FLOAT_DTYPES", "State", "optimizer_op", "at_least", "in_range", "master_slots",
+           "refuse_master", "multi_precision_attr"]
 
 FLOAT_DTYPES = tuple(dt.FLOAT_DTYPES)
 
@@ -94,3 +95,25 @@ def optimizer_op(type, doc, *, states=(), attrs=(), extra_check=None, extra_inpu
         for s in states] + list(extra_outputs)
     return OpDef(type, inputs=inputs, outputs=outputs, attrs=attrs, doc=doc,
                  infer=_make_infer(states, extra_check), differentiable=False)
+
+
+def master_slots():
+    """Paddle 3's MasterParam / MasterParamOut (a float16 Param's float32 master copy): declared,
+    so that a bound one is refused by name rather than ignored."""
+    return ([In("MasterParam", "a float16 Param's float32 master copy (multi_precision; "
+                "refused here)", optional=True, dtypes=FLOAT_DTYPES)],
+            [Out("MasterParamOut", "the updated master copy (refused here)", optional=True)])
+
+
+def refuse_master(ctx):
+    """Fail when MasterParam or MasterParamOut is bound: float16 Params are not trained here."""
+    if ctx.has_input("MasterParam") or ctx.has_output("MasterParamOut"):
+        ctx.fail("inputs 'MasterParam'/'MasterParamOut' (multi_precision training of a float16 "
+                 "Param) are not supported here", expected="MasterParam unbound",
+                 found="MasterParam bound")
+
+
+def multi_precision_attr():
+    """Paddle 3's multi_precision attribute of the update ops."""
+    return Attr("multi_precision", "bool", False, "keep a float32 MasterParam for a float16 "
+                "Param (a float32 or float64 Param is its own master: nothing changes)")

@@ -1,9 +1,10 @@
 """adam: Adam (Kingma & Ba) with bias correction through the beta power accumulators; adamw:
 Adam with decoupled weight decay (Loshchilov & Hutter), Paddle's AdamW."""
-from headrace.ops import Attr, In, Out
+from headrace.ops import Attr, In
 from headrace.ops.shape import numel
 
-from ._common import FLOAT_DTYPES, State, at_least, in_range, optimizer_op
+from ._common import (FLOAT_DTYPES, State, at_least, in_range, master_slots,
+                      multi_precision_attr, optimizer_op, refuse_master)
 
 
 def _check_pow_outputs(ctx):
@@ -26,11 +27,7 @@ def _check_pow_outputs(ctx):
             m = ctx.input(slot)
             ctx.fail(f"input '{slot}' ({m.name}) must hold one element",
                      expected="shape [1] (or [])", found=f"shape {list(m.shape)}")
-    # A float16 Param's float32 master copy: float16 parameters are not trained here.
-    if ctx.has_input("MasterParam") or ctx.has_output("MasterParamOut"):
-        ctx.fail("inputs 'MasterParam'/'MasterParamOut' (multi_precision training of a float16 "
-                 "Param) are not supported here", expected="MasterParam unbound",
-                 found="MasterParam bound")
+    refuse_master(ctx)
 
 
 _STATES = [
@@ -53,8 +50,7 @@ def _adam_attrs():
         Attr("min_row_size_to_use_multithread", "long", 1000,
              "a Paddle CPU threading hint for selected-rows Grad (ignored)", check=at_least(0)),
         # Paddle 3 writes these on every adam op; their defaults are what is computed here.
-        Attr("multi_precision", "bool", False, "keep a float32 MasterParam for a float16 "
-             "Param (a float32 or float64 Param is its own master: nothing changes)"),
+        multi_precision_attr(),
         Attr("use_global_beta_pow", "bool", False, "the powers are advanced elsewhere: leave "
              "Beta1PowOut/Beta2PowOut as Beta1Pow/Beta2Pow"),
         Attr("amsgrad", "bool", False, "AMSGrad: the step divides by the square root of "
@@ -80,10 +76,8 @@ _EXTRA_INPUTS = [
        dtypes=FLOAT_DTYPES),
     In("SkipUpdate", "one bool: when true nothing changes this run (every output keeps its "
        "input)", optional=True, dtypes=("bool",)),
-    In("MasterParam", "a float16 Param's float32 master copy (multi_precision; refused here)",
-       optional=True, dtypes=FLOAT_DTYPES),
-]
-_EXTRA_OUTPUTS = [Out("MasterParamOut", "the updated master copy (refused here)", optional=True)]
+] + master_slots()[0]
+_EXTRA_OUTPUTS = master_slots()[1]
 
 adam = optimizer_op("adam", _ADAM_DOC, states=_STATES, attrs=_adam_attrs(),
                     extra_check=_check_pow_outputs, extra_inputs=_EXTRA_INPUTS,

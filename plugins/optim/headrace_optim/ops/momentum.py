@@ -1,11 +1,13 @@
 """momentum: SGD with (Nesterov) momentum and optional built-in L2 decay."""
 from headrace.ops import Attr
 
-from ._common import State, at_least, optimizer_op
+from ._common import (State, at_least, master_slots, multi_precision_attr, optimizer_op,
+                      refuse_master)
 
 momentum = optimizer_op(
     "momentum",
-    "g = Grad + regularization_coeff * Param when regularization_method is 'l2_decay'; "
+    "g = rescale_grad * Grad (+ regularization_coeff * Param when regularization_method is "
+    "'l2_decay'); "
     "VelocityOut = mu * Velocity + g; ParamOut = Param - LearningRate * (g + mu * VelocityOut) "
     "with use_nesterov, else Param - LearningRate * VelocityOut.",
     states=[State("Velocity", "the velocity, shape of Param")],
@@ -16,7 +18,12 @@ momentum = optimizer_op(
              "inside the op", choices=["", "l2_decay"]),
         Attr("regularization_coeff", "float", 0.0, "L2 decay coefficient",
              check=at_least(0.0)),
+        multi_precision_attr(),
+        # Paddle's CPU kernel skips it (its GPU kernel applies it); its optimizers write 1.0.
+        Attr("rescale_grad", "float", 1.0, "Grad is multiplied by it first"),
     ],
+    extra_check=refuse_master, extra_inputs=master_slots()[0],
+    extra_outputs=master_slots()[1],
 )
 
 OPS = [momentum]

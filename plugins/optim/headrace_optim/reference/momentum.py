@@ -5,6 +5,7 @@ from ._util import arrays, base_sample, f32, scalar
 def momentum(inputs, attrs):
     p, g, v = arrays(inputs, "Param", "Grad", "Velocity")
     lr, mu = scalar(inputs["LearningRate"]), f32(attrs["mu"])
+    g = g * f32(attrs.get("rescale_grad", 1.0))
     if attrs.get("regularization_method", "") == "l2_decay":
         g = g + f32(attrs.get("regularization_coeff", 0.0)) * p
     v_out = mu * v + g

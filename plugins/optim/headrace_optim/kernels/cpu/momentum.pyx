@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """momentum: VelocityOut = mu Velocity + g; ParamOut = Param - lr (g + mu VelocityOut) with
-use_nesterov, else Param - lr VelocityOut; g = Grad (+ regularization_coeff Param with
-'l2_decay').
+use_nesterov, else Param - lr VelocityOut; g = rescale_grad Grad (+ regularization_coeff Param
+with 'l2_decay'). A MasterParam (float16 multi_precision) is refused.
 
 Param and Velocity are updated in place when their outputs are bound to them (persistable),
 see ``target`` in _common.pxd.
@@ -16,12 +16,13 @@ DTYPES = ("float32", "float64")
 
 
 cdef void _momentum(const real* p, const real* g, const real* v, real* po, real* vo,
-                    Py_ssize_t n, real lr, real mu, real decay, bint nesterov) noexcept nogil:
+                    Py_ssize_t n, real lr, real mu, real decay, bint nesterov,
+                    real rescale) noexcept nogil:
     cdef Py_ssize_t i
     cdef real pi, gi, vi
     for i in range(n):
         pi = p[i]
-        gi = g[i] + decay * pi
+        gi = g[i] * rescale + decay * pi
         vi = mu * v[i] + gi
         vo[i] = vi
         if nesterov:
@@ -31,7 +32,7 @@ cdef void _momentum(const real* p, const real* g, const real* v, real* po, real*
 
 
 cdef class Momentum:
-    cdef double mu, decay
+    cdef double mu, decay, rescale
     cdef bint nesterov, inplace_p, inplace_v
 
     def __init__(self, dict attrs, info=None):
@@ -42,10 +43,14 @@ cdef class Momentum:
             raise ValueError(f"momentum: regularization_method {method!r} is not '' or "
                              f"'l2_decay'")
         self.decay = attrs.get("regularization_coeff", 0.0) if method == "l2_decay" else 0.0
+        self.rescale = attrs.get("rescale_grad", 1.0)
         self.inplace_p = info is not None and info.in_place("Param", "ParamOut")
         self.inplace_v = info is not None and info.in_place("Velocity", "VelocityOut")
 
-    def __call__(self, param, grad, learning_rate, velocity):
+    def __call__(self, param, grad, learning_rate, velocity, master_param=None):
+        if master_param is not None:
+            raise ValueError("momentum: MasterParam (multi_precision training of a float16 "
+                             "Param) is not supported here")
         cdef cnp.ndarray p = dense(param, "momentum", "Param")
         cdef cnp.ndarray g = like_param(grad, p, "momentum", "Grad")
         cdef cnp.ndarray v = like_param(velocity, p, "momentum", "Velocity")
@@ -59,15 +64,15 @@ cdef class Momentum:
                 _momentum(<const float*>cnp.PyArray_DATA(p), <const float*>cnp.PyArray_DATA(g),
                           <const float*>cnp.PyArray_DATA(v), <float*>cnp.PyArray_DATA(po),
                           <float*>cnp.PyArray_DATA(vo), n, <float>lr, <float>self.mu,
-                          <float>self.decay, self.nesterov)
+                          <float>self.decay, self.nesterov, <float>self.rescale)
         else:
             with nogil:
                 _momentum(<const double*>cnp.PyArray_DATA(p),
                           <const double*>cnp.PyArray_DATA(g),
                           <const double*>cnp.PyArray_DATA(v), <double*>cnp.PyArray_DATA(po),
                           <double*>cnp.PyArray_DATA(vo), n, lr, self.mu, self.decay,
-                          self.nesterov)
-        return (po, vo)
+                          self.nesterov, self.rescale)
+        return (po, vo, None)
 
 
 KERNELS = [("momentum", Momentum, DTYPES)]

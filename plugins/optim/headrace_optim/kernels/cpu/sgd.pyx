@@ -26,7 +26,10 @@ cdef class SGD:
     def __init__(self, dict attrs, info=None):
         self.inplace = info is not None and info.in_place("Param", "ParamOut")
 
-    def __call__(self, param, grad, learning_rate):
+    def __call__(self, param, grad, learning_rate, master_param=None):
+        if master_param is not None:
+            raise ValueError("sgd: MasterParam (multi_precision training of a float16 Param) "
+                             "is not supported here")
         cdef cnp.ndarray p = dense(param, "sgd", "Param")
         cdef cnp.ndarray g = like_param(grad, p, "sgd", "Grad")
         cdef double lr = scalar(learning_rate, "sgd", "LearningRate")
@@ -40,7 +43,7 @@ cdef class SGD:
             with nogil:
                 _sgd(<const double*>cnp.PyArray_DATA(p), <const double*>cnp.PyArray_DATA(g),
                      <double*>cnp.PyArray_DATA(po), n, lr)
-        return (po,)
+        return (po, None)
 
 
 KERNELS = [("sgd", SGD, DTYPES)]
