@@ -1,4 +1,5 @@
-"""fill_constant, fill_zeros_like (core ops): shapes, dtype enums, value checks, kernels."""
+"""fill_constant, fill_zeros_like, fill_any_like (core ops): shapes, dtype enums, value checks,
+kernels."""
 import pytest
 
 from headrace import dtypes as dt
@@ -14,7 +15,7 @@ def fill(attrs=None, inputs=None):
     return out
 
 
-@pytest.mark.parametrize("op_type", ["fill_constant", "fill_zeros_like"])
+@pytest.mark.parametrize("op_type", ["fill_constant", "fill_zeros_like", "fill_any_like"])
 def test_no_gradient(op_type):
     assert not default_registry().get(op_type).differentiable
 
@@ -258,3 +259,44 @@ def test_fill_zeros_like_tensor_array_direct():
     assert out[0].lod == [[0, 2]] and out[2].data.dtype == np.int64
     with pytest.raises(TypeError, match=r"fill_zeros_like: X must be a tensor"):
         kfill.FillZerosLike({})("not a tensor")
+
+
+# -- fill_any_like (paddle.static.gradients' seed) ---------------------------------------------
+
+@pytest.mark.parametrize("spec, attrs, want", [
+    (([2, 3], "float32"), {"value": 1.0}, ((2, 3), "float32")),
+    (([], "float64"), {"value": 1.0}, ((), "float64")),                # a 0-D target
+    (([-1, 4], "float32", 1), {"dtype": dt.to_proto("int64")}, ((-1, 4), "int64")),
+])
+def test_fill_any_like_shape_rule(spec, attrs, want):
+    (out,) = infer_shapes("fill_any_like", {"X": spec}, attrs=attrs)["Out"]
+    assert out == want
+
+
+def test_fill_any_like_keeps_the_lod_and_checks_its_dtype():
+    prog, _ = build_op("fill_any_like", {"X": ([-1, 3], "float32", 1)}, attrs={"value": 2.0})
+    assert prog.global_block().var("out_out_0").lod_level == 1
+    with pytest.raises(OpValidationError, match="'dtype' must be -1 .X's dtype. or an element"):
+        infer_shapes("fill_any_like", {"X": ([2], "float32")}, attrs={"dtype": 99})
+    with pytest.raises(ShapeError, match=r"input 'X' \(x_0\) is a lod_tensor_array variable"):
+        infer_shapes("fill_any_like", {"X": {"shape": [2], "dtype": "float32",
+                                             "type": "lod_tensor_array"}})
+
+
+@pytest.mark.parametrize("x, attrs, want", [
+    (np.zeros((2, 3), "float32"), {"value": 1.0}, np.ones((2, 3), "float32")),
+    (np.zeros((), "float64"), {"value": -2.5}, np.array(-2.5)),
+    (np.zeros((0, 2), "float32"), {"value": 1.0}, np.zeros((0, 2), "float32")),
+    (np.zeros(3, "float32"), {"value": 3.7, "dtype": dt.to_proto("int32")},
+     np.full(3, 3, "int32")),
+])
+def test_fill_any_like_kernel(x, attrs, want):
+    check_op("fill_any_like", {"X": x}, {"Out": want}, attrs=attrs)
+    (out,) = run_op("fill_any_like", {"X": x}, attrs=attrs)["Out"]
+    assert out.numpy().dtype == want.dtype and out.numpy().shape == want.shape
+
+
+def test_fill_any_like_value_that_does_not_fit():
+    with pytest.raises(OpError, match="out of the range of int8"):
+        run_op("fill_any_like", {"X": np.zeros(2, "float32")},
+               attrs={"value": 300.0, "dtype": dt.to_proto("int8")})

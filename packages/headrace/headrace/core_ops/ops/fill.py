@@ -1,10 +1,12 @@
 """Constant tensors: fill_constant (autodiff's loss-gradient seed, initializers, constants of
-regularizers and clipping) and fill_zeros_like (autodiff's stand-in for a missing gradient).
-Neither has a gradient."""
+regularizers and clipping), fill_zeros_like (autodiff's stand-in for a missing gradient) and
+fill_any_like (Paddle's paddle.static.gradients seeds a target's gradient with it). None has a
+gradient."""
+from headrace import dtypes as dt
 from headrace.ops import Attr, In, OpDef, Out
 
-from ._common import (NUMERIC_DTYPES, TENSOR_KINDS, dtype_attr, enum_name, expect_kind,
-                      expect_one_element, shape_from_inputs, shape_tensor_inputs)
+from ._common import (ELEMENT_DTYPES, NUMERIC_DTYPES, TENSOR_KINDS, dtype_attr, enum_name,
+                      expect_kind, expect_one_element, shape_from_inputs, shape_tensor_inputs)
 
 
 def _str_value_check(v):
@@ -61,4 +63,34 @@ fill_zeros_like = OpDef(
     doc="Out = zeros shaped like X (the backward pass uses it for missing gradients).",
 )
 
-OPS = [fill_constant, fill_zeros_like]
+_LIKE_CODES = {-1} | {dt.to_proto(n) for n in ELEMENT_DTYPES}
+
+
+def _like_dtype_check(v):
+    if v not in _LIKE_CODES:
+        return f"must be -1 (X's dtype) or an element type: {sorted(_LIKE_CODES)}"
+    return None
+
+
+def _infer_fill_any_like(ctx):
+    x = ctx.input("X")
+    expect_kind(ctx, x, ("lod_tensor",), "X")
+    code = ctx.attr("dtype")
+    # Paddle shares X's LoD with Out.
+    ctx.set_output("Out", x.shape, x.dtype if code == -1 else enum_name(code), x.lod_level)
+
+
+fill_any_like = OpDef(
+    "fill_any_like",
+    inputs=[In("X", "the tensor whose shape (and, with dtype -1, element type) Out takes")],
+    outputs=[Out("Out", "X's shape filled with value")],
+    attrs=[Attr("value", "float", 0.0, "the value every element of Out holds"),
+           Attr("dtype", "int", -1, "Out's element type (VarType enum); -1: X's",
+                check=_like_dtype_check)],
+    infer=_infer_fill_any_like,
+    differentiable=False,
+    doc="Out = value in X's shape and LoD, in dtype (X's when -1); an integer dtype must hold "
+        "the value. paddle.static.gradients seeds each target's gradient with it (value 1).",
+)
+
+OPS = [fill_constant, fill_zeros_like, fill_any_like]

@@ -1,4 +1,4 @@
-"""References and samples: fill_constant, fill_zeros_like."""
+"""References and samples: fill_constant, fill_zeros_like, fill_any_like."""
 import math
 
 import numpy as np
@@ -67,5 +67,24 @@ def sample_fill_zeros_like(rng, dtype):
     return {"X": rng.standard_normal((3, 4)).astype(dtype)}, {}
 
 
-REFERENCES = {"fill_constant": fill_constant, "fill_zeros_like": fill_zeros_like}
-SAMPLES = {"fill_constant": sample_fill_constant, "fill_zeros_like": sample_fill_zeros_like}
+def fill_any_like(inputs, attrs):
+    x = inputs["X"]
+    if not isinstance(x, np.ndarray):
+        raise TypeError("fill_any_like: X must be a tensor")
+    code = attrs.get("dtype", -1)
+    dtype = x.dtype if code == -1 else np_dtype(code)
+    out = np.empty(x.shape, dtype)
+    out[...] = _as(f32(attrs.get("value", 0.0)), dtype)
+    return {"Out": out}
+
+
+def sample_fill_any_like(rng, dtype):
+    attrs = {"value": float(rng.choice([1.0, -2.5, 0.0])),
+             "dtype": int(rng.choice([-1, dt.to_proto("float64"), dt.to_proto("int32")]))}
+    return {"X": rng.standard_normal((3, 2)).astype(dtype)}, attrs
+
+
+REFERENCES = {"fill_constant": fill_constant, "fill_zeros_like": fill_zeros_like,
+              "fill_any_like": fill_any_like}
+SAMPLES = {"fill_constant": sample_fill_constant, "fill_zeros_like": sample_fill_zeros_like,
+           "fill_any_like": sample_fill_any_like}

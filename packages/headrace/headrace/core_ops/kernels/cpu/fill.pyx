@@ -1,5 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""Constant tensors: fill_constant, fill_zeros_like.
+"""Constant tensors: fill_constant, fill_zeros_like, fill_any_like.
 
 Every call returns a fresh array: the output variable may be an optimizer's state that later
 ops update in place, so a constant cached in the kernel must never be handed out itself.
@@ -144,7 +144,25 @@ cdef class FillZerosLike:
         return (zeros_of(x),)
 
 
+cdef class FillAnyLike:
+    """Out = value in X's shape, in the dtype attribute's type (X's when -1)."""
+    cdef int code
+    cdef object value
+
+    def __init__(self, dict attrs, info=None):
+        self.code = attrs["dtype"]
+        self.value = attrs["value"]
+
+    def __call__(self, x):
+        if not isinstance(x, np.ndarray):
+            raise TypeError(f"fill_any_like: X must be a tensor, got {type(x).__name__}")
+        dtype = x.dtype if self.code == -1 else out_dtype(self.code, "fill_any_like")
+        return (filled(tuple(x.shape), np.dtype(dtype),
+                       checked_scalar(self.value, dtype, "fill_any_like")),)
+
+
 KERNELS = [
     ("fill_constant", FillConstant, None),
     ("fill_zeros_like", FillZerosLike, ALL_DTYPES),
+    ("fill_any_like", FillAnyLike, ALL_DTYPES),
 ]
