@@ -128,7 +128,8 @@ FIXTURES = {"mse_sgd": (mse_fc, "sgd"), "mse_momentum": (mse_fc, "momentum"),
             "mse_adam_clipglobal": (mse_fc, "adam_clipglobal"),
             "conv_momentum": (conv_bn, "momentum"), "mse_adamw": (mse_fc, "adamw"),
             "attn_adam": (attention, "adam"), "mse_adam_amsgrad": (mse_fc, "adam_amsgrad"),
-            "mse_adam_tensors": (mse_fc, "adam_tensors")}
+            "mse_adam_tensors": (mse_fc, "adam_tensors"),
+            "mse_gradients_sgd": (mse_fc, "gradients_sgd")}
 
 
 # Fixtures whose programs keep Paddle's op_callstack attributes (the Python stack of every op,
@@ -181,7 +182,15 @@ def make(out_dir):
         main, startup = paddle.static.Program(), paddle.static.Program()
         with paddle.static.program_guard(main, startup):
             loss = network()
-            OPTIMIZERS[opt]().minimize(loss)
+            if opt == "gradients_sgd":
+                # paddle.static.gradients (fill_any_like seeds the loss's gradient), then the
+                # update applied to those gradients.
+                params = main.all_parameters()
+                grads = paddle.static.gradients([loss], params)
+                paddle.optimizer.SGD(learning_rate=0.1).apply_gradients(
+                    list(zip(params, grads)))
+            else:
+                OPTIMIZERS[opt]().minimize(loss)
         assert loss.shape == (), f"{name}: the loss is not 0-D but {loss.shape}"
         arrays = {}
         scope = paddle.static.Scope()

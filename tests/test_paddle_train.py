@@ -26,7 +26,7 @@ FIXTURES = sorted(p.name for p in ROOT.iterdir() if (p / "main.pb").exists())
 # What each fixture's main program must hold (Paddle's grad and optimizer ops).
 EXERCISES = {
     "mse": {"mul_grad", "elementwise_add_grad", "relu_grad", "square_grad",
-            "elementwise_sub_grad", "reduce_mean_grad", "fill_constant"},
+            "elementwise_sub_grad", "reduce_mean_grad"},
     "ce": {"matmul_v2_grad", "tanh_grad", "softmax_with_cross_entropy_grad",
            "reduce_mean_grad"},
     "conv": {"conv2d_grad", "batch_norm_grad", "pool2d_grad", "reduce_sum_grad",
@@ -34,6 +34,7 @@ EXERCISES = {
     "attn": {"lookup_table_v2_grad", "layer_norm_grad", "matmul_v2_grad", "softmax_grad",
              "gelu_grad", "reduce_mean_grad", "sum"},
     "sgd": {"sgd"}, "momentum": {"momentum"}, "adam": {"adam"}, "adamw": {"adamw"},
+    "gradients": {"fill_any_like", "sgd"},          # paddle.static.gradients + apply_gradients
 }
 # What a fixture's optimizer adds: L2 decay as scale + sum ops (Adam) or inside the momentum
 # op (its regularization_method attribute), gradients clipped by value.
@@ -51,9 +52,14 @@ def _load(name):
 
 
 def _loss_name(main):
-    """The loss: what the forward op marked with Paddle's loss role writes."""
+    """The loss: what the forward op marked with Paddle's loss role writes (minimize), or what
+    paddle.static.gradients seeded with fill_any_like."""
     ops = [op for op in main.global_block().ops
            if op.attr("op_role") == OP_ROLE_LOSS]
+    if not ops:
+        ops = [op for op in main.global_block().ops if op.type == "fill_any_like"]
+        assert len(ops) == 1, [op.type for op in ops]
+        return ops[0].input("X")[0]
     assert len(ops) == 1, [op.type for op in ops]
     (name,) = ops[0].output_arg_names
     return name
@@ -84,7 +90,7 @@ def test_every_fixture_exercises_its_ops():
     assert {"mse_sgd", "mse_momentum", "mse_adam", "mse_momentum_l2", "mse_adam_l2",
             "mse_sgd_clip", "mse_sgd_clipnorm", "mse_adam_clipglobal", "ce_adam",
             "ce_momentum", "conv_momentum", "mse_adamw", "attn_adam",
-            "mse_adam_amsgrad", "mse_adam_tensors"} <= set(FIXTURES)
+            "mse_adam_amsgrad", "mse_adam_tensors", "mse_gradients_sgd"} <= set(FIXTURES)
     for name in FIXTURES:
         main, _, _ = _load(name)
         types = {op.type for op in main.global_block().ops}
@@ -112,6 +118,11 @@ def test_every_fixture_exercises_its_ops():
         loss = main.global_block().var(_loss_name(main))
         assert tuple(loss.shape) == ()
         assert tuple(main.global_block().var(loss.name + "@GRAD").shape) == ()
+        (seed,) = [op for op in main.global_block().ops
+                   if loss.name + "@GRAD" in op.output_arg_names]
+        assert seed.type in ("fill_constant", "fill_any_like"), seed.type
+        if seed.type == "fill_constant":
+            assert list(seed.attr("shape")) == []
 
 
 @pytest.mark.parametrize("name", FIXTURES)
