@@ -143,8 +143,11 @@ cdef void _forward_dir(int mode, int T, int N, int H, bint reverse, real* res,
             o = out + (<Py_ssize_t>t * N + n) * ldo
             alive = lens == NULL or t < lens[n]
             if not alive:
-                # a finished sequence: zeros out, the state carried
+                # a finished sequence: zeros out, the state carried; the rest of its Reserve
+                # row zeros too (it held this step's input projection, or nothing: GRU's
+                # recurrent part is not written for it), so Reserve is the same every run
                 memset(o, 0, H * sizeof(real))
+                memset(row, 0, KH * sizeof(real))
                 memcpy(row + (K - 1) * H, hp + <Py_ssize_t>n * ldh, H * sizeof(real))
                 if mode == 0:
                     memcpy(row + 4 * H, cp + <Py_ssize_t>n * ldc, H * sizeof(real))
