@@ -525,3 +525,40 @@ def test_vector_dot_vector_is_0d_and_takes_a_one_element_gradient(op, g_shape, m
     dx, dy = make_kernel(op + "_grad")(x, y, np.full(g_shape, 2.0))
     np.testing.assert_allclose(dx, 2 * y, rtol=1e-12)
     np.testing.assert_allclose(dy, 2 * x, rtol=1e-12)
+
+
+# -- the packed AVX-512 GEMM and BLAS give the same products --------------------------------------
+
+@pytest.mark.parametrize("op, x, y, attrs", [
+    ("mul", (67, 45), (45, 83), {}),
+    ("mul", (3, 33, 20), (660, 37), {"x_num_col_dims": 1}),
+    ("matmul_v2", (2, 40, 29), (29, 70), {}),
+    ("matmul_v2", (50, 31), (70, 31), {"trans_y": True}),
+    ("matmul_v2", (31, 50), (31, 70), {"trans_x": True}),
+    ("matmul_v2", (31, 50), (70, 31), {"trans_x": True, "trans_y": True}),
+    ("matmul", (2, 3, 40, 30), (2, 3, 30, 41), {"alpha": 0.5}),   # alpha: BLAS either way
+])
+def test_packed_gemm_and_blas_agree(op, x, y, attrs):
+    # float32 products take the core's packed GEMM where the CPU has AVX-512 (an ordinary
+    # machine may lack it: then both runs below are BLAS); forward and gradients, shapes off
+    # the GEMM's tiles (rows not a multiple of 12, columns not of 32).
+    from headrace.testing import run_op
+    from headrace_math.kernels.cpu import matmul as kernels
+    rng = np.random.default_rng(1)
+    xv, yv = rng.standard_normal(x).astype("float32"), rng.standard_normal(y).astype("float32")
+    results = []
+    before = kernels.use_packed_gemm()
+    try:
+        for packed in (True, False):
+            kernels.use_packed_gemm(packed)
+            out = run_op(op, {"X": xv, "Y": yv}, ["Out"], attrs)["Out"][0].numpy()
+            g = rng.standard_normal(out.shape).astype("float32")
+            grads = run_op(op + "_grad", {"X": xv, "Y": yv, "Out@GRAD": g},
+                           ["X@GRAD", "Y@GRAD"], attrs)
+            results.append([out, grads["X@GRAD"][0].numpy(), grads["Y@GRAD"][0].numpy()])
+            rng = np.random.default_rng(1)
+            rng.standard_normal(x), rng.standard_normal(y)   # the same Out@GRAD next time
+    finally:
+        kernels.use_packed_gemm(before)
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-5)

@@ -1,0 +1,183 @@
+/* float32 GEMM, AVX-512, for every plugin's kernels: C[m, n] = A[m, k] B[k, n] (+ C), B packed
+ * into panels of 32 columns (once per call for a weight the recurrent kernels multiply by at
+ * every step; block by block for one large product, hr_pgemm_b).
+ *
+ * Why not BLAS: every sgemm call packs both operands, so a step's [32, 256] x [256, 1024]
+ * repacks the whole 1 MB weight (a quarter of the call's time through OpenBLAS), fifty times a
+ * sequence; packed once, the per-step product only streams it. And the loops here are AVX-512
+ * (two 16-float accumulators per row, 12 rows a tile), whatever core OpenBLAS was told to use
+ * (the environment may pin its AVX2 kernels). On a CPU without AVX-512 hr_pgemm_ok()
+ * returns 0 and the callers stay on BLAS.
+ *
+ * A is read through two strides, A[i, l] = a[i * a_rs + l * a_ks], so a transposed A (the
+ * weight gradient's h^T) needs no copy. */
+#ifndef HEADRACE_PACKED_GEMM_H
+#define HEADRACE_PACKED_GEMM_H
+
+#include <stddef.h>
+#include <string.h>
+
+#define HR_NR 32   /* columns per panel */
+#define HR_MR 12   /* rows per tile: 24 accumulators + 2 B vectors of the 32 registers */
+
+/* Floats of B packed: ceil(n / 32) panels of [k, 32]. */
+static inline size_t hr_pgemm_packed_size(int k, int n) {
+    return (size_t)((n + HR_NR - 1) / HR_NR) * HR_NR * (size_t)(k > 0 ? k : 0);
+}
+
+/* Pack B[l, j] = src[l * ldb + j] (trans = 0) or src[j * ldb + l] (trans = 1) into panels,
+ * the columns past n zero. */
+static void hr_pgemm_pack(const float* src, ptrdiff_t ldb, int trans, int k, int n, float* dst) {
+    for (int p = 0; p < (n + HR_NR - 1) / HR_NR; p++) {
+        float* d = dst + (size_t)p * k * HR_NR;
+        int j0 = p * HR_NR, nj = n - j0 < HR_NR ? n - j0 : HR_NR;
+        if (nj < HR_NR)
+            memset(d, 0, sizeof(float) * (size_t)k * HR_NR);
+        if (trans) {   /* row j of src is column j of B: read it contiguously */
+            for (int j = 0; j < nj; j++) {
+                const float* s = src + (size_t)(j0 + j) * ldb;
+                for (int l = 0; l < k; l++)
+                    d[(size_t)l * HR_NR + j] = s[l];
+            }
+        } else {
+            for (int l = 0; l < k; l++)
+                memcpy(d + (size_t)l * HR_NR, src + (size_t)l * ldb + j0, sizeof(float) * nj);
+        }
+    }
+}
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#include <immintrin.h>
+
+#define HR_AVX512 __attribute__((target("avx512f,fma")))
+
+static inline int hr_pgemm_ok(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f");
+}
+
+/* One tile: MR rows of C, one panel (nj <= 32 columns, masks m0/m1), over all of k. */
+#define HR_TILE(MR)                                                                          \
+HR_AVX512 static void hr_pgemm_tile##MR(int k, const float* a, ptrdiff_t a_rs, ptrdiff_t a_ks, \
+                                      const float* b, float* c, ptrdiff_t ldc, int accumulate, \
+                                      __mmask16 m0, __mmask16 m1) {                          \
+    __m512 c0[MR], c1[MR];                                                                   \
+    _Pragma("GCC unroll 12") for (int r = 0; r < MR; r++) {                                  \
+        c0[r] = _mm512_setzero_ps();                                                         \
+        c1[r] = _mm512_setzero_ps();                                                         \
+    }                                                                                        \
+    for (int l = 0; l < k; l++) {                                                            \
+        __m512 b0 = _mm512_loadu_ps(b + (size_t)l * HR_NR);                                  \
+        __m512 b1 = _mm512_loadu_ps(b + (size_t)l * HR_NR + 16);                             \
+        const float* al = a + l * a_ks;                                                      \
+        _Pragma("GCC unroll 12") for (int r = 0; r < MR; r++) {                              \
+            __m512 av = _mm512_set1_ps(al[r * a_rs]);                                        \
+            c0[r] = _mm512_fmadd_ps(av, b0, c0[r]);                                          \
+            c1[r] = _mm512_fmadd_ps(av, b1, c1[r]);                                          \
+        }                                                                                    \
+    }                                                                                        \
+    _Pragma("GCC unroll 12") for (int r = 0; r < MR; r++) {                                  \
+        float* cr = c + r * ldc;                                                             \
+        if (accumulate) {                                                                    \
+            c0[r] = _mm512_add_ps(c0[r], _mm512_maskz_loadu_ps(m0, cr));                     \
+            c1[r] = _mm512_add_ps(c1[r], _mm512_maskz_loadu_ps(m1, cr + 16));                \
+        }                                                                                    \
+        _mm512_mask_storeu_ps(cr, m0, c0[r]);                                                \
+        _mm512_mask_storeu_ps(cr + 16, m1, c1[r]);                                           \
+    }                                                                                        \
+}
+
+HR_TILE(12) HR_TILE(8) HR_TILE(4) HR_TILE(2) HR_TILE(1)
+
+/* C[m, n] = A B (+ C when accumulate), B packed by hr_pgemm_pack. k in blocks of HR_KC: a
+ * panel's block (32 KB) stays in L1 while every row tile passes over it, and the weight
+ * gradient's A block (h^T, k rows of it) in L2 across the panels. */
+#define HR_KC 256
+
+HR_AVX512 static void hr_pgemm(int m, int n, int k, const float* a, ptrdiff_t a_rs,
+                                  ptrdiff_t a_ks, const float* bp, float* c, ptrdiff_t ldc,
+                                  int accumulate) {
+    if (k <= 0 && !accumulate)   /* an empty product: C = 0, as BLAS with beta 0 */
+        for (int i = 0; i < m; i++)
+            memset(c + i * ldc, 0, sizeof(float) * (size_t)(n > 0 ? n : 0));
+    for (int k0 = 0; k0 < k; k0 += HR_KC) {
+        int kc = k - k0 < HR_KC ? k - k0 : HR_KC;
+        int acc = accumulate || k0 > 0;
+        const float* ak = a + k0 * a_ks;
+        for (int p = 0; p < (n + HR_NR - 1) / HR_NR; p++) {
+            int j0 = p * HR_NR, nj = n - j0 < HR_NR ? n - j0 : HR_NR;
+            __mmask16 m0 = nj >= 16 ? 0xFFFF : (__mmask16)((1u << nj) - 1);
+            __mmask16 m1 = nj >= 32 ? 0xFFFF : nj > 16 ? (__mmask16)((1u << (nj - 16)) - 1) : 0;
+            const float* b = bp + ((size_t)p * k + k0) * HR_NR;
+            float* cp = c + j0;
+            int i = 0;
+            for (; i + 12 <= m; i += 12)
+                hr_pgemm_tile12(kc, ak + i * a_rs, a_rs, a_ks, b, cp + i * ldc, ldc, acc, m0, m1);
+            for (; i + 8 <= m; i += 8)
+                hr_pgemm_tile8(kc, ak + i * a_rs, a_rs, a_ks, b, cp + i * ldc, ldc, acc, m0, m1);
+            for (; i + 4 <= m; i += 4)
+                hr_pgemm_tile4(kc, ak + i * a_rs, a_rs, a_ks, b, cp + i * ldc, ldc, acc, m0, m1);
+            for (; i + 2 <= m; i += 2)
+                hr_pgemm_tile2(kc, ak + i * a_rs, a_rs, a_ks, b, cp + i * ldc, ldc, acc, m0, m1);
+            for (; i < m; i++)
+                hr_pgemm_tile1(kc, ak + i * a_rs, a_rs, a_ks, b, cp + i * ldc, ldc, acc, m0, m1);
+        }
+    }
+}
+
+/* C[m, n] = A B (+ C) with B as it lies (row stride ldb): each panel's k block is packed
+ * into a 32 KB buffer just before its tiles, so a large B (the weight gradient's, the gates'
+ * gradients of every step) is read once and never copied whole. */
+HR_AVX512 static void hr_pgemm_b(int m, int n, int k, const float* a, ptrdiff_t a_rs,
+                                    ptrdiff_t a_ks, const float* b, ptrdiff_t ldb, float* c,
+                                    ptrdiff_t ldc, int accumulate) {
+    float buf[HR_KC * HR_NR] __attribute__((aligned(64)));
+    if (k <= 0 && !accumulate)
+        for (int i = 0; i < m; i++)
+            memset(c + i * ldc, 0, sizeof(float) * (size_t)(n > 0 ? n : 0));
+    for (int k0 = 0; k0 < k; k0 += HR_KC) {
+        int kc = k - k0 < HR_KC ? k - k0 : HR_KC;
+        int acc = accumulate || k0 > 0;
+        const float* ak = a + k0 * a_ks;
+        for (int p = 0; p < (n + HR_NR - 1) / HR_NR; p++) {
+            int j0 = p * HR_NR, nj = n - j0 < HR_NR ? n - j0 : HR_NR;
+            __mmask16 m0 = nj >= 16 ? 0xFFFF : (__mmask16)((1u << nj) - 1);
+            __mmask16 m1 = nj >= 32 ? 0xFFFF : nj > 16 ? (__mmask16)((1u << (nj - 16)) - 1) : 0;
+            for (int l = 0; l < kc; l++) {
+                const float* src = b + (size_t)(k0 + l) * ldb + j0;
+                _mm512_store_ps(buf + l * HR_NR, _mm512_maskz_loadu_ps(m0, src));
+                _mm512_store_ps(buf + l * HR_NR + 16, _mm512_maskz_loadu_ps(m1, src + 16));
+            }
+            float* cp = c + j0;
+            int i = 0;
+            for (; i + 12 <= m; i += 12)
+                hr_pgemm_tile12(kc, ak + i * a_rs, a_rs, a_ks, buf, cp + i * ldc, ldc, acc, m0, m1);
+            for (; i + 8 <= m; i += 8)
+                hr_pgemm_tile8(kc, ak + i * a_rs, a_rs, a_ks, buf, cp + i * ldc, ldc, acc, m0, m1);
+            for (; i + 4 <= m; i += 4)
+                hr_pgemm_tile4(kc, ak + i * a_rs, a_rs, a_ks, buf, cp + i * ldc, ldc, acc, m0, m1);
+            for (; i + 2 <= m; i += 2)
+                hr_pgemm_tile2(kc, ak + i * a_rs, a_rs, a_ks, buf, cp + i * ldc, ldc, acc, m0, m1);
+            for (; i < m; i++)
+                hr_pgemm_tile1(kc, ak + i * a_rs, a_rs, a_ks, buf, cp + i * ldc, ldc, acc, m0, m1);
+        }
+    }
+}
+
+#else
+#define HR_AVX512
+static inline int hr_pgemm_ok(void) { return 0; }
+static void hr_pgemm(int m, int n, int k, const float* a, ptrdiff_t a_rs, ptrdiff_t a_ks,
+                        const float* bp, float* c, ptrdiff_t ldc, int accumulate) {
+    (void)m; (void)n; (void)k; (void)a; (void)a_rs; (void)a_ks; (void)bp; (void)c; (void)ldc;
+    (void)accumulate;
+}
+static void hr_pgemm_b(int m, int n, int k, const float* a, ptrdiff_t a_rs, ptrdiff_t a_ks,
+                          const float* b, ptrdiff_t ldb, float* c, ptrdiff_t ldc,
+                          int accumulate) {
+    (void)m; (void)n; (void)k; (void)a; (void)a_rs; (void)a_ks; (void)b; (void)ldb; (void)c;
+    (void)ldc; (void)accumulate;
+}
+#endif
+
+#endif
