@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, cdivision=True
 # wraparound stays on: shapes are Python tuples indexed from the end (xs[-1], xs[:-1]); the
 # C loops index raw pointers, which it never touches.
-"""conv2d as im2col + GEMM (sgemm/dgemm through scipy's BLAS), NCHW and NHWC.
+"""conv2d as im2col + GEMM (the core's packed GEMM for float32, else BLAS), NCHW and NHWC.
 
 The batch is processed in chunks of images sized so that the chunk's col matrix stays within a
 few MB (cache-friendly), with one GEMM per chunk and group:
@@ -32,9 +32,8 @@ Bias@GRAD sums Output@GRAD over images and positions; ResidualData@GRAD is a cop
 cimport numpy as cnp
 from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memcpy, memset
-from scipy.linalg.cython_blas cimport dgemm, sgemm
 from headrace.kernels.common cimport contiguous, empty, real, shape_of
-from ._common cimport expect_shape, float_array, gemm
+from ._common cimport expect_shape, fast_gemm, float_array
 
 import numpy as np
 
@@ -55,13 +54,7 @@ cdef Py_ssize_t GRAD_CHUNK_BYTES = 1 << 19
 cdef inline void _gemm(bint trans_b, int M, int N, int K, const real* A, int lda,
                        const real* B, int ldb, real beta, real* C, int ldc) noexcept nogil:
     """Row-major C[M, N] = A[M, K] @ op(B) + beta * C; op(B) = B^T [N, K] when trans_b."""
-    cdef char ta = b'T' if trans_b else b'N'
-    cdef char tb = b'N'
-    cdef real one = 1
-    if real is float:
-        sgemm(&ta, &tb, &N, &M, &K, &one, <float*>B, &ldb, <float*>A, &lda, &beta, C, &ldc)
-    else:
-        dgemm(&ta, &tb, &N, &M, &K, &one, <double*>B, &ldb, <double*>A, &lda, &beta, C, &ldc)
+    fast_gemm(False, trans_b, M, N, K, A, lda, B, ldb, beta, C, ldc)
 
 
 cdef struct Geom:
@@ -427,13 +420,13 @@ cdef int _run_grad(const real* x, const real* w, const real* dy, real* dx, real*
             for grp in range(g.groups):
                 dyg = dy + n0 * P * g.M + grp * g.Mg
                 if dw != NULL:   # dW_g [Mg, Cg] += dY_g^T [Mg, rows] @ X_g [rows, Cg]
-                    gemm(True, False, g.Mg, <int>K, <int>(nb * P), dyg, g.M,
-                           x + n0 * P * g.C + grp * g.Cg, g.C, one, dw + grp * g.Mg * K,
-                           <int>K)
+                    fast_gemm(True, False, g.Mg, <int>K, <int>(nb * P), dyg, g.M,
+                              x + n0 * P * g.C + grp * g.Cg, g.C, one, dw + grp * g.Mg * K,
+                              <int>K)
                 if dx != NULL:   # dX_g [rows, Cg] = dY_g [rows, Mg] @ W_g [Mg, Cg]
-                    gemm(False, False, <int>(nb * P), <int>K, g.Mg, dyg, g.M,
-                           w + grp * g.Mg * K, <int>K, one, dx + n0 * P * g.C + grp * g.Cg,
-                           g.C)
+                    fast_gemm(False, False, <int>(nb * P), <int>K, g.Mg, dyg, g.M,
+                              w + grp * g.Mg * K, <int>K, one, dx + n0 * P * g.C + grp * g.Cg,
+                              g.C)
             n0 += nb
         return 0
     col = <real*>malloc(K * chunk * P * sizeof(real))
@@ -457,11 +450,11 @@ cdef int _run_grad(const real* x, const real* w, const real* dy, real* dx, real*
                 if dw != NULL:
                     for b in range(nb):
                         _im2row(x + (n0 + b) * hw * g.C + grp * g.Cg, col + b * P * K, g)
-                    gemm(True, False, g.Mg, <int>K, <int>cols, dyg, g.M, col, <int>K, one,
-                           dw + grp * g.Mg * K, <int>K)
+                    fast_gemm(True, False, g.Mg, <int>K, <int>cols, dyg, g.M, col, <int>K, one,
+                              dw + grp * g.Mg * K, <int>K)
                 if dx != NULL:
-                    gemm(False, False, <int>cols, <int>K, g.Mg, dyg, g.M,
-                           w + grp * g.Mg * K, <int>K, 0, col, <int>K)
+                    fast_gemm(False, False, <int>cols, <int>K, g.Mg, dyg, g.M,
+                              w + grp * g.Mg * K, <int>K, 0, col, <int>K)
                     for b in range(nb):
                         _row2im(col + b * P * K, dx + (n0 + b) * hw * g.C + grp * g.Cg, g)
                 continue
@@ -479,11 +472,11 @@ cdef int _run_grad(const real* x, const real* w, const real* dy, real* dx, real*
                 for b in range(nb):
                     _im2col(x + ((n0 + b) * g.C + <Py_ssize_t>grp * g.Cg) * hw, col + b * P,
                             cols, g)
-                gemm(False, True, <int>K, g.Mg, <int>cols, col, <int>cols, dyg, <int>cols,
-                       one, dwt + grp * g.Mg * K, g.Mg)
+                fast_gemm(False, True, <int>K, g.Mg, <int>cols, col, <int>cols, dyg, <int>cols,
+                          one, dwt + grp * g.Mg * K, g.Mg)
             if dx != NULL:
-                gemm(True, False, <int>K, <int>cols, g.Mg, w + grp * g.Mg * K, <int>K, dyg,
-                       <int>cols, 0, col, <int>cols)
+                fast_gemm(True, False, <int>K, <int>cols, g.Mg, w + grp * g.Mg * K, <int>K, dyg,
+                          <int>cols, 0, col, <int>cols)
                 for b in range(nb):
                     _col2im(col + b * P, dx + ((n0 + b) * g.C + <Py_ssize_t>grp * g.Cg) * hw,
                             cols, g)
