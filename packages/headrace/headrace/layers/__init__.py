@@ -5,10 +5,10 @@ program, with their initializer ops) and returns its output Variable(s). Modules
 ``nn`` (layers with parameters, pooling, dropout, softmax), ``ops`` (math and activations),
 ``loss``, ``metric``, ``tensor`` (constants, copies, shapes), ``control_flow`` (loops, counters,
 comparisons, tensor arrays), ``conditional`` (cond, case, Switch, IfElse), ``rnn``
-(StaticRNN, DynamicRNN), ``recurrent`` (whole LSTM/GRU/RNN stacks as one op), ``lod_array`` (rank tables, sequences as time steps), ``sequence``
-(pooling, reversing, masks, expanding over LoD batches), ``manip`` (expand, pad, label
-smoothing, random tensors; shapes given at run time),
-``learning_rate_scheduler``.
+(StaticRNN, DynamicRNN), ``recurrent`` (whole LSTM/GRU/RNN stacks as one op), ``lod_array``
+(rank tables, sequences as time steps), ``sequence`` (pooling, convolution, reshaping,
+reversing, masks, expanding over LoD batches), ``manip`` (expand, pad, label smoothing,
+random tensors; shapes given at run time), ``learning_rate_scheduler``.
 """
 from . import (conditional, control_flow, io, learning_rate_scheduler, lod_array, loss, manip,
                metric, nn, ops, recurrent, rnn, sequence, tensor)
@@ -54,7 +54,7 @@ from .manip import expand, expand_as, gaussian_random, label_smooth, pad, unifor
 __all__ = [
     # modules
     "conditional", "control_flow", "io", "learning_rate_scheduler", "lod_array", "loss",
-    "manip", "metric", "nn", "ops", "rnn", "sequence", "tensor",
+    "manip", "metric", "nn", "ops", "recurrent", "rnn", "sequence", "tensor",
     # io
     "data",
     # nn
