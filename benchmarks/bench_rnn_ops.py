@@ -7,9 +7,9 @@ over 32 LoD sequences of 50 steps, the loss the mean of the hidden states, and i
 ``backward()``. The cells differ in detail (Fluid's GRU resets before the product), not in
 work. lstm/gru report medians of interleaved runs (ours, then torch's, per round) and the
 median of the per-round ratios, by wall time and by the process's CPU time (steadier when
-other work shares the cores). The LSTM's and GRU's float32 products against their weights run
-on the kernels' own AVX-512 GEMM (plugins/nn/.../_rnn_gemm.h); the fc in front goes through
-OpenBLAS, whose kernels OPENBLAS_CORETYPE may pin (Haswell: AVX2, half of torch's oneDNN).
+other work shares the cores). Where the CPU has AVX-512 the float32 products (the LSTM's and
+GRU's against their weights, and the fc in front) run on the core's packed GEMM
+(headrace/kernels/packed_gemm.h), else on BLAS, whose kernels OPENBLAS_CORETYPE may pin.
 
     HEADRACE_BENCH_THREADS=1 python benchmarks/bench_rnn_ops.py [lstm|gru|rnn_lstm ...]
 
