@@ -2,7 +2,7 @@
 
 Build a program with Python calls, run it with an Executor. Public API, re-exported explicitly.
 """
-from . import dtypes, errors, io, ops, unique_name
+from . import cuda, dtypes, errors, io, ops, unique_name
 from .autodiff import append_backward, gradients
 from .errors import (HeadraceError, LayerError, OpError, ProgramError, ProgramParseError,
                      ShapeError, UnknownOpError, VariableError)

@@ -3,16 +3,28 @@
 Imported only when a CUDAPlace is used. With NUMBA_ENABLE_CUDASIM=1 (set before numba is
 imported) the same kernels run in Numba's CUDA simulator, which is how CI checks them.
 """
+import os
+
 import numpy as np
-from numba import cuda
 
 from ..runtime.place import DeviceUnavailableError
+from .cuda_pool import CachingPool
+
+try:
+    from numba import cuda
+except ImportError as e:   # the CUDA backend is an optional extra
+    raise DeviceUnavailableError(
+        f"CUDAPlace needs Numba's CUDA support, which is not installed ({e}): "
+        f"pip install headrace[cuda]") from e
 
 __all__ = ["check_available", "to_device", "to_host", "is_array", "zeros_like", "add",
-           "add_to", "cuda"]
+           "add_to", "cuda", "memory_allocated", "memory_reserved", "empty_cache"]
+
+SIMULATOR = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
 
 
 def check_available(place):
+    _install_memory_manager()
     if not cuda.is_available():
         raise DeviceUnavailableError(
             f"{place!r}: no CUDA device is visible (set NUMBA_ENABLE_CUDASIM=1 before "
@@ -87,3 +99,86 @@ def _add(a, b, out):
     i = cuda.grid(1)
     if i < out.size:
         out[i] = a[i] + b[i]
+
+
+# --- The caching allocator (Numba's External Memory Management plugin interface) ---------------
+
+_POOLS = []     # one CachingPool per CUDA context this process made
+
+
+def _install_memory_manager():
+    """Make the caching allocator Numba's memory manager; it has to be set before the first
+    context is created, so it runs before any device is selected. The simulator has no EMM:
+    there the pool bookkeeping is tested directly (headrace.devices.cuda_pool)."""
+    global _INSTALLED
+    if _INSTALLED or SIMULATOR or os.environ.get("NUMBA_CUDA_MEMORY_MANAGER"):
+        return
+    cuda.set_memory_manager(_caching_manager_class())
+    _INSTALLED = True
+
+
+_INSTALLED = False
+
+
+def _caching_manager_class():
+    from numba.cuda import HostOnlyCUDAMemoryManager
+    from numba.cuda.cudadrv.driver import MemoryPointer, NumbaCUDAMemoryManager
+
+    class CachingMemoryManager(HostOnlyCUDAMemoryManager):
+        """Device memory from a :class:`CachingPool` over Numba's own manager (the driver's
+        cuMemAlloc): a freed array's block returns to its size-class pool and is reused by the
+        next request of that class. Host (pinned/mapped) memory is the HostOnly base's."""
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self._driver = NumbaCUDAMemoryManager(*args, **kwargs)
+            self._pool = CachingPool(self._driver.memalloc, lambda block: block.free())
+            _POOLS.append(self._pool)
+
+        def memalloc(self, size):
+            block, _ = self._pool.malloc(size)
+            # The array gets a view of the block; freeing the view returns the block to the pool.
+            return MemoryPointer(self.context, block.device_pointer, size, owner=block,
+                                 finalizer=_releaser(self._pool, block))
+
+        def initialize(self):
+            super().initialize()
+            self._driver.initialize()
+
+        def get_memory_info(self):
+            return self._driver.get_memory_info()
+
+        def get_ipc_handle(self, memory):
+            return self._driver.get_ipc_handle(memory)
+
+        def reset(self):
+            self._pool.empty_cache()
+            super().reset()
+            self._driver.reset()
+
+        @property
+        def interface_version(self):
+            return 1
+
+    return CachingMemoryManager
+
+
+def _releaser(pool, block):
+    # A closure over the pool and block only (not the pointer), so the finalizer keeps no cycle.
+    return lambda: pool.release(block)
+
+
+def memory_allocated():
+    """Bytes of device memory in arrays that are alive (0 in the simulator, which has no EMM)."""
+    return sum(p.allocated for p in _POOLS)
+
+
+def memory_reserved():
+    """Bytes held from the driver: in use plus cached for reuse (0 in the simulator)."""
+    return sum(p.reserved for p in _POOLS)
+
+
+def empty_cache():
+    """Give the cached, unused blocks back to the driver (blocks in use stay)."""
+    for p in _POOLS:
+        p.empty_cache()
