@@ -150,12 +150,14 @@ class OpDef:
     differentiable: False for ops that have no gradient by nature (feed, random, comparisons).
     no_kernel: the executor interprets the op itself (feed, fetch, while, conditional_block).
     version: the op's definition version (written to the program's op_version_map).
+    host_only: None, or why the op runs on the host only (file or console I/O, say); an op with
+        a CPU kernel and no CUDA kernel must say why (tests/test_cuda_hygiene.py).
     """
     __slots__ = ("type", "inputs", "outputs", "attrs", "doc", "infer", "grad", "differentiable",
-                 "no_kernel", "version", "_in", "_out")
+                 "no_kernel", "version", "host_only", "_in", "_out")
 
     def __init__(self, type, *, inputs=(), outputs=(), attrs=(), doc="", infer=None, grad=None,
-                 differentiable=True, no_kernel=False, version=1):
+                 differentiable=True, no_kernel=False, version=1, host_only=None):
         self.type = type
         self.inputs = tuple(inputs)
         self.outputs = tuple(outputs)
@@ -169,6 +171,7 @@ class OpDef:
         self.differentiable = differentiable
         self.no_kernel = no_kernel
         self.version = version
+        self.host_only = host_only
         self._in = {s.name: s for s in self.inputs}
         self._out = {s.name: s for s in self.outputs}
         self._check_schema()
@@ -187,6 +190,11 @@ class OpDef:
             raise OpDefinitionError(f"op '{self.type}': infer must be callable")
         if self.infer is None and not self.no_kernel:
             raise OpDefinitionError(f"op '{self.type}': an op with kernels needs an infer rule")
+        if self.host_only is not None and (not isinstance(self.host_only, str)
+                                           or not self.host_only.strip()):
+            raise OpDefinitionError(f"op '{self.type}': host_only must say why the op runs on "
+                                    f"the host only (a non-empty string), found "
+                                    f"{self.host_only!r}")
 
     def input(self, name):
         """The input slot ``name`` or None."""

@@ -113,6 +113,7 @@ def grad_of(fwd, uses=("X",), grads=None, infer=None, doc=None, attrs=None):
     grad_def = OpDef(fwd.type + "_grad", inputs=inputs, outputs=outputs,
                      attrs=list(fwd.attrs.values()) if attrs is None else attrs,
                      infer=infer or default_infer, differentiable=False,
+                     host_only=fwd.host_only,   # the gradient runs where its forward op runs
                      doc=doc or f"Gradient of {fwd.type}.")
 
     def maker(ctx):

@@ -1,0 +1,97 @@
+"""Every op with a CPU kernel has a CUDA kernel, or says why it runs on the host only
+(``OpDef(host_only="why")``), or is listed in CUDA_PENDING (issue 11: not yet ported)."""
+import pytest
+
+from headrace.errors import OpDefinitionError
+from headrace.ops import OpDef, default_registry
+
+REGISTRY = default_registry()
+
+# Ops with a CPU kernel whose CUDA kernel is not written yet. This list may only shrink: a port
+# removes its ops here (the test fails while a ported op is still listed), and a new op comes
+# with its CUDA kernel or a host_only reason instead of joining the list. Keep it alphabetized.
+CUDA_PENDING = [
+    "abs", "abs_grad", "accuracy", "adagrad", "adam", "adamw", "arg_max", "arg_min", "assign",
+    "assign_value", "batch_norm", "batch_norm_grad", "cast", "ceil", "ceil_grad", "clip",
+    "clip_by_norm", "clip_grad", "concat", "concat_grad", "conv2d", "conv2d_grad", "cos",
+    "cos_grad", "cross_entropy", "cross_entropy2", "cross_entropy_grad", "cross_entropy_grad2",
+    "cumsum", "cumsum_grad", "dropout", "dropout_grad", "elementwise_add_grad",
+    "elementwise_div", "elementwise_div_grad", "elementwise_max_grad", "elementwise_min_grad",
+    "elementwise_mul_grad", "elementwise_pow", "elementwise_pow_grad", "elementwise_sub_grad",
+    "elu", "elu_grad", "equal", "exp", "exp_grad", "expand", "expand_as_v2",
+    "expand_as_v2_grad", "expand_grad", "expand_v2", "expand_v2_grad", "fill_any_like",
+    "fill_constant", "fill_constant_batch_size_like", "fill_zeros_like",
+    "flatten_contiguous_range", "flatten_contiguous_range_grad", "floor", "floor_grad",
+    "gather", "gather_grad", "gather_nd", "gather_nd_grad", "gaussian_random", "gelu",
+    "gelu_grad", "greater_equal", "greater_than", "group_norm", "group_norm_grad", "gru",
+    "gru_grad", "gru_unit", "gru_unit_grad", "hard_sigmoid", "hard_sigmoid_grad", "increment",
+    "instance_norm", "instance_norm_grad", "label_smooth", "label_smooth_grad", "layer_norm",
+    "layer_norm_grad", "leaky_relu", "leaky_relu_grad", "less_equal", "less_than", "lod_reset",
+    "log", "log_grad", "logical_and", "logical_not", "logical_or", "logical_xor",
+    "lookup_table", "lookup_table_grad", "lookup_table_v2", "lookup_table_v2_grad", "lstm",
+    "lstm_grad", "lstm_unit", "lstm_unit_grad", "lstmp", "lstmp_grad", "matmul", "matmul_grad",
+    "matmul_v2", "matmul_v2_grad", "mean", "mean_grad", "momentum", "mul_grad", "norm",
+    "norm_grad", "not_equal", "one_hot_v2", "pad", "pad_grad", "pool2d", "pool2d_grad",
+    "reciprocal", "reciprocal_grad", "reduce_all", "reduce_any", "reduce_max",
+    "reduce_max_grad", "reduce_mean", "reduce_mean_grad", "reduce_min", "reduce_min_grad",
+    "reduce_prod", "reduce_prod_grad", "reduce_sum", "reduce_sum_grad", "relu6", "relu6_grad",
+    "relu_grad", "reshape2", "reshape2_grad", "rmsprop", "rnn", "rnn_grad", "round",
+    "round_grad", "rsqrt", "rsqrt_grad", "scale", "scatter", "scatter_grad", "sequence_concat",
+    "sequence_concat_grad", "sequence_conv", "sequence_conv_grad", "sequence_enumerate",
+    "sequence_expand", "sequence_expand_as", "sequence_expand_as_grad", "sequence_expand_grad",
+    "sequence_mask", "sequence_pad", "sequence_pad_grad", "sequence_pool",
+    "sequence_pool_grad", "sequence_reshape", "sequence_reshape_grad", "sequence_reverse",
+    "sequence_scatter", "sequence_scatter_grad", "sequence_slice", "sequence_slice_grad",
+    "sequence_softmax", "sequence_softmax_grad", "sequence_unpad", "sequence_unpad_grad",
+    "sgd", "shape", "sigmoid", "sigmoid_grad", "silu", "silu_grad", "sin", "sin_grad", "slice",
+    "slice_grad", "softmax", "softmax_grad", "softmax_with_cross_entropy",
+    "softmax_with_cross_entropy_grad", "softplus", "softplus_grad", "softsign",
+    "softsign_grad", "split", "sqrt", "sqrt_grad", "square", "square_grad", "squared_l2_norm",
+    "squared_l2_norm_grad", "squeeze2", "squeeze2_grad", "stack", "stack_grad",
+    "strided_slice", "strided_slice_grad", "sum", "swish", "swish_grad", "tanh", "tanh_grad",
+    "top_k", "transpose2", "transpose2_grad", "uniform_random", "unsqueeze2",
+    "unsqueeze2_grad", "unstack", "unstack_grad", "where", "where_grad"
+]
+
+
+def _kernels(op_type):
+    return REGISTRY.kernels_for(op_type)
+
+
+def _cpu_ops():
+    return sorted(t for t in REGISTRY if _kernels(t).get("cpu") is not None)
+
+
+def test_pending_list_is_sorted_and_unique():
+    assert CUDA_PENDING == sorted(set(CUDA_PENDING))
+
+
+def test_every_cpu_op_has_a_cuda_kernel_or_a_reason():
+    pending = set(CUDA_PENDING)
+    missing = [t for t in _cpu_ops() if _kernels(t).get("cuda") is None
+               and REGISTRY.get(t).host_only is None and t not in pending]
+    assert not missing, (f"ops with a CPU kernel but no CUDA kernel: {missing}; write the CUDA "
+                         f"kernel (kernels/cuda/<module>.py) or give the op's definition "
+                         f"host_only=\"why it runs on the host only\"")
+
+
+def test_pending_list_stays_true():
+    ported = [t for t in CUDA_PENDING if t in REGISTRY and _kernels(t).get("cuda") is not None]
+    assert not ported, f"ops with a CUDA kernel now: remove {ported} from CUDA_PENDING"
+    unknown = [t for t in CUDA_PENDING if t not in REGISTRY or _kernels(t).get("cpu") is None]
+    assert not unknown, f"not an op with a CPU kernel any more: remove {unknown} from CUDA_PENDING"
+    host = [t for t in CUDA_PENDING if REGISTRY.get(t).host_only is not None]
+    assert not host, f"host-only ops need no CUDA kernel: remove {host} from CUDA_PENDING"
+
+
+def test_host_only_ops_have_no_cuda_kernel():
+    both = [t for t in REGISTRY if REGISTRY.get(t).host_only is not None
+            and _kernels(t).get("cuda") is not None]
+    assert not both, f"ops marked host_only that have a CUDA kernel: {both}"
+
+
+def test_host_only_must_say_why():
+    OpDef("host_io", no_kernel=True, host_only="writes a file")
+    for bad in ("", "  ", True, 1):
+        with pytest.raises(OpDefinitionError, match="host_only must say why"):
+            OpDef("host_io", no_kernel=True, host_only=bad)
