@@ -3,7 +3,6 @@
 One thread per output element; broadcast dims have stride 0, so the same kernel serves equal
 shapes and every broadcast pattern.
 """
-import numpy as np
 from numba import cuda
 
 from ._launch import grid
@@ -86,9 +85,11 @@ class Elementwise:
         out = cuda.device_array(tuple(shape), dtype=x.dtype)
         if out.size:
             pad = [1] * (MAXDIM - len(shape))
-            dims = np.array(shape + pad, dtype=np.int64)
-            sx = np.array(_strides(xs, shape) + [0] * len(pad), dtype=np.int64)
-            sy = np.array(_strides(ys, shape) + [0] * len(pad), dtype=np.int64)
+            # Tuples go by value in the launch; NumPy arrays would be copied to the device and
+            # back on every call (hidden copies: tests/test_cuda_copies.py).
+            dims = tuple(shape + pad)
+            sx = tuple(_strides(xs, shape) + [0] * len(pad))
+            sy = tuple(_strides(ys, shape) + [0] * len(pad))
             blocks, threads = grid(out.size)
             self.kernel[blocks, threads](x.reshape(-1) if x.size else x, y.reshape(-1),
                                          out.reshape(-1), dims, sx, sy, len(shape))
