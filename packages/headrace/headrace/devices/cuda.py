@@ -3,7 +3,9 @@
 Imported only when a CUDAPlace is used. With NUMBA_ENABLE_CUDASIM=1 (set before numba is
 imported) the same kernels run in Numba's CUDA simulator, which is how CI checks them.
 """
+import contextlib
 import os
+import threading
 
 import numpy as np
 
@@ -12,13 +14,13 @@ from .cuda_pool import CachingPool
 
 try:
     from numba import cuda
-except ImportError as e:   # the CUDA backend is an optional extra
-    raise DeviceUnavailableError(
-        f"CUDAPlace needs Numba's CUDA support, which is not installed ({e}): "
-        f"pip install headrace[cuda]") from e
+except ImportError as e:   # the CUDA backend is an optional extra; Place.module() names the place
+    raise ImportError(f"{e}; CUDAPlace needs Numba's CUDA support: "
+                      f"pip install headrace[cuda]") from e
 
 __all__ = ["check_available", "to_device", "to_host", "is_array", "zeros_like", "add",
-           "add_to", "cuda", "memory_allocated", "memory_reserved", "empty_cache"]
+           "add_to", "cuda", "memory_allocated", "memory_reserved", "empty_cache", "new_stream",
+           "use_stream", "current_stream"]
 
 SIMULATOR = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
 
@@ -40,23 +42,59 @@ def is_array(value):
     return hasattr(value, "copy_to_host") and not isinstance(value, np.ndarray)
 
 
+# --- Streams: each Executor owns one; its run launches and copies on it, asynchronously -----
+# Kernels launch on current_stream() (``kernel[blocks, threads, current_stream()]``; a kernel
+# maker may also read ``info.stream``). The stream is created blocking, so a kernel that still
+# launches on the legacy default stream is ordered with it rather than racing it.
+
+_LOCAL = threading.local()
+
+
+def new_stream():
+    """A new CUDA stream (one per Executor)."""
+    return cuda.stream()
+
+
+def current_stream():
+    """The stream of the run in progress on this thread, else the default stream."""
+    stream = getattr(_LOCAL, "stream", None)
+    return stream if stream is not None else cuda.default_stream()
+
+
+@contextlib.contextmanager
+def use_stream(stream):
+    """Make ``stream`` current on this thread for the block (the executor wraps each run)."""
+    prev = getattr(_LOCAL, "stream", None)
+    _LOCAL.stream = stream
+    try:
+        yield stream
+    finally:
+        _LOCAL.stream = prev
+
+
 def to_device(array, place=None):
+    """``array`` on the device, copied on the current stream (queued behind its launches)."""
     if is_array(array):
         return array
-    return cuda.to_device(np.ascontiguousarray(array))
+    return cuda.to_device(np.ascontiguousarray(array), stream=current_stream())
 
 
 def to_host(value):
+    """``value`` as a host array: the copy is queued on the current stream and waited for, so a
+    fetch is where the host synchronizes with the run's asynchronous launches."""
     if is_array(value):
-        return value.copy_to_host()
+        stream = current_stream()
+        host = value.copy_to_host(stream=stream)
+        stream.synchronize()
+        return host
     return value
 
 
 def zeros_like(value):
     """A new zero device array of ``value``'s shape and dtype."""
-    out = cuda.device_array(value.shape, value.dtype)
+    out = cuda.device_array(value.shape, value.dtype, stream=current_stream())
     if out.size:
-        _fill_zero[_blocks(out.size), _THREADS](out.reshape(out.size))
+        _fill_zero[_blocks(out.size), _THREADS, current_stream()](out.reshape(out.size))
     return out
 
 
@@ -64,10 +102,10 @@ def add(a, b):
     """A new device array ``a + b`` (same shapes and dtype)."""
     if a.shape != b.shape:
         raise ValueError(f"add: shapes {list(a.shape)} and {list(b.shape)} differ")
-    out = cuda.device_array(a.shape, a.dtype)
+    out = cuda.device_array(a.shape, a.dtype, stream=current_stream())
     if out.size:
         n = out.size
-        _add[_blocks(n), _THREADS](a.reshape(n), b.reshape(n), out.reshape(n))
+        _add[_blocks(n), _THREADS, current_stream()](a.reshape(n), b.reshape(n), out.reshape(n))
     return out
 
 
@@ -77,7 +115,8 @@ def add_to(acc, b):
         raise ValueError(f"add_to: shapes {list(acc.shape)} and {list(b.shape)} differ")
     if acc.size:
         n = acc.size
-        _add[_blocks(n), _THREADS](acc.reshape(n), b.reshape(n), acc.reshape(n))
+        _add[_blocks(n), _THREADS, current_stream()](acc.reshape(n), b.reshape(n),
+                                                     acc.reshape(n))
 
 
 _THREADS = 256

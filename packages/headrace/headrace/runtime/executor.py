@@ -121,6 +121,10 @@ class Executor:
             raise HeadraceError(f"Executor takes a CPUPlace or CUDAPlace, got {place!r}")
         self.place = place
         self._device = place.module()
+        # One stream per executor (devices that have streams): its runs launch and copy on it
+        # asynchronously, and the host waits only at a fetch (the device module's to_host).
+        new_stream = getattr(self._device, "new_stream", None)
+        self._stream = new_stream() if new_stream is not None else None
         # Plans live on the programs they were made for ({executor: {key: _RunPlan}}, weak in
         # the executor), not here: a plan refers to its program, so a cache in the executor
         # would keep every program it ever ran alive (a fresh clone a step leaked them all).
@@ -186,6 +190,12 @@ class Executor:
         return [op.input("X")[0] for op in sorted(ops, key=lambda o: o.attr("col"))]
 
     def _execute(self, program, feed, fetch_list, scope, return_numpy, prune):
+        if self._stream is None:
+            return self._execute_on(program, feed, fetch_list, scope, return_numpy, prune)
+        with self._device.use_stream(self._stream):
+            return self._execute_on(program, feed, fetch_list, scope, return_numpy, prune)
+
+    def _execute_on(self, program, feed, fetch_list, scope, return_numpy, prune):
         feed = feed or {}
         if not isinstance(feed, dict):
             raise FeedError(f"feed must be a dict of name -> value, got {type(feed).__name__}")

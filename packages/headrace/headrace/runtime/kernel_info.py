@@ -55,6 +55,13 @@ class KernelInfo:
     def __repr__(self):
         return f"<KernelInfo {self.op_type}>"
 
+    @property
+    def stream(self):
+        """The stream to launch on (the running executor's; None on devices without streams).
+        Read it at call time: the same kernel serves every run."""
+        current = getattr(self.device, "current_stream", None)
+        return current() if current is not None else None
+
     # -- how many -------------------------------------------------------------------------
     def n_inputs(self, slot):
         """The number of variables bound to input ``slot`` (0: unbound)."""

@@ -1,6 +1,8 @@
 """relu on CUDA (the device-seam proof; the full CUDA backend comes later)."""
 from numba import cuda
 
+from headrace.devices.cuda import current_stream   # the running executor's stream
+
 from ._launch import grid
 
 
@@ -20,7 +22,7 @@ class Relu:
         out = cuda.device_array(x.shape, dtype=x.dtype)
         if out.size:
             blocks, threads = grid(out.size)
-            _relu[blocks, threads](x.reshape(-1), out.reshape(-1))
+            _relu[blocks, threads, current_stream()](x.reshape(-1), out.reshape(-1))
         return (out,)
 
 

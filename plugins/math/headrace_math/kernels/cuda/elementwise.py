@@ -5,6 +5,8 @@ shapes and every broadcast pattern.
 """
 from numba import cuda
 
+from headrace.devices.cuda import current_stream   # the running executor's stream
+
 from ._launch import grid
 
 MAXDIM = 8
@@ -91,8 +93,9 @@ class Elementwise:
             sx = tuple(_strides(xs, shape) + [0] * len(pad))
             sy = tuple(_strides(ys, shape) + [0] * len(pad))
             blocks, threads = grid(out.size)
-            self.kernel[blocks, threads](x.reshape(-1) if x.size else x, y.reshape(-1),
-                                         out.reshape(-1), dims, sx, sy, len(shape))
+            self.kernel[blocks, threads, current_stream()](
+                x.reshape(-1) if x.size else x, y.reshape(-1), out.reshape(-1), dims, sx, sy,
+                len(shape))
         return (out,)
 
 

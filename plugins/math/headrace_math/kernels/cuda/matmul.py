@@ -4,6 +4,8 @@ import math
 import numpy as np
 from numba import cuda, float32, float64
 
+from headrace.devices.cuda import current_stream   # the running executor's stream
+
 TILE = 16
 
 
@@ -59,7 +61,8 @@ class Mul:
         out = cuda.device_array((M, N), dtype=x.dtype)
         if M and N:
             grid = ((N + TILE - 1) // TILE, (M + TILE - 1) // TILE)
-            _kernel(x.dtype)[grid, (TILE, TILE)](x.reshape(M, K), y.reshape(K, N), out, M, N, K)
+            _kernel(x.dtype)[grid, (TILE, TILE), current_stream()](
+                x.reshape(M, K), y.reshape(K, N), out, M, N, K)
         return (out.reshape(xs[:self.xn] + ys[self.yn:]),)
 
 
