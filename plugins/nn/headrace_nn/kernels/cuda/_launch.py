@@ -48,3 +48,24 @@ def flat(a):
 
 def empty_like(a):
     return cuda.device_array(a.shape, dtype=a.dtype)
+
+
+@cuda.jit(device=True)
+def tree_reduce(buf, t, is_max):
+    """Reduce buf[:ROW_THREADS] (max or sum) into buf[0]; every thread of the block calls it."""
+    # Halve the active threads each step; the result ends in buf[0].
+    step = ROW_THREADS // 2
+    while step > 0:
+        if t < step:
+            if is_max:
+                if buf[t + step] > buf[t]:
+                    buf[t] = buf[t + step]
+            else:
+                buf[t] += buf[t + step]
+        cuda.syncthreads()
+        step //= 2
+
+
+def grid(n, threads=256):
+    """(blocks, threads) covering ``n`` elements with one thread each (at least one block)."""
+    return max(1, (n + threads - 1) // threads), threads

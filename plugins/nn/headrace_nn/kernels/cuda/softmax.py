@@ -8,22 +8,8 @@ from numba import cuda, float64
 
 from headrace.devices.cuda import current_stream
 
-from ._launch import ROW_THREADS, empty_like, flat, float_input, same_shape_dtype, split_axis
-
-
-@cuda.jit(device=True)
-def _tree(buf, t, is_max):
-    # Halve the active threads each step; the result ends in buf[0].
-    step = ROW_THREADS // 2
-    while step > 0:
-        if t < step:
-            if is_max:
-                if buf[t + step] > buf[t]:
-                    buf[t] = buf[t + step]
-            else:
-                buf[t] += buf[t + step]
-        cuda.syncthreads()
-        step //= 2
+from ._launch import (ROW_THREADS, empty_like, flat, float_input, same_shape_dtype, split_axis,
+                      tree_reduce)
 
 
 @cuda.jit
@@ -39,7 +25,7 @@ def _softmax(x, out, C, inner):
             m = v
     buf[t] = m
     cuda.syncthreads()
-    _tree(buf, t, True)
+    tree_reduce(buf, t, True)
     m = buf[0]
     cuda.syncthreads()                    # every thread has read the max before buf is reused
     s = 0.0
@@ -49,7 +35,7 @@ def _softmax(x, out, C, inner):
         s += e
     buf[t] = s
     cuda.syncthreads()
-    _tree(buf, t, False)
+    tree_reduce(buf, t, False)
     inv = 1.0 / buf[0]
     for c in range(t, C, ROW_THREADS):
         out[base + c * inner] = out[base + c * inner] * inv
@@ -67,7 +53,7 @@ def _softmax_grad(y, dy, dx, C, inner):
         s += float64(y[k]) * dy[k]
     buf[t] = s
     cuda.syncthreads()
-    _tree(buf, t, False)
+    tree_reduce(buf, t, False)
     s = buf[0]
     for c in range(t, C, ROW_THREADS):
         k = base + c * inner

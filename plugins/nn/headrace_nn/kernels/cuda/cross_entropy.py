@@ -1,0 +1,196 @@
+"""cross_entropy and cross_entropy_grad on CUDA (hard and soft labels, ignore_index).
+
+Hard labels: one thread per row. An id out of range is never used to read: the thread records
+its row with an atomic min in a one-element device flag, and the kernel reads that flag back
+once after the launch (the documented one-element read) to raise the CPU kernel's IndexError.
+Soft labels: one block per row, the sum over classes a shared-memory tree reduction in float64.
+The gradient writes every element of X@GRAD in one launch (zeros off the label), so nothing is
+zero-filled separately.
+"""
+import math
+
+import numpy as np
+from numba import cuda, float64
+
+from headrace.devices.cuda import current_stream
+
+from ._launch import ROW_THREADS, flat, float_input, grid, tree_reduce
+
+DTYPES = ("float32", "float64")
+
+
+@cuda.jit
+def _hard(x, lab, y, N, C, ignore, bad):
+    i = cuda.grid(1)
+    if i < N:
+        lv = lab[i]
+        if lv == ignore:
+            y[i] = 0
+        elif lv < 0 or lv >= C:
+            cuda.atomic.min(bad, 0, i)
+        else:
+            y[i] = -math.log(float64(x[i * C + lv]))
+
+
+@cuda.jit
+def _soft(x, lab, y, C):
+    i = cuda.blockIdx.x
+    t = cuda.threadIdx.x
+    buf = cuda.shared.array(ROW_THREADS, float64)
+    s = 0.0
+    for c in range(t, C, ROW_THREADS):
+        s -= float64(lab[i * C + c]) * math.log(float64(x[i * C + c]))
+    buf[t] = s
+    cuda.syncthreads()
+    tree_reduce(buf, t, False)
+    if t == 0:
+        y[i] = buf[0]
+
+
+@cuda.jit
+def _hard_grad(x, lab, dy, dx, N, C, ignore, bad):
+    k = cuda.grid(1)
+    if k < N * C:
+        i = k // C
+        lv = lab[i]
+        v = 0.0
+        if lv != ignore:
+            if lv < 0 or lv >= C:
+                if k % C == 0:
+                    cuda.atomic.min(bad, 0, i)
+            elif k % C == lv:
+                v = -dy[i] / x[k]
+        dx[k] = v
+
+
+@cuda.jit
+def _soft_grad(x, lab, dy, dx, C, total):
+    k = cuda.grid(1)
+    if k < total:
+        dx[k] = -lab[k] * dy[k // C] / x[k]
+
+
+@cuda.jit
+def _fill_flag(bad, v):
+    bad[0] = v
+
+
+def _int64_labels(lab, op):
+    if str(lab.dtype) != "int64":
+        raise TypeError(f"{op}: hard Label has dtype {lab.dtype}, expected int64")
+    return lab
+
+
+def _hard_label_shape(xs, ls, op):
+    """Y's shape for hard labels [..., 1] (-> [..., 1]) or [...] (-> [...])."""
+    lead = xs[:-1]
+    if len(ls) == len(xs) and ls[:-1] == lead and ls[-1] == 1:
+        return lead + (1,)
+    if ls == lead:
+        return lead
+    raise ValueError(f"{op}: hard Label{list(ls)} does not fit X{list(xs)}: expected "
+                     f"{list(lead + (1,))} or {list(lead)}")
+
+
+def _new_flag(N, stream):
+    bad = cuda.device_array(1, dtype=np.int64, stream=stream)
+    _fill_flag[1, 1, stream](bad, N)
+    return bad
+
+
+def _check_flag(bad, N, lab, C, ignore, op):
+    # The one host read of these kernels: a single int64, only to raise on a bad label.
+    row = int(bad.copy_to_host()[0])
+    if row < N:
+        value = int(flat(lab)[row:row + 1].copy_to_host()[0])
+        raise IndexError(f"{op}: Label value {value} (row {row}) is out of range for {C} "
+                         f"classes (ignore_index={ignore})")
+
+
+def _check_soft(lab, x, op):
+    if lab.dtype != x.dtype:
+        raise TypeError(f"{op}: soft Label has dtype {lab.dtype}, expected X's {x.dtype}")
+    if tuple(lab.shape) != tuple(x.shape):
+        raise ValueError(f"{op}: soft Label{list(lab.shape)} must have X's shape "
+                         f"{list(x.shape)}")
+
+
+class CrossEntropy:
+    def __init__(self, attrs, info=None):
+        self.soft = attrs.get("soft_label", False)
+        self.ignore = attrs.get("ignore_index", -100)
+
+    def __call__(self, x, label):
+        name = "cross_entropy"
+        float_input(x, name, "X")
+        xs = tuple(x.shape)
+        if len(xs) < 1:
+            raise ValueError(f"{name}: X must have a class dimension, got shape []")
+        C, N = xs[-1], int(np.prod(xs[:-1], dtype=np.int64))
+        stream = current_stream()
+        if self.soft:
+            _check_soft(label, x, name)
+            y = cuda.device_array(xs[:-1] + (1,), dtype=x.dtype, stream=stream)
+            if N:
+                _soft[N, ROW_THREADS, stream](flat(x), flat(label), flat(y), C)
+            return (y,)
+        _int64_labels(label, name)
+        y = cuda.device_array(_hard_label_shape(xs, tuple(label.shape), name), dtype=x.dtype,
+                              stream=stream)
+        if N:
+            bad = _new_flag(N, stream)
+            blocks, threads = grid(N)
+            _hard[blocks, threads, stream](flat(x), flat(label), flat(y), N, C, self.ignore,
+                                           bad)
+            _check_flag(bad, N, label, C, self.ignore, name)
+        return (y,)
+
+
+class CrossEntropyGrad:
+    """cross_entropy_grad(X, Label, Y@GRAD) -> (X@GRAD,)."""
+
+    def __init__(self, attrs, info=None):
+        self.soft = attrs.get("soft_label", False)
+        self.ignore = attrs.get("ignore_index", -100)
+        self.want = info is None or info.wants("X@GRAD")
+
+    def __call__(self, x, label, dy):
+        name = "cross_entropy_grad"
+        float_input(x, name, "X")
+        float_input(dy, name, "Y@GRAD")
+        if dy.dtype != x.dtype:
+            raise TypeError(f"{name}: Y@GRAD has dtype {dy.dtype}, expected {x.dtype} "
+                            "(the dtype of X)")
+        xs = tuple(x.shape)
+        if len(xs) < 1:
+            raise ValueError(f"{name}: X must have a class dimension, got shape []")
+        C, N = xs[-1], int(np.prod(xs[:-1], dtype=np.int64))
+        if self.soft:
+            _check_soft(label, x, name)
+            want = xs[:-1] + (1,)
+        else:
+            _int64_labels(label, name)
+            want = _hard_label_shape(xs, tuple(label.shape), name)
+        if tuple(dy.shape) != want:
+            raise ValueError(f"{name}: Y@GRAD has shape {list(dy.shape)}, expected "
+                             f"{list(want)} (Y's shape)")
+        if not self.want:
+            return (None,)
+        stream = current_stream()
+        dx = cuda.device_array(xs, dtype=x.dtype, stream=stream)
+        if N * C == 0:
+            return (dx,)
+        blocks, threads = grid(N * C)
+        if self.soft:
+            _soft_grad[blocks, threads, stream](flat(x), flat(label), flat(dy), flat(dx), C,
+                                                N * C)
+            return (dx,)
+        bad = _new_flag(N, stream)
+        _hard_grad[blocks, threads, stream](flat(x), flat(label), flat(dy), flat(dx), N, C,
+                                            self.ignore, bad)
+        _check_flag(bad, N, label, C, self.ignore, name)
+        return (dx,)
+
+
+KERNELS = [("cross_entropy", CrossEntropy, DTYPES),
+           ("cross_entropy_grad", CrossEntropyGrad, DTYPES)]

@@ -1,0 +1,60 @@
+"""cross_entropy / cross_entropy_grad on CUDAPlace (Numba's simulator without a GPU): hard labels
+with ignore_index and both label shapes, a bad label refused, soft labels, the gradients in
+float64 against their closed forms. Shapes stay tiny: the simulator runs each thread in Python."""
+import numpy as np
+import pytest
+
+import headrace as hr
+from headrace.testing import check_op
+
+pytestmark = pytest.mark.cuda
+
+PLACES = [hr.CPUPlace(), hr.CUDAPlace(0)]
+
+
+def _probs(n, c, seed=0):
+    e = np.exp(np.random.default_rng(seed).standard_normal((n, c)))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("label_shape", ["column", "flat"])
+def test_hard_labels_with_ignore_index(label_shape):
+    x = _probs(4, 5)
+    lab = np.array([0, 4, 2, 1], dtype="int64")
+    y = -np.log(x[np.arange(4), lab])
+    y[2] = 0                                    # the ignored row
+    if label_shape == "column":
+        lab, y = lab[:, None], y[:, None]
+    check_op("cross_entropy", {"X": x, "Label": lab}, {"Y": y}, attrs={"ignore_index": 2},
+             places=PLACES)
+    dy = np.random.default_rng(1).standard_normal(y.shape)
+    dx = np.zeros_like(x)
+    flat = lab.reshape(-1)
+    for i in (0, 1, 3):
+        dx[i, flat[i]] = -dy.reshape(-1)[i] / x[i, flat[i]]
+    check_op("cross_entropy_grad", {"X": x, "Label": lab, "Y@GRAD": dy}, {"X@GRAD": dx},
+             attrs={"ignore_index": 2}, places=PLACES)
+
+
+def test_a_bad_label_is_refused():
+    x = _probs(3, 4)
+    lab = np.array([[1], [7], [0]], dtype="int64")
+    with pytest.raises(Exception, match="Label value 7"):
+        check_op("cross_entropy", {"X": x, "Label": lab}, {"Y": np.zeros((3, 1))},
+                 places=[hr.CUDAPlace(0)])
+
+
+def test_soft_labels():
+    x, lab = _probs(3, 4), _probs(3, 4, seed=2)
+    y = -(lab * np.log(x)).sum(axis=1, keepdims=True)
+    check_op("cross_entropy", {"X": x, "Label": lab}, {"Y": y}, attrs={"soft_label": True},
+             places=PLACES)
+    dy = np.random.default_rng(3).standard_normal((3, 1))
+    check_op("cross_entropy_grad", {"X": x, "Label": lab, "Y@GRAD": dy},
+             {"X@GRAD": -lab * dy / x}, attrs={"soft_label": True}, places=PLACES)
+
+
+def test_empty_batch():
+    x = np.zeros((0, 4))
+    check_op("cross_entropy", {"X": x, "Label": np.zeros((0, 1), "int64")},
+             {"Y": np.zeros((0, 1))}, places=PLACES)
