@@ -55,7 +55,8 @@ def copies(monkeypatch):
 
 
 def _network():
-    """x -> relu(x W1 + b) -> relu(h W2 + h2) : mul, elementwise_add, relu (CUDA kernels today)."""
+    """x -> h = relu(x W1 + b) -> softmax(relu(h W2 + h)): mul, elementwise_add, relu, softmax
+    (the ops with CUDA kernels so far; extend it as more land)."""
     prog = hr.Program()
     b = prog.global_block()
     feeds = {"x": [-1, 6], "w1": [6, 5], "b1": [5], "w2": [5, 5]}
@@ -66,7 +67,8 @@ def _network():
     h = b.append_op("relu", {"X": h}, {"Out": "r1"}).output("Out")[0]
     g = b.append_op("mul", {"X": h, "Y": v["w2"]}, {"Out": "g"}).output("Out")[0]
     g = b.append_op("elementwise_add", {"X": g, "Y": h}, {"Out": "gh"}).output("Out")[0]
-    b.append_op("relu", {"X": g}, {"Out": "out"})
+    g = b.append_op("relu", {"X": g}, {"Out": "r2"}).output("Out")[0]
+    b.append_op("softmax", {"X": g}, {"Out": "out"})
     values = {n: rng.standard_normal([3 if d < 0 else d for d in s]).astype("float32")
               for n, s in feeds.items()}
     return prog, values
@@ -83,7 +85,9 @@ def test_a_step_copies_only_feeds_and_fetches(copies):
         assert copies == {"h2d": len(feed), "d2h": 1}
     x, w1, b1, w2 = feed["x"], feed["w1"], feed["b1"], feed["w2"]
     r1 = np.maximum(x @ w1 + b1, 0)
-    np.testing.assert_allclose(got, np.maximum(r1 @ w2 + r1, 0), rtol=1e-5, atol=1e-6)
+    r2 = np.maximum(r1 @ w2 + r1, 0)
+    e = np.exp(r2 - r2.max(axis=-1, keepdims=True))
+    np.testing.assert_allclose(got, e / e.sum(axis=-1, keepdims=True), rtol=1e-5, atol=1e-6)
 
 
 def test_fetching_nothing_copies_only_feeds(copies):
