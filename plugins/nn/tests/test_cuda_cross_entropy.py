@@ -58,3 +58,46 @@ def test_empty_batch():
     x = np.zeros((0, 4))
     check_op("cross_entropy", {"X": x, "Label": np.zeros((0, 1), "int64")},
              {"Y": np.zeros((0, 1))}, places=PLACES)
+
+
+def _log_softmax(x, axis):
+    m = x.max(axis=axis, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(axis=axis, keepdims=True))
+
+
+@pytest.mark.parametrize("axis", [-1, 1])
+def test_softmax_with_cross_entropy_hard(axis):
+    # [2, 3, 4] with axis 1: the classes 4 apart, the loss [2, 1, 4]; position 5 is ignored.
+    x = np.random.default_rng(4).standard_normal((2, 3, 4)) * 3
+    c = x.shape[axis]
+    lab = np.random.default_rng(5).integers(0, c, x.shape[:axis % 3] + (1,)
+                                            + x.shape[axis % 3 + 1:]).astype("int64")
+    lab.reshape(-1)[5] = -100
+    logp = _log_softmax(x, axis)
+    loss = -np.take_along_axis(logp, np.where(lab < 0, 0, lab), axis=axis)
+    loss[lab == -100] = 0
+    check_op("softmax_with_cross_entropy", {"Logits": x, "Label": lab},
+             {"Softmax": np.exp(logp), "Loss": loss}, attrs={"axis": axis}, places=PLACES)
+    sm, dl = np.exp(logp), np.random.default_rng(6).standard_normal(loss.shape)
+    onehot = np.zeros_like(sm)
+    np.put_along_axis(onehot, np.where(lab < 0, 0, lab), 1.0, axis=axis)
+    dx = (sm - onehot) * dl * (lab != -100)
+    check_op("softmax_with_cross_entropy_grad", {"Softmax": sm, "Label": lab, "Loss@GRAD": dl},
+             {"Logits@GRAD": dx}, attrs={"axis": axis}, places=PLACES)
+
+
+def test_softmax_with_cross_entropy_soft_and_bad_label():
+    x, lab = np.random.default_rng(7).standard_normal((3, 4)), _probs(3, 4, seed=8)
+    logp = _log_softmax(x, 1)
+    check_op("softmax_with_cross_entropy", {"Logits": x, "Label": lab},
+             {"Softmax": np.exp(logp), "Loss": -(lab * logp).sum(1, keepdims=True)},
+             attrs={"soft_label": True}, places=PLACES)
+    dl = np.random.default_rng(9).standard_normal((3, 1))
+    check_op("softmax_with_cross_entropy_grad",
+             {"Softmax": np.exp(logp), "Label": lab, "Loss@GRAD": dl},
+             {"Logits@GRAD": (np.exp(logp) - lab) * dl}, attrs={"soft_label": True},
+             places=PLACES)
+    with pytest.raises(Exception, match="Label value 9"):
+        check_op("softmax_with_cross_entropy",
+                 {"Logits": x, "Label": np.array([[0], [9], [1]], dtype="int64")},
+                 {"Softmax": x, "Loss": np.zeros((3, 1))}, places=[hr.CUDAPlace(0)])

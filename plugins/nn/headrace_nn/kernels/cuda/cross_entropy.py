@@ -1,4 +1,5 @@
-"""cross_entropy and cross_entropy_grad on CUDA (hard and soft labels, ignore_index).
+"""cross_entropy, softmax_with_cross_entropy and their grads on CUDA (hard and soft labels,
+ignore_index; softmax_with_cross_entropy with axis and use_softmax as the CPU kernel).
 
 Hard labels: one thread per row. An id out of range is never used to read: the thread records
 its row with an atomic min in a one-element device flag, and the kernel reads that flag back
@@ -192,5 +193,216 @@ class CrossEntropyGrad:
         return (dx,)
 
 
+# -- softmax_with_cross_entropy: one block per softmax of the [outer, C, inner] view ------------
+
+@cuda.jit
+def _swce(x, lab, sm, loss, C, inner, hard, ignore, use_softmax, bad):
+    row = cuda.blockIdx.x                 # the position k = o * inner + i of Loss
+    t = cuda.threadIdx.x
+    base = (row // inner) * C * inner + row % inner
+    buf = cuda.shared.array(ROW_THREADS, float64)
+    lse = 0.0                             # log(sum exp x), read only with use_softmax
+    if use_softmax:
+        m = -math.inf
+        for c in range(t, C, ROW_THREADS):
+            if x[base + c * inner] > m:
+                m = x[base + c * inner]
+        buf[t] = m
+        cuda.syncthreads()
+        tree_reduce(buf, t, True)
+        m = buf[0]
+        cuda.syncthreads()
+        s = 0.0
+        for c in range(t, C, ROW_THREADS):
+            e = math.exp(float64(x[base + c * inner]) - m)
+            sm[base + c * inner] = e
+            s += e
+        buf[t] = s
+        cuda.syncthreads()
+        tree_reduce(buf, t, False)
+        s = buf[0]
+        lse = m + math.log(s)             # log p = x - lse: a hard loss never logs an underflow
+        for c in range(t, C, ROW_THREADS):
+            sm[base + c * inner] = sm[base + c * inner] / s
+        cuda.syncthreads()
+    else:
+        for c in range(t, C, ROW_THREADS):
+            sm[base + c * inner] = x[base + c * inner]
+    if hard:
+        if t == 0:
+            lv = lab[row]
+            if lv == ignore:
+                loss[row] = 0
+            elif lv < 0 or lv >= C:
+                cuda.atomic.min(bad, 0, row)
+            elif use_softmax:
+                loss[row] = lse - x[base + lv * inner]
+            else:
+                loss[row] = -math.log(float64(x[base + lv * inner]))
+    else:
+        acc = 0.0
+        for c in range(t, C, ROW_THREADS):
+            k = base + c * inner
+            if use_softmax:
+                acc += lab[k] * (lse - x[k])
+            else:
+                acc -= lab[k] * math.log(float64(x[k]))
+        buf[t] = acc
+        cuda.syncthreads()
+        tree_reduce(buf, t, False)
+        if t == 0:
+            loss[row] = buf[0]
+
+
+@cuda.jit
+def _swce_grad(sm, lab, dl, dx, C, inner, hard, ignore, use_softmax, bad):
+    row = cuda.blockIdx.x
+    t = cuda.threadIdx.x
+    base = (row // inner) * C * inner + row % inner
+    buf = cuda.shared.array(ROW_THREADS, float64)
+    d = dl[row]
+    if hard:
+        lv = lab[row]
+        skip = lv == ignore
+        if not skip and (lv < 0 or lv >= C):
+            if t == 0:
+                cuda.atomic.min(bad, 0, row)
+            skip = True
+        for c in range(t, C, ROW_THREADS):
+            k = base + c * inner
+            if skip:
+                dx[k] = 0
+            elif use_softmax:
+                dx[k] = sm[k] * d - (d if c == lv else 0)
+            else:
+                dx[k] = -d / sm[k] if c == lv else 0
+    elif use_softmax:
+        # (Softmax * sum(Label) - Label) * d: Paddle's (Softmax - Label) * d for distributions.
+        tot = 0.0
+        for c in range(t, C, ROW_THREADS):
+            tot += lab[base + c * inner]
+        buf[t] = tot
+        cuda.syncthreads()
+        tree_reduce(buf, t, False)
+        tot = buf[0]
+        for c in range(t, C, ROW_THREADS):
+            k = base + c * inner
+            dx[k] = (sm[k] * tot - lab[k]) * d
+    else:
+        for c in range(t, C, ROW_THREADS):
+            k = base + c * inner
+            dx[k] = -lab[k] * d / sm[k]
+
+
+def _swce_labels(label, x, xs, axis, soft, name, what):
+    if soft:
+        if label.dtype != x.dtype:
+            raise TypeError(f"{name}: soft Label has dtype {label.dtype}, expected "
+                            f"{what}' {x.dtype}")
+        if tuple(label.shape) != xs:
+            raise ValueError(f"{name}: soft Label{list(label.shape)} must have {what}' "
+                             f"shape {list(xs)}")
+        return
+    if str(label.dtype) not in ("int64", "int32"):
+        raise TypeError(f"{name}: hard Label has dtype {label.dtype}, expected int64 or int32")
+    want = xs[:axis] + (1,) + xs[axis + 1:]
+    if tuple(label.shape) != want:
+        raise ValueError(f"{name}: hard Label{list(label.shape)} must be {list(want)} "
+                         f"({what}{list(xs)}, axis {axis})")
+
+
+def _axis(xs, axis, name, what):
+    rank = len(xs)
+    if rank < 1:
+        raise ValueError(f"{name}: {what} must have a class dimension, got shape []")
+    if not -rank <= axis < rank:
+        raise ValueError(f"{name}: axis {axis} is out of range for {what}{list(xs)}")
+    return axis + rank if axis < 0 else axis
+
+
+def _bad_position(bad, n, lab, C, ignore, op):
+    row = int(bad.copy_to_host()[0])      # the one-element read, only to raise on a bad label
+    if row < n:
+        value = int(flat(lab)[row:row + 1].copy_to_host()[0])
+        raise IndexError(f"{op}: Label value {value} (position {row}) is out of range for {C} "
+                         f"classes (ignore_index={ignore})")
+
+
+class SoftmaxWithCrossEntropy:
+    def __init__(self, attrs, info=None):
+        self.soft = attrs.get("soft_label", False)
+        self.ignore = attrs.get("ignore_index", -100)
+        self.axis = attrs.get("axis", -1)
+        self.use_softmax = attrs.get("use_softmax", True)
+
+    def __call__(self, logits, label):
+        name = "softmax_with_cross_entropy"
+        float_input(logits, name, "Logits")
+        xs = tuple(logits.shape)
+        axis = _axis(xs, self.axis, name, "Logits")
+        _swce_labels(label, logits, xs, axis, self.soft, name, "Logits")
+        outer, C = int(np.prod(xs[:axis], dtype=np.int64)), xs[axis]
+        inner = int(np.prod(xs[axis + 1:], dtype=np.int64))
+        stream = current_stream()
+        sm = cuda.device_array(xs, dtype=logits.dtype, stream=stream)
+        loss = cuda.device_array(xs[:axis] + (1,) + xs[axis + 1:], dtype=logits.dtype,
+                                 stream=stream)
+        n = outer * inner
+        if C == 0 and n > 0:
+            raise ValueError(f"{name}: Logits{list(xs)} has no classes on axis {axis}")
+        if n == 0:
+            return (sm, loss)
+        bad = _new_flag(n, stream)
+        _swce[n, ROW_THREADS, stream](flat(logits), flat(label), flat(sm), flat(loss), C, inner,
+                                      not self.soft, self.ignore, self.use_softmax, bad)
+        if not self.soft:
+            _bad_position(bad, n, label, C, self.ignore, name)
+        return (sm, loss)
+
+
+class SoftmaxWithCrossEntropyGrad:
+    """softmax_with_cross_entropy_grad(Softmax, Label, Loss@GRAD) -> (Logits@GRAD,)."""
+
+    def __init__(self, attrs, info=None):
+        self.soft = attrs.get("soft_label", False)
+        self.ignore = attrs.get("ignore_index", -100)
+        self.axis = attrs.get("axis", -1)
+        self.use_softmax = attrs.get("use_softmax", True)
+        self.want = info is None or info.wants("Logits@GRAD")
+
+    def __call__(self, softmax, label, dloss):
+        name = "softmax_with_cross_entropy_grad"
+        float_input(softmax, name, "Softmax")
+        float_input(dloss, name, "Loss@GRAD")
+        if dloss.dtype != softmax.dtype:
+            raise TypeError(f"{name}: Loss@GRAD has dtype {dloss.dtype}, expected "
+                            f"{softmax.dtype} (the dtype of Softmax)")
+        xs = tuple(softmax.shape)
+        axis = _axis(xs, self.axis, name, "Softmax")
+        lshape = xs[:axis] + (1,) + xs[axis + 1:]
+        if tuple(dloss.shape) != lshape:
+            raise ValueError(f"{name}: Loss@GRAD has shape {list(dloss.shape)}, expected "
+                             f"{list(lshape)} (Loss's shape)")
+        _swce_labels(label, softmax, xs, axis, self.soft, name, "Softmax")
+        if not self.want:
+            return (None,)
+        outer, C = int(np.prod(xs[:axis], dtype=np.int64)), xs[axis]
+        inner = int(np.prod(xs[axis + 1:], dtype=np.int64))
+        stream = current_stream()
+        dx = cuda.device_array(xs, dtype=softmax.dtype, stream=stream)
+        n = outer * inner
+        if n * C == 0:
+            return (dx,)
+        bad = _new_flag(n, stream)
+        _swce_grad[n, ROW_THREADS, stream](flat(softmax), flat(label), flat(dloss), flat(dx),
+                                           C, inner, not self.soft, self.ignore,
+                                           self.use_softmax, bad)
+        if not self.soft:
+            _bad_position(bad, n, label, C, self.ignore, name)
+        return (dx,)
+
+
 KERNELS = [("cross_entropy", CrossEntropy, DTYPES),
-           ("cross_entropy_grad", CrossEntropyGrad, DTYPES)]
+           ("cross_entropy_grad", CrossEntropyGrad, DTYPES),
+           ("softmax_with_cross_entropy", SoftmaxWithCrossEntropy, DTYPES),
+           ("softmax_with_cross_entropy_grad", SoftmaxWithCrossEntropyGrad, DTYPES)]
