@@ -14,7 +14,7 @@ CUDA_PENDING = [
     "abs", "abs_grad", "adagrad", "adam", "adamw", "arg_max", "arg_min", "assign",
     "assign_value", "batch_norm", "batch_norm_grad", "cast", "ceil", "ceil_grad", "clip",
     "clip_by_norm", "clip_grad", "concat", "concat_grad", "conv2d", "conv2d_grad", "cos",
-    "cos_grad", "cross_entropy2", "cross_entropy_grad2",
+    "cos_grad",
     "cumsum", "cumsum_grad", "dropout", "dropout_grad", "elementwise_add_grad",
     "elementwise_div", "elementwise_div_grad", "elementwise_max_grad", "elementwise_min_grad",
     "elementwise_mul_grad", "elementwise_pow", "elementwise_pow_grad", "elementwise_sub_grad",

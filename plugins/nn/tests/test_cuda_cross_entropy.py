@@ -101,3 +101,21 @@ def test_softmax_with_cross_entropy_soft_and_bad_label():
         check_op("softmax_with_cross_entropy",
                  {"Logits": x, "Label": np.array([[0], [9], [1]], dtype="int64")},
                  {"Softmax": x, "Loss": np.zeros((3, 1))}, places=[hr.CUDAPlace(0)])
+
+
+def test_cross_entropy2_and_its_grad():
+    x = _probs(4, 3)
+    lab = np.array([[2], [0], [-100], [1]], dtype="int64")
+    rows = np.array([0, 1, 3])
+    match = np.zeros((4, 1))
+    match[rows, 0] = x[rows, lab[rows, 0]]
+    y = np.zeros((4, 1))
+    y[rows, 0] = -np.log(match[rows, 0])
+    check_op("cross_entropy2", {"X": x, "Label": lab}, {"Y": y, "MatchX": match},
+             places=PLACES)
+    dy = np.random.default_rng(11).standard_normal((4, 1))
+    dx = np.zeros_like(x)
+    dx[rows, lab[rows, 0]] = -dy[rows, 0] / match[rows, 0]
+    check_op("cross_entropy_grad2",
+             {"MatchX": match, "Label": lab, "XShape": np.zeros((4, 3, 0)), "Y@GRAD": dy},
+             {"X@GRAD": dx}, places=PLACES)

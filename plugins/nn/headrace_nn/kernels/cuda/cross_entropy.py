@@ -21,16 +21,22 @@ DTYPES = ("float32", "float64")
 
 
 @cuda.jit
-def _hard(x, lab, y, N, C, ignore, bad):
+def _hard(x, lab, y, match, N, C, ignore, bad, v2):
+    # v2 (cross_entropy2) also keeps MatchX[i] = X[i, label], all its gradient reads.
     i = cuda.grid(1)
     if i < N:
         lv = lab[i]
         if lv == ignore:
             y[i] = 0
+            if v2:
+                match[i] = 0
         elif lv < 0 or lv >= C:
             cuda.atomic.min(bad, 0, i)
         else:
-            y[i] = -math.log(float64(x[i * C + lv]))
+            p = x[i * C + lv]
+            y[i] = -math.log(float64(p))
+            if v2:
+                match[i] = p
 
 
 @cuda.jit
@@ -49,7 +55,8 @@ def _soft(x, lab, y, C):
 
 
 @cuda.jit
-def _hard_grad(x, lab, dy, dx, N, C, ignore, bad):
+def _hard_grad(x, lab, dy, dx, N, C, ignore, bad, matched):
+    # matched (cross_entropy_grad2): x is MatchX [N], X[i, label] already picked.
     k = cuda.grid(1)
     if k < N * C:
         i = k // C
@@ -60,7 +67,7 @@ def _hard_grad(x, lab, dy, dx, N, C, ignore, bad):
                 if k % C == 0:
                     cuda.atomic.min(bad, 0, i)
             elif k % C == lv:
-                v = -dy[i] / x[k]
+                v = -dy[i] / (x[i] if matched else x[k])
         dx[k] = v
 
 
@@ -117,12 +124,16 @@ def _check_soft(lab, x, op):
 
 
 class CrossEntropy:
-    def __init__(self, attrs, info=None):
-        self.soft = attrs.get("soft_label", False)
+    """cross_entropy (hard or soft labels) and, with ``v2``, cross_entropy2."""
+
+    def __init__(self, attrs, info=None, v2=False):
+        self.v2 = v2
+        self.name = "cross_entropy2" if v2 else "cross_entropy"
+        self.soft = False if v2 else attrs.get("soft_label", False)
         self.ignore = attrs.get("ignore_index", -100)
 
     def __call__(self, x, label):
-        name = "cross_entropy"
+        name = self.name
         float_input(x, name, "X")
         xs = tuple(x.shape)
         if len(xs) < 1:
@@ -138,13 +149,21 @@ class CrossEntropy:
         _int64_labels(label, name)
         y = cuda.device_array(_hard_label_shape(xs, tuple(label.shape), name), dtype=x.dtype,
                               stream=stream)
+        match = cuda.device_array(xs[:-1] + (1,), dtype=x.dtype, stream=stream)
         if N:
             bad = _new_flag(N, stream)
             blocks, threads = grid(N)
-            _hard[blocks, threads, stream](flat(x), flat(label), flat(y), N, C, self.ignore,
-                                           bad)
+            _hard[blocks, threads, stream](flat(x), flat(label), flat(y), flat(match), N, C,
+                                           self.ignore, bad, self.v2)
             _check_flag(bad, N, label, C, self.ignore, name)
-        return (y,)
+        if not self.v2:
+            return (y,)
+        # XShape carries X's dims (and a trailing 0) to the gradient: it holds no data.
+        return (y, cuda.device_array(xs + (0,), dtype=x.dtype, stream=stream), match)
+
+
+def cross_entropy2(attrs, info=None):
+    return CrossEntropy(attrs, info, True)
 
 
 class CrossEntropyGrad:
@@ -188,7 +207,49 @@ class CrossEntropyGrad:
             return (dx,)
         bad = _new_flag(N, stream)
         _hard_grad[blocks, threads, stream](flat(x), flat(label), flat(dy), flat(dx), N, C,
-                                            self.ignore, bad)
+                                            self.ignore, bad, False)
+        _check_flag(bad, N, label, C, self.ignore, name)
+        return (dx,)
+
+
+class CrossEntropyGrad2:
+    """cross_entropy_grad2(MatchX, Label, XShape, Y@GRAD) -> (X@GRAD,)."""
+
+    def __init__(self, attrs, info=None):
+        self.ignore = attrs.get("ignore_index", -100)
+        self.want = info is None or info.wants("X@GRAD")
+
+    def __call__(self, matchx, label, xshape, dy):
+        name = "cross_entropy_grad2"
+        for slot, a in (("MatchX", matchx), ("Y@GRAD", dy), ("XShape", xshape)):
+            float_input(a, name, slot)
+            if a.dtype != matchx.dtype:
+                raise TypeError(f"{name}: {slot} has dtype {a.dtype}, expected "
+                                f"{matchx.dtype} (the dtype of MatchX)")
+        full = tuple(xshape.shape)
+        if len(full) < 2 or full[-1] != 0:
+            raise ValueError(f"{name}: XShape{list(full)} must be X.dims + [0] with X of "
+                             f"rank >= 1")
+        xs = full[:-1]
+        C, N = xs[-1], int(np.prod(xs[:-1], dtype=np.int64))
+        _int64_labels(label, name)
+        if tuple(matchx.shape) != xs[:-1] + (1,):
+            raise ValueError(f"{name}: MatchX has shape {list(matchx.shape)}, expected "
+                             f"{list(xs[:-1] + (1,))} (the shape)")
+        want = _hard_label_shape(xs, tuple(label.shape), name)
+        if tuple(dy.shape) != want:
+            raise ValueError(f"{name}: Y@GRAD has shape {list(dy.shape)}, expected "
+                             f"{list(want)} (Y's shape)")
+        if not self.want:
+            return (None,)
+        stream = current_stream()
+        dx = cuda.device_array(xs, dtype=matchx.dtype, stream=stream)
+        if N * C == 0:
+            return (dx,)
+        bad = _new_flag(N, stream)
+        blocks, threads = grid(N * C)
+        _hard_grad[blocks, threads, stream](flat(matchx), flat(label), flat(dy), flat(dx), N, C,
+                                            self.ignore, bad, True)
         _check_flag(bad, N, label, C, self.ignore, name)
         return (dx,)
 
@@ -404,5 +465,7 @@ class SoftmaxWithCrossEntropyGrad:
 
 KERNELS = [("cross_entropy", CrossEntropy, DTYPES),
            ("cross_entropy_grad", CrossEntropyGrad, DTYPES),
+           ("cross_entropy2", cross_entropy2, DTYPES),
+           ("cross_entropy_grad2", CrossEntropyGrad2, DTYPES),
            ("softmax_with_cross_entropy", SoftmaxWithCrossEntropy, DTYPES),
            ("softmax_with_cross_entropy_grad", SoftmaxWithCrossEntropyGrad, DTYPES)]
