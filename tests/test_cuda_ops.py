@@ -36,6 +36,17 @@ def _cases():
     return out
 
 
+def _kernel_dtype(inputs, dtype):
+    """The dtype the executor picks the kernel by: the first floating input's (an integer Label
+    or Ids slot may come first), else the first input's, else the sample's dtype."""
+    arrays = [np.asarray(getattr(a, "data", a)) for v in inputs.values()
+              for a in (v if isinstance(v, list) else [v])]
+    floating = [a.dtype.name for a in arrays if a.dtype.kind == "f"]
+    if floating:
+        return floating[0]
+    return arrays[0].dtype.name if arrays else dtype
+
+
 def _filled(opdef, attrs):
     return {**{n: a.default for n, a in opdef.attrs.items()}, **attrs}
 
@@ -44,10 +55,7 @@ def _filled(opdef, attrs):
 def test_the_cuda_kernel_matches_the_reference(op_type, dtype):
     inputs, attrs = SAMPLES[op_type](np.random.default_rng(7), dtype)
     inputs = {s: v for s, v in inputs.items() if v is not None}
-    first = next((np.asarray(getattr(v[0] if isinstance(v, list) else v, "data",
-                                     v[0] if isinstance(v, list) else v))
-                  for v in inputs.values()), None)
-    kernel_dtype = first.dtype.name if first is not None else dtype
+    kernel_dtype = _kernel_dtype(inputs, dtype)
     if not _has_cuda(op_type, kernel_dtype):
         pytest.skip(f"{op_type} has no CUDA kernel for {kernel_dtype} (its CPU one does)")
     expected = REFS[op_type](dict(inputs), _filled(REGISTRY.get(op_type), attrs))

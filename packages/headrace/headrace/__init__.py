@@ -18,7 +18,7 @@ from .param_attr import ParamAttr
 __version__ = "0.1.0"
 
 __all__ = [
-    "dtypes", "errors", "io", "ops", "unique_name", "append_backward", "gradients",
+    "cuda", "dtypes", "errors", "io", "ops", "unique_name", "append_backward", "gradients",
     "HeadraceError", "OpError", "ProgramError",
     "ProgramParseError", "ShapeError", "UnknownOpError", "VariableError", "PROGRAM_VERSION",
     "Block", "Operator", "Parameter", "Program", "Variable", "default_main_program",

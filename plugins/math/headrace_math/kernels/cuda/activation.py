@@ -5,8 +5,7 @@ import math
 from numba import cuda
 
 from headrace.devices.cuda import current_stream   # the running executor's stream
-
-from ._launch import grid
+from headrace.kernels.cuda_launch import grid
 
 
 def _template(fn):

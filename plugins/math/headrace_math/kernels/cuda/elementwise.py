@@ -6,8 +6,7 @@ shapes and every broadcast pattern.
 from numba import cuda
 
 from headrace.devices.cuda import current_stream   # the running executor's stream
-
-from ._launch import grid
+from headrace.kernels.cuda_launch import grid
 
 MAXDIM = 8
 

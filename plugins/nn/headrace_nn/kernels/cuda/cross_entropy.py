@@ -14,8 +14,8 @@ import numpy as np
 from numba import cuda, float64
 
 from headrace.devices.cuda import current_stream
-
-from ._launch import ROW_THREADS, flat, float_input, grid, tree_reduce
+from headrace.kernels.cuda_launch import (ROW_THREADS, flagged_position, flat, float_input, grid,
+                                          new_flag, tree_reduce)
 
 DTYPES = ("float32", "float64")
 
@@ -78,11 +78,6 @@ def _soft_grad(x, lab, dy, dx, C, total):
         dx[k] = -lab[k] * dy[k // C] / x[k]
 
 
-@cuda.jit
-def _fill_flag(bad, v):
-    bad[0] = v
-
-
 def _int64_labels(lab, op):
     if str(lab.dtype) != "int64":
         raise TypeError(f"{op}: hard Label has dtype {lab.dtype}, expected int64")
@@ -100,16 +95,9 @@ def _hard_label_shape(xs, ls, op):
                      f"{list(lead + (1,))} or {list(lead)}")
 
 
-def _new_flag(N, stream):
-    bad = cuda.device_array(1, dtype=np.int64, stream=stream)
-    _fill_flag[1, 1, stream](bad, N)
-    return bad
-
-
 def _check_flag(bad, N, lab, C, ignore, op):
-    # The one host read of these kernels: a single int64, only to raise on a bad label.
-    row = int(bad.copy_to_host()[0])
-    if row < N:
+    row = flagged_position(bad, N)
+    if row is not None:
         value = int(flat(lab)[row:row + 1].copy_to_host()[0])
         raise IndexError(f"{op}: Label value {value} (row {row}) is out of range for {C} "
                          f"classes (ignore_index={ignore})")
@@ -151,7 +139,7 @@ class CrossEntropy:
                               stream=stream)
         match = cuda.device_array(xs[:-1] + (1,), dtype=x.dtype, stream=stream)
         if N:
-            bad = _new_flag(N, stream)
+            bad = new_flag(N)
             blocks, threads = grid(N)
             _hard[blocks, threads, stream](flat(x), flat(label), flat(y), flat(match), N, C,
                                            self.ignore, bad, self.v2)
@@ -205,7 +193,7 @@ class CrossEntropyGrad:
             _soft_grad[blocks, threads, stream](flat(x), flat(label), flat(dy), flat(dx), C,
                                                 N * C)
             return (dx,)
-        bad = _new_flag(N, stream)
+        bad = new_flag(N)
         _hard_grad[blocks, threads, stream](flat(x), flat(label), flat(dy), flat(dx), N, C,
                                             self.ignore, bad, False)
         _check_flag(bad, N, label, C, self.ignore, name)
@@ -246,7 +234,7 @@ class CrossEntropyGrad2:
         dx = cuda.device_array(xs, dtype=matchx.dtype, stream=stream)
         if N * C == 0:
             return (dx,)
-        bad = _new_flag(N, stream)
+        bad = new_flag(N)
         blocks, threads = grid(N * C)
         _hard_grad[blocks, threads, stream](flat(matchx), flat(label), flat(dy), flat(dx), N, C,
                                             self.ignore, bad, True)
@@ -382,8 +370,8 @@ def _axis(xs, axis, name, what):
 
 
 def _bad_position(bad, n, lab, C, ignore, op):
-    row = int(bad.copy_to_host()[0])      # the one-element read, only to raise on a bad label
-    if row < n:
+    row = flagged_position(bad, n)
+    if row is not None:
         value = int(flat(lab)[row:row + 1].copy_to_host()[0])
         raise IndexError(f"{op}: Label value {value} (position {row}) is out of range for {C} "
                          f"classes (ignore_index={ignore})")
@@ -413,7 +401,7 @@ class SoftmaxWithCrossEntropy:
             raise ValueError(f"{name}: Logits{list(xs)} has no classes on axis {axis}")
         if n == 0:
             return (sm, loss)
-        bad = _new_flag(n, stream)
+        bad = new_flag(n)
         _swce[n, ROW_THREADS, stream](flat(logits), flat(label), flat(sm), flat(loss), C, inner,
                                       not self.soft, self.ignore, self.use_softmax, bad)
         if not self.soft:
@@ -454,7 +442,7 @@ class SoftmaxWithCrossEntropyGrad:
         n = outer * inner
         if n * C == 0:
             return (dx,)
-        bad = _new_flag(n, stream)
+        bad = new_flag(n)
         _swce_grad[n, ROW_THREADS, stream](flat(softmax), flat(label), flat(dloss), flat(dx),
                                            C, inner, not self.soft, self.ignore,
                                            self.use_softmax, bad)

@@ -10,8 +10,7 @@ import numpy as np
 from numba import cuda
 
 from headrace.devices.cuda import current_stream
-
-from ._launch import flat, grid
+from headrace.kernels.cuda_launch import flagged_position, flat, grid, new_flag
 
 DTYPES = ("float32", "float64")
 
@@ -53,11 +52,6 @@ def _scatter(dy, ids, dw, V, D, total, pad, bad):
         cuda.atomic.add(dw, j * D + k % D, dy[k])
 
 
-@cuda.jit
-def _fill_flag(bad, v):
-    bad[0] = v
-
-
 class _Lookup:
     def _check(self, name, w, ids):
         if str(w.dtype) not in DTYPES:
@@ -79,18 +73,11 @@ class _Lookup:
         return V, D, xs[:-1] + (D,)
 
     def _raise_bad(self, bad, n, ids, V, name, stream):
-        # The one host read of these kernels: a single int64, only to raise on a bad id.
-        pos = int(bad.copy_to_host(stream=stream)[0])
-        if pos < n:
+        pos = flagged_position(bad, n)
+        if pos is not None:
             value = int(flat(ids)[pos:pos + 1].copy_to_host()[0])
             raise IndexError(f"{name}: id {value} (position {pos}) is out of range for W with "
                              f"{V} rows")
-
-
-def _flag(n, stream):
-    bad = cuda.device_array(1, dtype=np.int64, stream=stream)
-    _fill_flag[1, 1, stream](bad, n)
-    return bad
 
 
 class LookupTable(_Lookup):
@@ -105,7 +92,7 @@ class LookupTable(_Lookup):
         out = cuda.device_array(oshape, dtype=w.dtype, stream=stream)
         n = int(np.prod(ids.shape, dtype=np.int64))
         if n * D:
-            bad = _flag(n, stream)
+            bad = new_flag(n)
             blocks, threads = grid(n * D)
             _gather[blocks, threads, stream](flat(w), flat(ids), flat(out), V, D, n * D,
                                              self.pad, bad)
@@ -146,7 +133,7 @@ class LookupTableGrad(_Lookup):
             _zero[blocks, threads, stream](flat(dw), V * D)
         n = int(np.prod(ids.shape, dtype=np.int64))
         if n * D:
-            bad = _flag(n, stream)
+            bad = new_flag(n)
             blocks, threads = grid(n * D)
             _scatter[blocks, threads, stream](flat(dout), flat(ids), flat(dw), V, D, n * D,
                                               self.pad, bad)

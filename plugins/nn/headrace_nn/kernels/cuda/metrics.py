@@ -4,8 +4,7 @@ writes Accuracy, Correct and Total, so nothing comes back to the host."""
 from numba import cuda, float64
 
 from headrace.devices.cuda import current_stream
-
-from ._launch import ROW_THREADS, tree_reduce
+from headrace.kernels.cuda_launch import ROW_THREADS, tree_reduce
 
 
 @cuda.jit

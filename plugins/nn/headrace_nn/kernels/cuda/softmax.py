@@ -7,8 +7,8 @@ import math
 from numba import cuda, float64
 
 from headrace.devices.cuda import current_stream
-
-from ._launch import (ROW_THREADS, empty_like, flat, float_input, same_shape_dtype, split_axis,
+from headrace.kernels.cuda_launch import (ROW_THREADS, empty_like, flat, float_input,
+                                          same_shape_dtype, split_axis,
                       tree_reduce)
 
 

@@ -1,0 +1,120 @@
+"""Launch helpers shared by every plugin's Numba CUDA kernels (``kernels/cuda/<module>.py``).
+
+Imported only by CUDA kernel modules, which need numba anyway. One place for launch geometry,
+the shared-memory tree reduction, the axis split the CPU kernels use, the input checks that
+make a CUDA kernel refuse what its CPU twin refuses, and the one-element device flag through
+which a kernel reports a bad index (read back once, only to raise).
+"""
+import numpy as np
+from numba import cuda
+
+from ..devices.cuda import current_stream
+
+__all__ = ["THREADS", "ROW_THREADS", "grid", "launch", "tree_reduce", "split_axis", "flat",
+           "empty_like", "device_empty", "float_input", "same_shape_dtype", "new_flag",
+           "flagged_position"]
+
+# Threads of an elementwise block.
+THREADS = 256
+# Threads of a block that reduces one row (a power of two for the tree reduction). Small on
+# purpose: rows of a few hundred elements fill it, and the simulator runs each thread in Python.
+ROW_THREADS = 64
+
+
+def grid(n, threads=THREADS):
+    """(blocks, threads) covering ``n`` elements with one thread each (at least one block)."""
+    return max(1, (n + threads - 1) // threads), threads
+
+
+def launch(kernel, n, *args):
+    """Launch ``kernel`` with one thread per element of ``n`` on the running executor's stream;
+    nothing for ``n == 0`` (a zero-block grid is an error in CUDA)."""
+    if n > 0:
+        blocks, threads = grid(n)
+        kernel[blocks, threads, current_stream()](*args)
+
+
+@cuda.jit(device=True)
+def tree_reduce(buf, t, is_max):
+    """Reduce buf[:ROW_THREADS] (max or sum) into buf[0]; every thread of the block calls it."""
+    # Halve the active threads each step; the result ends in buf[0].
+    step = ROW_THREADS // 2
+    while step > 0:
+        if t < step:
+            if is_max:
+                if buf[t + step] > buf[t]:
+                    buf[t] = buf[t + step]
+            else:
+                buf[t] += buf[t + step]
+        cuda.syncthreads()
+        step //= 2
+
+
+def split_axis(shape, axis, op):
+    """(outer, C, inner) of ``shape`` around ``axis``, as the CPU kernels' split_axis."""
+    rank = len(shape)
+    r = rank if rank > 0 else 1
+    if not -r <= axis < r:
+        raise ValueError(f"{op}: axis {axis} is out of range for a tensor of shape "
+                         f"{list(shape)} (rank {rank})")
+    if axis < 0:
+        axis += r
+    if rank == 0:
+        return 1, 1, 1
+    outer = inner = 1
+    for d in shape[:axis]:
+        outer *= d
+    for d in shape[axis + 1:]:
+        inner *= d
+    return outer, shape[axis], inner
+
+
+def flat(a):
+    """A 1-D view of a contiguous device array (a 0-D one as one element)."""
+    return a.reshape(1) if a.ndim == 0 else a.reshape(-1)
+
+
+def device_empty(shape, dtype):
+    """An uninitialized device array, allocated in stream order on the executor's stream."""
+    return cuda.device_array(tuple(shape), dtype=np.dtype(dtype), stream=current_stream())
+
+
+def empty_like(a):
+    return device_empty(a.shape, a.dtype)
+
+
+def float_input(a, op, slot):
+    """Refuse what the CPU kernels refuse: only float32/float64 values."""
+    if str(a.dtype) not in ("float32", "float64"):
+        raise TypeError(f"{op}: {slot} has dtype {a.dtype}, expected float32 or float64")
+    return a
+
+
+def same_shape_dtype(a, b, op, slot_a, slot_b):
+    if a.dtype != b.dtype:
+        raise TypeError(f"{op}: {slot_b} has dtype {b.dtype}, expected {a.dtype} "
+                        f"(the dtype of {slot_a})")
+    if tuple(a.shape) != tuple(b.shape):
+        raise ValueError(f"{op}: {slot_b} has shape {list(b.shape)}, expected "
+                         f"{list(a.shape)} (the shape of {slot_a})")
+
+
+@cuda.jit
+def _fill_flag(flag, v):
+    flag[0] = v
+
+
+def new_flag(n):
+    """A one-element int64 device flag holding ``n`` ("nothing bad"): a kernel records the first
+    bad position with ``cuda.atomic.min(flag, 0, i)``."""
+    stream = current_stream()
+    flag = cuda.device_array(1, dtype=np.int64, stream=stream)
+    _fill_flag[1, 1, stream](flag, n)
+    return flag
+
+
+def flagged_position(flag, n):
+    """The first bad position a kernel recorded in ``flag``, or None. The one host read of such
+    kernels: a single int64, only to raise the CPU kernel's error."""
+    pos = int(flag.copy_to_host(stream=current_stream())[0])
+    return pos if pos < n else None
