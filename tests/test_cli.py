@@ -31,6 +31,20 @@ def test_ops_lists_every_registered_op():
     assert "scale  [plugin headrace:core]" in out and "sum  [plugin headrace:core]" in out
 
 
+def test_ops_says_how_to_get_the_cuda_kernels_when_numba_is_missing(monkeypatch):
+    # As on a machine without numba: the CUDA kernel packages failed to import.
+    registry = hr.ops.default_registry()
+    monkeypatch.setattr(registry, "unavailable", {"cuda": [
+        hr.errors.PluginError("loading cuda kernels from headrace_math.kernels.cuda failed: "
+                           "ModuleNotFoundError: No module named 'numba'")]})
+    monkeypatch.setattr(hr.ops, "default_registry", lambda: registry)
+    rc, out = run("ops", "mul")
+    assert rc == 0
+    assert "kernels: cpu:" in out
+    assert "note: cuda kernels unavailable here" in out
+    assert "pip install headrace[cuda]" in out
+
+
 def test_ops_unknown_type_is_an_error(capsys):
     rc, _ = run("ops", "mull")
     assert rc == 1

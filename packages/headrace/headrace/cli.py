@@ -46,6 +46,20 @@ def _describe_op(opdef, registry, brief):
     return "\n".join(lines)
 
 
+# What to install when a device's kernel packages fail to import for want of a dependency.
+_INSTALL_HINTS = {"cuda": "the CUDA kernels need Numba's CUDA support: "
+                          "pip install headrace[cuda]"}
+
+
+def _unavailable_notes(registry, out):
+    for device, errors in registry.unavailable.items():
+        for e in errors:
+            print(f"note: {device} kernels unavailable here: {e}", file=out)
+        hint = _INSTALL_HINTS.get(device)
+        if hint and any("No module named" in str(e) for e in errors):
+            print(f"note: {hint}", file=out)
+
+
 def cmd_ops(args, out):
     from .ops import default_registry
     registry = default_registry()
@@ -57,9 +71,7 @@ def cmd_ops(args, out):
         print(_describe_op(d, registry, args.brief), file=out)
     if not args.types:
         print(f"{len(defs)} ops from {len(registry.plugins)} plugins", file=out)
-    for device, errors in registry.unavailable.items():
-        for e in errors:
-            print(f"note: {device} kernels unavailable here: {e}", file=out)
+    _unavailable_notes(registry, out)
     return 0
 
 
@@ -83,9 +95,7 @@ def cmd_plugins(args, out):
               f"{', '.join(o.replaced)}", file=out)
     for name, err in registry.failed.items():
         print(f"{name}: FAILED: {type(err).__name__}: {err}", file=out)
-    for device, errors in registry.unavailable.items():
-        for e in errors:
-            print(f"note: {device} kernels unavailable here: {e}", file=out)
+    _unavailable_notes(registry, out)
     return 1 if registry.failed else 0
 
 
