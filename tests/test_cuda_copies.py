@@ -119,3 +119,29 @@ def test_a_training_step_copies_only_feeds_and_fetches(copies):
     copies.update(h2d=0, d2h=0)
     exe.run(main, feed=feed, fetch_list=[loss.name], scope=scope)
     assert copies == {"h2d": 1, "d2h": 1}
+
+
+def test_a_host_parameter_moves_to_the_device_once(copies):
+    # Parameters a startup program (or a load) made on the CPU: the CUDA executor moves each
+    # to the device at its first run and keeps it there in the scope; a CPU executor that
+    # reads it later moves it back.
+    prog, feed = _network()
+    for name in ("w1", "w2"):
+        prog.global_block().var(name).persistable = True
+    params = {n: feed.pop(n) for n in ("w1", "w2")}
+    scope = hr.Scope()
+    for n, v in params.items():
+        scope.set(n, hr.Tensor(v.copy()))
+    exe = hr.Executor(hr.CUDAPlace(0))
+    (first,) = exe.run(prog, feed=feed, fetch_list=["out"], scope=scope)
+    assert copies == {"h2d": len(feed) + len(params), "d2h": 1}
+    assert all(not isinstance(scope.find(n).data, np.ndarray) for n in params)
+    copies.update(h2d=0, d2h=0)
+    (again,) = exe.run(prog, feed=feed, fetch_list=["out"], scope=scope)
+    assert copies == {"h2d": len(feed), "d2h": 1}
+    np.testing.assert_array_equal(first, again)
+    (on_cpu,) = hr.Executor(hr.CPUPlace()).run(prog, feed=feed, fetch_list=["out"],
+                                                scope=scope)
+    assert all(isinstance(scope.find(n).data, np.ndarray) for n in params)
+    np.testing.assert_array_equal(scope.find("w1").data, params["w1"])
+    np.testing.assert_allclose(on_cpu, first, rtol=1e-5, atol=1e-6)

@@ -215,7 +215,11 @@ class Executor:
         for i, name in rp.loads:
             t = scope.find(name)
             if t is not None:
-                values[i] = t.data
+                data = t.data
+                if not self._device.is_array(data) and (isinstance(data, np.ndarray)
+                                                        or hasattr(data, "copy_to_host")):
+                    data = t.data = self._moved_here(data)
+                values[i] = data
                 if t.lod:
                     lods[i] = t.lod
         feed = {k.name if isinstance(k, Variable) else k: v for k, v in feed.items()}
@@ -253,6 +257,14 @@ class Executor:
                     f"persistable variable '{rp.plan.slots.vars[i].name}' (read by op "
                     f"'{op.type}', block {op.block.idx}, op #{op.idx}) is not initialized in "
                     f"the scope: run the startup program first")
+
+    def _moved_here(self, data):
+        """A scope value that lives on another place (parameters a startup program or a load
+        made on the CPU, read by a CUDA executor, or the reverse): moved once and written back
+        into the scope, so it stays on this executor's device from run to run."""
+        if isinstance(data, np.ndarray):
+            return self._device.to_device(np.require(data, requirements=("C", "A")), self.place)
+        return data.copy_to_host()
 
     def _convert_feed(self, var, value):
         lod = None
