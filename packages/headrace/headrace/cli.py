@@ -3,7 +3,7 @@
     headrace ops [TYPE ...] [--brief]   registered ops: slots, attributes, kernels per device
     headrace plugins                    loaded plugins and the ones that failed
     headrace show FILE [--all-attrs]    a saved program (ProgramDesc bytes), readably
-    headrace demo [--epochs N]          train a CNN on scikit-learn's digits, save, reload
+    headrace demo [--epochs N] [--device cpu|cuda]  train a CNN on the digits, save, reload
     headrace new-plugin NAME [--dir D]  write a working op plugin skeleton (pip install ./NAME)
 """
 import argparse
@@ -113,7 +113,9 @@ def cmd_show(args, out):
 
 def cmd_demo(args, out):
     from .demo import run
-    result = run(epochs=args.epochs, out_dir=args.out)
+    from .runtime import CPUPlace, CUDAPlace
+    place = CUDAPlace(0) if args.device == "cuda" else CPUPlace()
+    result = run(epochs=args.epochs, out_dir=args.out, place=place)
     ok = result["test_accuracy"] >= 0.97 and result["reload_matches"]
     return 0 if ok else 1
 
@@ -144,6 +146,8 @@ def main(argv=None, out=None):
     p = sub.add_parser("demo", help="train a small CNN on the digits data set end to end")
     p.add_argument("--epochs", type=int, default=15)
     p.add_argument("--out", help="where to save the inference model (default: a temp dir)")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="train on the CPU (default) or on CUDAPlace(0)")
     p.set_defaults(run=cmd_demo)
     p = sub.add_parser("new-plugin", help="write a working op plugin skeleton to start from")
     p.add_argument("name", help="distribution name, e.g. myops (lowercase, digits, - and _)")

@@ -66,13 +66,14 @@ def _progress(iterable, desc, total):
     return bar, bar
 
 
-def run(epochs=15, batch_size=32, seed=1, out_dir=None, quiet=False):
-    """Train, evaluate, save, reload and compare; return a dict of the results."""
+def run(epochs=15, batch_size=32, seed=1, out_dir=None, quiet=False, place=None):
+    """Train on ``place`` (default the CPU), evaluate, save, reload and compare; return a dict
+    of the results."""
     say = (lambda *a: None) if quiet else print
     t0 = time.perf_counter()
     x_train, y_train, x_test, y_test = load_digits()
     main, startup, test_program, loss, acc, logits = build(seed)
-    exe, scope = Executor(CPUPlace()), Scope()
+    exe, scope = Executor(place if place is not None else CPUPlace()), Scope()
     exe.run(startup, scope=scope)
     rng = np.random.default_rng(seed)
     say(f"digits: {len(x_train)} training and {len(x_test)} test images, 8x8")
