@@ -145,3 +145,53 @@ def test_a_host_parameter_moves_to_the_device_once(copies):
     assert all(isinstance(scope.find(n).data, np.ndarray) for n in params)
     np.testing.assert_array_equal(scope.find("w1").data, params["w1"])
     np.testing.assert_allclose(on_cpu, first, rtol=1e-5, atol=1e-6)
+
+
+def _index_network():
+    """ids -> embedding -> fc -> softmax_with_cross_entropy(label): two ops that check
+    indices (the ids, the labels) on the device."""
+    main, startup = hr.Program(), hr.Program()
+    with hr.program_guard(main, startup):
+        ids = hr.layers.data("ids", shape=[-1, 1], dtype="int64")
+        label = hr.layers.data("label", shape=[-1, 1], dtype="int64")
+        emb = hr.layers.embedding(ids, size=[7, 4])
+        logits = hr.layers.fc(emb, size=3)
+        loss = hr.layers.softmax_with_cross_entropy(logits, label)
+    w = rng.standard_normal((7, 4)).astype("float32")
+    fw = rng.standard_normal((4, 3)).astype("float32")
+    fb = np.zeros(3, "float32")
+    params = [v.name for v in main.list_vars() if v.persistable]
+    scope = hr.Scope()
+    for name, value in zip(sorted(params, key=lambda n: ("emb" not in n, n)), (w, fb, fw)):
+        scope.set(name, hr.Tensor(value.reshape([d for d in main.global_block().var(name).shape])))
+    return main, loss, scope
+
+
+def test_index_checks_cost_one_read_per_step(copies):
+    # Bad ids and labels are recorded on the device and read once at the end of the run, all
+    # flags in one copy: no op waits on its own flag.
+    main, loss, scope = _index_network()
+    exe = hr.Executor(hr.CUDAPlace(0))
+    feed = {"ids": np.array([[1], [6], [0]], "int64"), "label": np.array([[2], [0], [1]], "int64")}
+    exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
+    copies.update(h2d=0, d2h=0)
+    exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
+    assert copies == {"h2d": len(feed), "d2h": 1 + 1}   # the fetch and the flags
+
+
+def test_a_bad_index_on_the_device_names_its_op():
+    main, loss, scope = _index_network()
+    exe = hr.Executor(hr.CUDAPlace(0))
+    feed = {"ids": np.array([[1], [6], [0]], "int64"), "label": np.array([[2], [5], [1]], "int64")}
+    with pytest.raises(hr.errors.OpError) as e:
+        exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
+    assert e.value.op_type == "softmax_with_cross_entropy"
+    assert e.value.source and "test_cuda_copies.py" in e.value.source
+    assert "Label value 5" in str(e.value)
+    feed["ids"][1, 0] = 9
+    with pytest.raises(hr.errors.OpError, match="id 9") as e:
+        exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
+    assert e.value.op_type == "lookup_table"
+    feed = {"ids": np.array([[1], [6], [0]], "int64"), "label": np.array([[2], [0], [1]], "int64")}
+    (good,) = exe.run(main, feed=feed, fetch_list=[loss], scope=scope)   # fine again after
+    assert np.isfinite(good).all()

@@ -20,7 +20,7 @@ except ImportError as e:   # the CUDA backend is an optional extra; Place.module
 
 __all__ = ["check_available", "to_device", "to_host", "is_array", "zeros_like", "add",
            "add_to", "cuda", "memory_allocated", "memory_reserved", "empty_cache", "new_stream",
-           "use_stream", "current_stream"]
+           "use_stream", "current_stream", "index_flag", "check_flag", "deferred_checks"]
 
 SIMULATOR = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
 
@@ -70,6 +70,91 @@ def use_stream(stream):
         yield stream
     finally:
         _LOCAL.stream = prev
+
+
+# --- Index checks, read once per run ---------------------------------------------------------
+# A kernel that may meet a bad index (a label or an id out of range) records the first bad
+# position in a one-element slot of the run's flag buffer (an atomic min) and leaves the check
+# to the end of the run: the executor reads every slot with one copy when the run's ops are
+# done and raises the first bad index at its op. No op stalls the stream on a flag of its own.
+# Outside an executor's run (a kernel called directly) the check happens at once.
+
+_FLAG_SLOTS = 64
+
+
+class _Checks:
+    """The flag buffers of this thread's runs (kept, so a step allocates none after the first)
+    and the checks the run in progress queued."""
+
+    def __init__(self):
+        self.buffers, self.used, self.queued, self.depth = [], 0, [], 0
+        self.slots = {}   # id(flag view) -> its slot, for the flags of the run in progress
+
+
+def _checks():
+    c = getattr(_LOCAL, "checks", None)
+    if c is None:
+        c = _LOCAL.checks = _Checks()
+    return c
+
+
+@cuda.jit
+def _set_flag(flag, v):
+    flag[0] = v
+
+
+def index_flag(n):
+    """A one-element int64 device slot holding ``n`` ("nothing bad"), for a kernel to record the
+    first bad position with ``cuda.atomic.min(flag, 0, i)``; hand it to :func:`check_flag`."""
+    c, stream = _checks(), current_stream()
+    if c.depth == 0:
+        flag = cuda.device_array(1, dtype=np.int64, stream=stream)
+    else:
+        b, k = divmod(c.used, _FLAG_SLOTS)
+        if b == len(c.buffers):
+            c.buffers.append(cuda.device_array(_FLAG_SLOTS, dtype=np.int64, stream=stream))
+        flag = c.buffers[b][k:k + 1]
+        c.slots[id(flag)] = c.used
+        c.used += 1
+    _set_flag[1, 1, stream](flag, n)
+    return flag
+
+
+def check_flag(flag, n, report):
+    """Raise ``report(position)`` (an exception) if the kernel recorded a bad position in
+    ``flag``: at the end of the executor's run, or at once outside one."""
+    c = _checks()
+    if c.depth == 0:
+        pos = int(flag.copy_to_host(stream=current_stream())[0])
+        if pos < n:
+            raise report(pos)
+        return
+    c.queued.append((c.slots[id(flag)], n, report))
+
+
+@contextlib.contextmanager
+def deferred_checks():
+    """The executor wraps each run: the checks its kernels queue are read with one copy at the
+    end (only when some kernel queued one) and the first bad one raised."""
+    c = _checks()
+    c.depth += 1
+    outer = c.depth > 1
+    if not outer:
+        c.used, c.queued, c.slots = 0, [], {}
+    try:
+        yield
+    finally:
+        c.depth -= 1
+    if outer or not c.queued:
+        return
+    queued, c.queued = c.queued, []
+    stream = current_stream()
+    host = np.concatenate([b.copy_to_host(stream=stream)
+                           for b in c.buffers[:(c.used + _FLAG_SLOTS - 1) // _FLAG_SLOTS]])
+    stream.synchronize()
+    for slot, n, report in queued:
+        if host[slot] < n:
+            raise report(int(host[slot]))
 
 
 def to_device(array, place=None):

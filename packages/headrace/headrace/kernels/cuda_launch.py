@@ -3,16 +3,18 @@
 Imported only by CUDA kernel modules, which need numba anyway. One place for launch geometry,
 the shared-memory tree reduction, the axis split the CPU kernels use, the input checks that
 make a CUDA kernel refuse what its CPU twin refuses, and the one-element device flag through
-which a kernel reports a bad index (read back once, only to raise).
+which a kernel reports a bad index (read at the end of the executor's run, only to raise).
 """
 import numpy as np
 from numba import cuda
 
-from ..devices.cuda import current_stream
+from ..devices.cuda import check_flag as device_check_flag
+from ..devices.cuda import current_stream, index_flag
+from ..errors import OpError
 
 __all__ = ["THREADS", "ROW_THREADS", "grid", "launch", "tree_reduce", "split_axis", "flat",
            "empty_like", "device_empty", "float_input", "same_shape_dtype", "new_flag",
-           "flagged_position"]
+           "check_flag"]
 
 # Threads of an elementwise block.
 THREADS = 256
@@ -99,22 +101,22 @@ def same_shape_dtype(a, b, op, slot_a, slot_b):
                          f"{list(a.shape)} (the shape of {slot_a})")
 
 
-@cuda.jit
-def _fill_flag(flag, v):
-    flag[0] = v
-
-
 def new_flag(n):
     """A one-element int64 device flag holding ``n`` ("nothing bad"): a kernel records the first
-    bad position with ``cuda.atomic.min(flag, 0, i)``."""
-    stream = current_stream()
-    flag = cuda.device_array(1, dtype=np.int64, stream=stream)
-    _fill_flag[1, 1, stream](flag, n)
-    return flag
+    bad position with ``cuda.atomic.min(flag, 0, i)``; then hand it to :func:`check_flag`."""
+    return index_flag(n)
 
 
-def flagged_position(flag, n):
-    """The first bad position a kernel recorded in ``flag``, or None. The one host read of such
-    kernels: a single int64, only to raise the CPU kernel's error."""
-    pos = int(flag.copy_to_host(stream=current_stream())[0])
-    return pos if pos < n else None
+def check_flag(flag, n, report, info=None):
+    """Raise ``report(position)`` (it returns the CPU kernel's exception) if the kernel recorded
+    a bad position in ``flag``. Inside an executor's run the flag is read at the end of the run,
+    with every other flag of the run in one copy, and the error names the op (from ``info``);
+    outside a run, at once."""
+    where = getattr(info, "location", None)
+
+    def located(pos):
+        e = report(pos)
+        if where is None or isinstance(e, OpError):
+            return e
+        return OpError(f"kernel failed: {type(e).__name__}: {e}", **where)
+    device_check_flag(flag, n, located)

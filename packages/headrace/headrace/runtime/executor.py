@@ -125,6 +125,7 @@ class Executor:
         # asynchronously, and the host waits only at a fetch (the device module's to_host).
         new_stream = getattr(self._device, "new_stream", None)
         self._stream = new_stream() if new_stream is not None else None
+        self._checks = getattr(self._device, "deferred_checks", None)
         # Plans live on the programs they were made for ({executor: {key: _RunPlan}}, weak in
         # the executor), not here: a plan refers to its program, so a cache in the executor
         # would keep every program it ever ran alive (a fresh clone a step leaked them all).
@@ -234,7 +235,11 @@ class Executor:
         sig = tuple((getattr(values[i], "shape", None), getattr(values[i], "dtype", None))
                     for _, i, _ in rp.feeds)
         check = sig not in rp.checked
-        rp.plan.run(values, lods, check)
+        if self._checks is None:
+            rp.plan.run(values, lods, check)
+        else:
+            with self._checks():   # the device's checks its kernels left to the end of the run
+                rp.plan.run(values, lods, check)
         if check and len(rp.checked) < 64:
             rp.checked.add(sig)
         for i, name, has_lod in rp.stores:

@@ -34,12 +34,15 @@ class KernelInfo:
     (the device module); ``seed`` for random ops (None: nondeterministic); ``inputs`` and
     ``outputs``: ``{slot: (SlotVar or None, ...)}`` for the bound slots, ``None`` for an
     ``@EMPTY@`` entry. ``in_dtypes``/``out_dtypes``/``out_shapes`` give ``{slot: [...]}`` of the
-    same facts for the kernels that only need those.
+    same facts for the kernels that only need those. ``location``: where the op is (``op_type``,
+    ``block_idx``, ``op_idx``, ``source``), for an error a kernel raises after its call returned
+    (a CUDA kernel's bad index, read at the end of the run).
     """
 
     def __init__(self, op_type, attrs, place=None, inputs=None, outputs=None, seed=None,
-                 sub_writes=None, subplan=None):
+                 sub_writes=None, subplan=None, location=None):
         self.op_type = op_type
+        self.location = dict(location or {"op_type": op_type})
         self.attrs = attrs
         self.place = place
         self.device = place.module() if place is not None else None
@@ -154,4 +157,5 @@ def kernel_info(op, attrs=None, place=None, seed=None, subplan=None):
                 raise ValueError(f"{op.type}: attribute '{attr}' does not hold a block "
                                  f"(block attributes: {sorted(blocks) or 'none'})")
             return subplan(blocks[attr])
-    return KernelInfo(op.type, attrs, place, inputs, outputs, seed, sub_writes, make)
+    location = dict(op_type=op.type, block_idx=block.idx, op_idx=op.idx, source=op.source)
+    return KernelInfo(op.type, attrs, place, inputs, outputs, seed, sub_writes, make, location)

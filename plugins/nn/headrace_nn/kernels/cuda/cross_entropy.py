@@ -14,7 +14,7 @@ import numpy as np
 from numba import cuda, float64
 
 from headrace.devices.cuda import current_stream
-from headrace.kernels.cuda_launch import (ROW_THREADS, flagged_position, flat, float_input, grid,
+from headrace.kernels.cuda_launch import (ROW_THREADS, check_flag, flat, float_input, grid,
                                           new_flag, tree_reduce)
 
 DTYPES = ("float32", "float64")
@@ -95,12 +95,12 @@ def _hard_label_shape(xs, ls, op):
                      f"{list(lead + (1,))} or {list(lead)}")
 
 
-def _check_flag(bad, N, lab, C, ignore, op):
-    row = flagged_position(bad, N)
-    if row is not None:
-        value = int(flat(lab)[row:row + 1].copy_to_host()[0])
-        raise IndexError(f"{op}: Label value {value} (row {row}) is out of range for {C} "
-                         f"classes (ignore_index={ignore})")
+def _check_flag(bad, N, lab, C, ignore, op, info, what="row"):
+    def report(pos):   # only when a label was bad: its value is read back for the message
+        value = int(flat(lab)[pos:pos + 1].copy_to_host()[0])
+        return IndexError(f"{op}: Label value {value} ({what} {pos}) is out of range for {C} "
+                          f"classes (ignore_index={ignore})")
+    check_flag(bad, N, report, info)
 
 
 def _check_soft(lab, x, op):
@@ -115,6 +115,7 @@ class CrossEntropy:
     """cross_entropy (hard or soft labels) and, with ``v2``, cross_entropy2."""
 
     def __init__(self, attrs, info=None, v2=False):
+        self.info = info
         self.v2 = v2
         self.name = "cross_entropy2" if v2 else "cross_entropy"
         self.soft = False if v2 else attrs.get("soft_label", False)
@@ -143,7 +144,7 @@ class CrossEntropy:
             blocks, threads = grid(N)
             _hard[blocks, threads, stream](flat(x), flat(label), flat(y), flat(match), N, C,
                                            self.ignore, bad, self.v2)
-            _check_flag(bad, N, label, C, self.ignore, name)
+            _check_flag(bad, N, label, C, self.ignore, name, self.info)
         if not self.v2:
             return (y,)
         # XShape carries X's dims (and a trailing 0) to the gradient: it holds no data.
@@ -158,6 +159,7 @@ class CrossEntropyGrad:
     """cross_entropy_grad(X, Label, Y@GRAD) -> (X@GRAD,)."""
 
     def __init__(self, attrs, info=None):
+        self.info = info
         self.soft = attrs.get("soft_label", False)
         self.ignore = attrs.get("ignore_index", -100)
         self.want = info is None or info.wants("X@GRAD")
@@ -196,7 +198,7 @@ class CrossEntropyGrad:
         bad = new_flag(N)
         _hard_grad[blocks, threads, stream](flat(x), flat(label), flat(dy), flat(dx), N, C,
                                             self.ignore, bad, False)
-        _check_flag(bad, N, label, C, self.ignore, name)
+        _check_flag(bad, N, label, C, self.ignore, name, self.info)
         return (dx,)
 
 
@@ -204,6 +206,7 @@ class CrossEntropyGrad2:
     """cross_entropy_grad2(MatchX, Label, XShape, Y@GRAD) -> (X@GRAD,)."""
 
     def __init__(self, attrs, info=None):
+        self.info = info
         self.ignore = attrs.get("ignore_index", -100)
         self.want = info is None or info.wants("X@GRAD")
 
@@ -238,7 +241,7 @@ class CrossEntropyGrad2:
         blocks, threads = grid(N * C)
         _hard_grad[blocks, threads, stream](flat(matchx), flat(label), flat(dy), flat(dx), N, C,
                                             self.ignore, bad, True)
-        _check_flag(bad, N, label, C, self.ignore, name)
+        _check_flag(bad, N, label, C, self.ignore, name, self.info)
         return (dx,)
 
 
@@ -369,16 +372,9 @@ def _axis(xs, axis, name, what):
     return axis + rank if axis < 0 else axis
 
 
-def _bad_position(bad, n, lab, C, ignore, op):
-    row = flagged_position(bad, n)
-    if row is not None:
-        value = int(flat(lab)[row:row + 1].copy_to_host()[0])
-        raise IndexError(f"{op}: Label value {value} (position {row}) is out of range for {C} "
-                         f"classes (ignore_index={ignore})")
-
-
 class SoftmaxWithCrossEntropy:
     def __init__(self, attrs, info=None):
+        self.info = info
         self.soft = attrs.get("soft_label", False)
         self.ignore = attrs.get("ignore_index", -100)
         self.axis = attrs.get("axis", -1)
@@ -405,7 +401,7 @@ class SoftmaxWithCrossEntropy:
         _swce[n, ROW_THREADS, stream](flat(logits), flat(label), flat(sm), flat(loss), C, inner,
                                       not self.soft, self.ignore, self.use_softmax, bad)
         if not self.soft:
-            _bad_position(bad, n, label, C, self.ignore, name)
+            _check_flag(bad, n, label, C, self.ignore, name, self.info, "position")
         return (sm, loss)
 
 
@@ -413,6 +409,7 @@ class SoftmaxWithCrossEntropyGrad:
     """softmax_with_cross_entropy_grad(Softmax, Label, Loss@GRAD) -> (Logits@GRAD,)."""
 
     def __init__(self, attrs, info=None):
+        self.info = info
         self.soft = attrs.get("soft_label", False)
         self.ignore = attrs.get("ignore_index", -100)
         self.axis = attrs.get("axis", -1)
@@ -447,7 +444,7 @@ class SoftmaxWithCrossEntropyGrad:
                                            C, inner, not self.soft, self.ignore,
                                            self.use_softmax, bad)
         if not self.soft:
-            _bad_position(bad, n, label, C, self.ignore, name)
+            _check_flag(bad, n, label, C, self.ignore, name, self.info, "position")
         return (dx,)
 
 

@@ -10,7 +10,7 @@ import numpy as np
 from numba import cuda
 
 from headrace.devices.cuda import current_stream
-from headrace.kernels.cuda_launch import flagged_position, flat, grid, new_flag
+from headrace.kernels.cuda_launch import check_flag, flat, grid, new_flag
 
 DTYPES = ("float32", "float64")
 
@@ -73,15 +73,16 @@ class _Lookup:
         return V, D, xs[:-1] + (D,)
 
     def _raise_bad(self, bad, n, ids, V, name, stream):
-        pos = flagged_position(bad, n)
-        if pos is not None:
+        def report(pos):   # only when an id was bad: its value is read back for the message
             value = int(flat(ids)[pos:pos + 1].copy_to_host()[0])
-            raise IndexError(f"{name}: id {value} (position {pos}) is out of range for W with "
-                             f"{V} rows")
+            return IndexError(f"{name}: id {value} (position {pos}) is out of range for W with "
+                              f"{V} rows")
+        check_flag(bad, n, report, self.info)
 
 
 class LookupTable(_Lookup):
     def __init__(self, attrs, info=None, v2=False):
+        self.info = info
         self.v2 = v2
         self.name = "lookup_table_v2" if v2 else "lookup_table"
         self.pad = attrs.get("padding_idx", -1)
@@ -108,6 +109,7 @@ class LookupTableGrad(_Lookup):
     """lookup_table_grad / lookup_table_v2_grad(W, Ids, Out@GRAD) -> (W@GRAD,)."""
 
     def __init__(self, attrs, info=None, v2=False):
+        self.info = info
         self.v2 = v2
         self.name = "lookup_table_v2_grad" if v2 else "lookup_table_grad"
         self.pad = attrs.get("padding_idx", -1)
