@@ -24,6 +24,7 @@ def headrace_register_ops(registry):
 
 @hookimpl
 def headrace_register_kernels(registry):
-    """Their CPU kernels (Cython, imported on first use of the CPU); feed and fetch have none:
-    the executor interprets them."""
+    """Their CPU kernels (Cython, imported on first use of the CPU) and CUDA kernels (Numba);
+    feed and fetch have none: the executor interprets them."""
     registry.add_kernel_package("headrace.core_ops.kernels.cpu", "cpu")
+    registry.add_kernel_package("headrace.core_ops.kernels.cuda", "cuda")

@@ -161,7 +161,10 @@ def to_device(array, place=None):
     """``array`` on the device, copied on the current stream (queued behind its launches)."""
     if is_array(array):
         return array
-    return cuda.to_device(np.ascontiguousarray(array), stream=current_stream())
+    # np.ascontiguousarray makes a 0-D array 1-D: keep the shape (a 0-D feed stays 0-D).
+    host = np.asarray(array)
+    return cuda.to_device(np.ascontiguousarray(host).reshape(host.shape),
+                          stream=current_stream())
 
 
 def to_host(value):

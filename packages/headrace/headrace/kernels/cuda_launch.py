@@ -14,7 +14,7 @@ from ..errors import OpError
 
 __all__ = ["THREADS", "ROW_THREADS", "grid", "launch", "tree_reduce", "split_axis", "flat",
            "empty_like", "device_empty", "float_input", "same_shape_dtype", "new_flag",
-           "check_flag"]
+           "check_flag", "device_copy", "device_fill"]
 
 # Threads of an elementwise block.
 THREADS = 256
@@ -120,3 +120,32 @@ def check_flag(flag, n, report, info=None):
             return e
         return OpError(f"kernel failed: {type(e).__name__}: {e}", **where)
     device_check_flag(flag, n, located)
+
+
+@cuda.jit
+def _copy(a, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = a[i]
+
+
+@cuda.jit
+def _fill(out, value):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = value
+
+
+def device_copy(a):
+    """A new device array equal to ``a`` (contiguous), copied by a kernel on the executor's
+    stream: a copy that is a value of its own (assign, an optimizer state kept as it is), never
+    a host round trip (a device-to-device ``copy_to_device`` counts as a copy in the tests)."""
+    out = empty_like(a)
+    launch(_copy, out.size, flat(a), flat(out))
+    return out
+
+
+def device_fill(out, value):
+    """Fill the device array ``out`` with ``value`` (a NumPy scalar of its dtype); returns it."""
+    launch(_fill, out.size, flat(out), value)
+    return out
