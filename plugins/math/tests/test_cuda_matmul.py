@@ -155,3 +155,32 @@ def test_mul_grad_against_the_cpu_kernel(xs, ys, xn, yn, dtype):
     g = _rand(xs[:xn] + ys[yn:], dtype, 15)
     _same_as_cpu("mul_grad", {"X": x, "Y": y, "Out@GRAD": g},
                  {"x_num_col_dims": xn, "y_num_col_dims": yn})
+
+
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, True)])
+def test_the_core_gemm_with_beta_leading_dims_and_offsets(ta, tb):
+    # The entry point other plugins (conv2d) call: C = alpha op(A) op(B) + beta C on
+    # sub-matrices of wider buffers, and sum_batches over a broadcast dim.
+    from numba import cuda
+
+    from headrace.kernels.cuda_gemm import gemm, sum_batches
+    M, N, K = 5, 7, 3
+    a = _rand((2, 9, 9), "float64", 16)     # batch stride 81, ld 9, offset 10
+    b = _rand((9, 9), "float64", 17)        # ld 9, offset 2
+    c = _rand((2, 6, 8), "float64", 18)     # batch stride 48, ld 8, offset 1
+    dc = cuda.to_device(c)
+    gemm(cuda.to_device(a), cuda.to_device(b), dc, M, N, K, ta, tb, alpha=2.0, beta=-1.0,
+         lda=9, ldb=9, ldc=8, batch=(2,), a_strides=(81,), b_strides=(0,), c_stride=48,
+         a_offset=10, b_offset=2, c_offset=1)
+    got, want = dc.copy_to_host(), c.copy()
+    for z in range(2):
+        sa = a.reshape(-1)[10 + 81 * z:][:5 * 9].reshape(5, 9)
+        sb = b.reshape(-1)[2:2 + 7 * 9].reshape(7, 9)
+        opa = sa[:K, :M].T if ta else sa[:M, :K]
+        opb = sb[:N, :K].T if tb else sb[:K, :N]
+        w = want[z].reshape(-1)[1:1 + 5 * 8].reshape(5, 8)
+        w[:, :N] = 2.0 * opa @ opb - w[:, :N]
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    total = cuda.device_array((1, 6, 8))
+    sum_batches(dc, total, (2,), (False,), 48)
+    np.testing.assert_allclose(total.copy_to_host(), got.sum(0, keepdims=True), rtol=1e-12)

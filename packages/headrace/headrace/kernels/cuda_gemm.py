@@ -39,19 +39,22 @@ __all__ = ["gemm", "sum_batches"]
 # (BM, BN, BK, TM, TN): block tile rows/cols, k-depth of a shared tile, thread micro-tile.
 LARGE = (64, 64, 8, 4, 4)
 SMALL = (16, 16, 8, 4, 4)
+PAD = 4
 
 
 def _make_gemm(dtype, ta, tb, geometry):
     BM, BN, BK, TM, TN = geometry
     TX = BN // TN                  # threads along a block tile row
-    NT = (BM // TM) * TX           # threads of a block
+    TY = BM // TM                  # threads along a block tile column
+    NT = TY * TX                   # threads of a block
+    AW, BW = BM + PAD, BN + PAD    # shared tile row widths (constants: shared array shapes)
 
     @cuda.jit
     def k(a, b, c, M, N, K, lda, ldb, ldc, alpha, beta, bdims, sa, sb, sc, oa, ob, oc):
-        # Shared tiles hold op(A)[., k] and op(B)[k, .] with k outermost, so the inner product
-        # loop reads a row of TM (TN) consecutive values from each.
-        As = cuda.shared.array((BK, BM), dtype)
-        Bs = cuda.shared.array((BK, BN), dtype)
+        # Shared tiles hold op(A)[., k] and op(B)[k, .] with k outermost, rows padded by PAD
+        # so a warp storing a k-contiguous tile column hits distinct banks.
+        As = cuda.shared.array((BK, AW), dtype)
+        Bs = cuda.shared.array((BK, BW), dtype)
         acc = cuda.local.array((TM, TN), dtype)
         ra = cuda.local.array(TM, dtype)
         rb = cuda.local.array(TN, dtype)
@@ -104,19 +107,21 @@ def _make_gemm(dtype, ta, tb, geometry):
                 Bs[kk, n] = v
             cuda.syncthreads()
             for kk in range(BK):
+                # A thread's micro-tile is rows ty + i * TY and cols tx + j * TX: a warp reads
+                # consecutive shared words (no bank conflicts) and stores consecutive columns.
                 for i in range(TM):
-                    ra[i] = As[kk, ty * TM + i]
+                    ra[i] = As[kk, ty + i * TY]
                 for j in range(TN):
-                    rb[j] = Bs[kk, tx * TN + j]
+                    rb[j] = Bs[kk, tx + j * TX]
                 for i in range(TM):
                     for j in range(TN):
                         acc[i, j] += ra[i] * rb[j]
             cuda.syncthreads()
         for i in range(TM):
-            gi = row0 + ty * TM + i
+            gi = row0 + ty + i * TY
             if gi < M:
                 for j in range(TN):
-                    gj = col0 + tx * TN + j
+                    gj = col0 + tx + j * TX
                     if gj < N:
                         p = offc + gi * ldc + gj
                         if beta == 0:
