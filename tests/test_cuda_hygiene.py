@@ -17,7 +17,7 @@ REGISTRY = default_registry()
 CUDA_PENDING = [
     "abs_grad", "adagrad", "adam", "adamw", "arg_max", "arg_min",
     "assign_value", "batch_norm", "batch_norm_grad", "cast", "ceil", "ceil_grad", "clip",
-    "clip_by_norm", "clip_grad", "concat", "concat_grad", "conv2d", "conv2d_grad", "cos",
+    "clip_by_norm", "clip_grad", "conv2d", "conv2d_grad", "cos",
     "cos_grad",
     "cumsum", "cumsum_grad", "dropout", "dropout_grad", "elementwise_add_grad",
     "elementwise_div", "elementwise_div_grad", "elementwise_max_grad", "elementwise_min_grad",
@@ -25,7 +25,7 @@ CUDA_PENDING = [
     "elu", "elu_grad", "equal", "exp_grad", "expand", "expand_as_v2",
     "expand_as_v2_grad", "expand_grad", "expand_v2", "expand_v2_grad",
     "fill_constant_batch_size_like",
-    "flatten_contiguous_range", "flatten_contiguous_range_grad", "floor", "floor_grad",
+    "floor", "floor_grad",
     "gather", "gather_grad", "gather_nd", "gather_nd_grad", "gaussian_random", "gelu",
     "gelu_grad", "greater_equal", "greater_than", "group_norm", "group_norm_grad", "gru",
     "gru_grad", "gru_unit", "gru_unit_grad", "hard_sigmoid", "hard_sigmoid_grad", "increment",
@@ -38,18 +38,17 @@ CUDA_PENDING = [
     "reciprocal", "reciprocal_grad", "reduce_all", "reduce_any", "reduce_max",
     "reduce_max_grad", "reduce_mean", "reduce_mean_grad", "reduce_min", "reduce_min_grad",
     "reduce_prod", "reduce_prod_grad", "reduce_sum", "reduce_sum_grad", "relu6", "relu6_grad",
-    "relu_grad", "reshape2", "reshape2_grad", "rmsprop", "rnn", "rnn_grad", "round",
+    "relu_grad", "rmsprop", "rnn", "rnn_grad", "round",
     "round_grad", "rsqrt", "rsqrt_grad", "scatter", "scatter_grad", "sequence_concat",
-    "sequence_concat_grad", "sequence_conv", "sequence_conv_grad", "sequence_enumerate",
-    "sequence_reshape", "sequence_reshape_grad",
-    "sequence_scatter", "sequence_scatter_grad", "sequence_slice", "sequence_slice_grad",
+    "sequence_concat_grad", "sequence_conv", "sequence_conv_grad",
+    "sequence_scatter", "sequence_scatter_grad",
     "sgd", "shape", "sigmoid_grad", "silu", "silu_grad", "sin", "sin_grad", "slice",
     "slice_grad", "softplus", "softplus_grad", "softsign",
-    "softsign_grad", "split", "sqrt", "sqrt_grad", "square_grad", "squared_l2_norm",
-    "squared_l2_norm_grad", "squeeze2", "squeeze2_grad", "stack", "stack_grad",
+    "softsign_grad", "sqrt", "sqrt_grad", "square_grad", "squared_l2_norm",
+    "squared_l2_norm_grad",
     "strided_slice", "strided_slice_grad", "swish", "swish_grad", "tanh_grad",
-    "top_k", "transpose2", "transpose2_grad", "uniform_random", "unsqueeze2",
-    "unsqueeze2_grad", "unstack", "unstack_grad", "where", "where_grad"
+    "top_k", "uniform_random",
+    "where", "where_grad"
 ]
 
 

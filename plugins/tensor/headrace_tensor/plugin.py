@@ -11,3 +11,4 @@ def headrace_register_ops(registry):
 def headrace_register_kernels(registry):
     # Imported on first use of the device: CPU kernels are Cython.
     registry.add_kernel_package("headrace_tensor.kernels.cpu", "cpu")
+    registry.add_kernel_package("headrace_tensor.kernels.cuda", "cuda")
