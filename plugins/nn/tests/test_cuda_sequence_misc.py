@@ -1,0 +1,67 @@
+"""sequence_slice, sequence_reshape, sequence_enumerate, sequence_concat and sequence_scatter
+(with their gradients) on CUDAPlace (Numba's simulator without a GPU) against the CPU kernels,
+over tiny LoD batches with empty sequences, and the CPU kernels' errors. Shapes stay tiny: the
+simulator runs each thread in Python."""
+import numpy as np
+import pytest
+
+import headrace as hr
+from headrace.runtime import Tensor
+from headrace.testing import run_op
+
+pytestmark = pytest.mark.cuda
+
+
+def _run(op, inputs, outputs, attrs, place, counts=None):
+    res = run_op(op, inputs, outputs, attrs, place, output_counts=counts)
+    return {s: [(np.asarray(t.numpy()), [list(lv) for lv in t.lod]) for t in v]
+            for s, v in res.items()}
+
+
+def _same(op, inputs, outputs, attrs=None, counts=None, tol=1e-6):
+    """Run on the CPU and on CUDA; the outputs and their LoD must agree. Returns the CPU's."""
+    cpu = _run(op, inputs, outputs, attrs, hr.CPUPlace(), counts)
+    gpu = _run(op, inputs, outputs, attrs, hr.CUDAPlace(0), counts)
+    for slot in outputs:
+        for (c, clod), (g, glod) in zip(cpu[slot], gpu[slot], strict=True):
+            assert g.dtype == c.dtype and g.shape == c.shape, slot
+            np.testing.assert_allclose(g, c, rtol=tol, atol=tol, err_msg=slot)
+            assert glod == clod, slot
+    return cpu
+
+
+def _cuda_error(op, inputs, outputs, attrs, match):
+    with pytest.raises(Exception, match=match):
+        run_op(op, inputs, outputs, attrs, hr.CUDAPlace(0))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_sequence_slice_and_grad(dtype):
+    rng = np.random.default_rng(0)
+    x = Tensor(rng.standard_normal((9, 2, 2)).astype(dtype), [[0, 2, 4], [0, 3, 3, 8, 9]])
+    offset = np.array([[1], [0], [2], [0]], "int64")
+    length = np.array([[2], [0], [3], [1]], "int64")
+    ins = {"X": x, "Offset": offset, "Length": length}
+    out = _same("sequence_slice", ins, ["Out"])["Out"][0][0]
+    g = rng.standard_normal(out.shape).astype(dtype)
+    _same("sequence_slice_grad", {**ins, "Out@GRAD": g}, ["X@GRAD"])
+    _cuda_error("sequence_slice", {**ins, "Length": np.array([[2], [1], [3], [1]])}, ["Out"],
+                None, "sequence 1 has 0 rows; Offset 0 and Length 1 do not fit")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64"])
+def test_sequence_reshape_and_grad(dtype):
+    x = Tensor(np.arange(24).reshape(6, 4).astype(dtype), [[0, 2, 2, 6]])
+    out = _same("sequence_reshape", {"X": x}, ["Out"], {"new_dim": 8})["Out"][0][0]
+    _same("sequence_reshape", {"X": x}, ["Out"], {"new_dim": 4})
+    _same("sequence_reshape_grad", {"X": x, "Out@GRAD": out}, ["X@GRAD"], {"new_dim": 8})
+    _cuda_error("sequence_reshape", {"X": x}, ["Out"], {"new_dim": 3},
+                "sequence 0 of X has 2 rows of width 4 = 8 values")
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_sequence_enumerate(dtype):
+    x = Tensor(np.arange(1, 8).reshape(7, 1).astype(dtype), [[0, 3, 3, 4, 7]])
+    _same("sequence_enumerate", {"X": x}, ["Out"], {"win_size": 3, "pad_value": -1})
+    _same("sequence_enumerate", {"X": Tensor(np.zeros((0, 1), dtype), [[0, 0]])}, ["Out"],
+          {"win_size": 2, "pad_value": 0})
