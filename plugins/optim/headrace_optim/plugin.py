@@ -9,5 +9,6 @@ def headrace_register_ops(registry):
 
 @hookimpl
 def headrace_register_kernels(registry):
-    # Imported on first use of the device: CPU kernels are Cython.
+    # Imported on first use of each device: CPU kernels are Cython, CUDA kernels Numba.
     registry.add_kernel_package("headrace_optim.kernels.cpu", "cpu")
+    registry.add_kernel_package("headrace_optim.kernels.cuda", "cuda")
