@@ -65,3 +65,32 @@ def test_sequence_enumerate(dtype):
     _same("sequence_enumerate", {"X": x}, ["Out"], {"win_size": 3, "pad_value": -1})
     _same("sequence_enumerate", {"X": Tensor(np.zeros((0, 1), dtype), [[0, 0]])}, ["Out"],
           {"win_size": 2, "pad_value": 0})
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64"])
+def test_sequence_concat_and_grad(dtype):
+    rng = np.random.default_rng(1)
+    xs = [Tensor((rng.standard_normal((4, 2)) * 9).astype(dtype), [[0, 1, 1, 4]]),
+          Tensor((rng.standard_normal((3, 2)) * 9).astype(dtype), [[0, 0, 2, 3]]),
+          Tensor((rng.standard_normal((0, 2)) * 9).astype(dtype), [[0, 0, 0, 0]])]
+    out = _same("sequence_concat", {"X": xs}, ["Out"])["Out"][0][0]
+    g = (rng.standard_normal(out.shape) * 9).astype(dtype)
+    _same("sequence_concat_grad", {"X": xs, "Out@GRAD": g}, ["X@GRAD"], counts={"X@GRAD": 3})
+    _cuda_error("sequence_concat", {"X": [xs[0], Tensor(xs[1].data, [[0, 3]])]}, ["Out"], None,
+                "X\\[1\\] has 1 sequences, X\\[0\\] 3")
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int32"])
+def test_sequence_scatter_and_grad(dtype):
+    rng = np.random.default_rng(2)
+    x = (rng.standard_normal((3, 4)) * 9).astype(dtype)
+    lod = [[0, 3, 3, 5]]
+    ids = Tensor(np.array([[1], [3], [1], [0], [0]], "int64"), lod)   # repeated ids add up
+    upd = Tensor((rng.standard_normal((5, 1)) * 9).astype(dtype), lod)
+    _same("sequence_scatter", {"X": x, "Ids": ids, "Updates": upd}, ["Out"])
+    g = (rng.standard_normal((3, 4)) * 9).astype(dtype)
+    _same("sequence_scatter_grad", {"Ids": ids, "Updates": upd, "Out@GRAD": g},
+          ["X@GRAD", "Updates@GRAD"])
+    bad = Tensor(np.array([[1], [4], [1], [0], [0]], "int64"), lod)
+    _cuda_error("sequence_scatter", {"X": x, "Ids": bad, "Updates": upd}, ["Out"], None,
+                r"Ids\[1\] = 4 \(sequence 0\) is not a column of a row of X, which has 4")
