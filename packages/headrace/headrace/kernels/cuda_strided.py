@@ -117,11 +117,37 @@ def _sum_tiles(g, out, xdims, reps, gstr, M):
         out[j] = buf[0]
 
 
+@cuda.jit
+def _sum_tiles_serial(g, out, xdims, reps, gstr, M, nx):
+    # Few copies per element: one thread per element of the tile, a serial float64 sum.
+    j = cuda.grid(1)
+    if j < nx:
+        base = 0
+        r = j
+        for k in range(len(xdims) - 1, -1, -1):
+            base += (r % xdims[k]) * gstr[k]
+            r //= xdims[k]
+        acc = 0.0
+        for m in range(M):
+            off = base
+            q = m
+            for k in range(len(reps) - 1, -1, -1):
+                off += (q % reps[k]) * xdims[k] * gstr[k]
+                q //= reps[k]
+            acc += g[off]
+        out[j] = acc
+
+
+# Up to this many copies per element, a thread sums them alone (no block, no shared memory).
+SERIAL_TILES = 32
+
+
 def sum_tiles(g, xdims, reps):
     """X-shaped sum of ``g`` (contiguous, dims xdims[k] * reps[k]) over its tiles:
     out[j] = sum over r of g[r * xdims + j] per dim. A broadcast dim is xdims[k] = 1, reps[k] =
     the broadcast size; a new leading dim of g is a dim with xdims[k] = 1 too. A new array of
-    g's dtype with shape ``xdims`` (reshape it as needed); sums accumulate in float64."""
+    g's dtype with shape ``xdims`` (reshape it as needed); sums accumulate in float64: a thread
+    per element when there are few tiles, else a block per element and a shared-memory tree."""
     xdims = tuple(int(d) for d in xdims) or (1,)
     reps = tuple(int(r) for r in reps) or (1,)
     out = device_empty(xdims, g.dtype)
@@ -133,5 +159,8 @@ def sum_tiles(g, xdims, reps):
         launch(_zero, nx, flat(out), nx)
         return out
     gstr = contiguous_strides(tuple(d * r for d, r in zip(xdims, reps)))
+    if M <= SERIAL_TILES:
+        launch(_sum_tiles_serial, nx, flat(g), flat(out), xdims, reps, gstr, M, nx)
+        return out
     _sum_tiles[nx, ROW_THREADS, current_stream()](flat(g), flat(out), xdims, reps, gstr, M)
     return out
