@@ -31,7 +31,7 @@ CUDA_PENDING = [
     "instance_norm", "instance_norm_grad", "label_smooth", "label_smooth_grad", "layer_norm",
     "layer_norm_grad", "leaky_relu", "leaky_relu_grad", "less_equal", "less_than", "lod_reset",
     "log", "log_grad", "logical_and", "logical_not", "logical_or", "logical_xor", "lstm",
-    "lstm_grad", "lstm_unit", "lstm_unit_grad", "lstmp", "lstmp_grad",
+    "lstm_grad", "lstmp", "lstmp_grad",
     "mean", "mean_grad", "norm",
     "norm_grad", "not_equal", "one_hot_v2", "pad", "pad_grad", "pool2d", "pool2d_grad",
     "reciprocal", "reciprocal_grad", "reduce_all", "reduce_any", "reduce_max",
