@@ -27,7 +27,7 @@ CUDA_PENDING = [
     "floor", "floor_grad",
     "gather", "gather_grad", "gather_nd", "gather_nd_grad", "gaussian_random", "gelu",
     "gelu_grad", "greater_equal", "greater_than", "group_norm", "group_norm_grad", "gru",
-    "gru_grad", "gru_unit", "gru_unit_grad", "hard_sigmoid", "hard_sigmoid_grad", "increment",
+    "gru_grad", "hard_sigmoid", "hard_sigmoid_grad", "increment",
     "instance_norm", "instance_norm_grad", "label_smooth", "label_smooth_grad", "layer_norm",
     "layer_norm_grad", "leaky_relu", "leaky_relu_grad", "less_equal", "less_than", "lod_reset",
     "log", "log_grad", "logical_and", "logical_not", "logical_or", "logical_xor", "lstm",

@@ -48,3 +48,21 @@ def test_lstm_unit_kernel_refuses_mismatched_shapes_and_takes_absent_grads():
     x, c = cuda.to_device(np.ones((2, 8))), cuda.to_device(np.ones((2, 2)))
     dx, dc = LstmUnitGrad({"forget_bias": 0.0})(x, c, c, None, None)   # zeros for both
     assert not dx.copy_to_host().any() and not dc.copy_to_host().any()
+
+
+@pytest.mark.parametrize("act, gate, origin, bias", [(2, 1, False, True), (3, 1, True, False),
+                                                     (1, 3, False, True), (0, 2, True, True)])
+@pytest.mark.parametrize("n", [3, 0])
+def test_gru_unit_and_grad(act, gate, origin, bias, n):
+    rng = np.random.default_rng(1)
+    d = 3
+    ins = {"Input": rng.standard_normal((n, 3 * d)) * 2,
+           "HiddenPrev": rng.standard_normal((n, d)),
+           "Weight": rng.standard_normal((d, 3 * d)) * 0.5,
+           "Bias": rng.standard_normal((1, 3 * d)) if bias else None}
+    attrs = {"activation": act, "gate_activation": gate, "origin_mode": origin}
+    out = _same("gru_unit", ins, ["Gate", "ResetHiddenPrev", "Hidden"], attrs, 1e-12)
+    grads = ["Input@GRAD", "HiddenPrev@GRAD", "Weight@GRAD"] + (["Bias@GRAD"] if bias else [])
+    _same("gru_unit_grad", {**ins, "Gate": out["Gate"], "ResetHiddenPrev":
+                            out["ResetHiddenPrev"],
+                            "Hidden@GRAD": rng.standard_normal((n, d))}, grads, attrs, 1e-12)
