@@ -39,7 +39,6 @@ CUDA_PENDING = [
     "reduce_prod", "reduce_prod_grad", "reduce_sum", "reduce_sum_grad", "relu6", "relu6_grad",
     "relu_grad", "rnn", "rnn_grad", "round",
     "round_grad", "rsqrt", "rsqrt_grad", "scatter", "scatter_grad",
-    "sequence_conv", "sequence_conv_grad",
     "shape", "sigmoid_grad", "silu", "silu_grad", "sin", "sin_grad",
     "softplus", "softplus_grad", "softsign",
     "softsign_grad", "sqrt", "sqrt_grad", "square_grad", "squared_l2_norm",
