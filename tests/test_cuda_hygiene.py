@@ -16,16 +16,15 @@ REGISTRY = default_registry()
 # with its CUDA kernel or a host_only reason instead of joining the list. Keep it alphabetized.
 CUDA_PENDING = [
     "abs_grad", "arg_max", "arg_min",
-    "assign_value", "batch_norm", "batch_norm_grad", "cast", "ceil", "ceil_grad", "clip",
+    "batch_norm", "batch_norm_grad", "ceil", "ceil_grad", "clip",
     "clip_by_norm", "clip_grad", "conv2d", "conv2d_grad", "cos",
     "cos_grad",
     "cumsum", "cumsum_grad", "dropout", "dropout_grad", "elementwise_add_grad",
     "elementwise_div", "elementwise_div_grad", "elementwise_max_grad", "elementwise_min_grad",
     "elementwise_mul_grad", "elementwise_pow", "elementwise_pow_grad", "elementwise_sub_grad",
     "elu", "elu_grad", "equal", "exp_grad",
-    "fill_constant_batch_size_like",
     "floor", "floor_grad",
-    "gather", "gather_grad", "gather_nd", "gather_nd_grad", "gaussian_random", "gelu",
+    "gather", "gather_grad", "gather_nd", "gather_nd_grad", "gelu",
     "gelu_grad", "greater_equal", "greater_than", "group_norm", "group_norm_grad", "gru",
     "gru_grad", "hard_sigmoid", "hard_sigmoid_grad", "increment",
     "instance_norm", "instance_norm_grad", "label_smooth", "label_smooth_grad", "layer_norm",
@@ -44,7 +43,7 @@ CUDA_PENDING = [
     "softsign_grad", "sqrt", "sqrt_grad", "square_grad", "squared_l2_norm",
     "squared_l2_norm_grad",
     "swish", "swish_grad", "tanh_grad",
-    "top_k", "uniform_random",
+    "top_k",
     "where", "where_grad"
 ]
 

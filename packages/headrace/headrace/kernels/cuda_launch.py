@@ -9,12 +9,13 @@ import numpy as np
 from numba import cuda
 
 from ..devices.cuda import check_flag as device_check_flag
-from ..devices.cuda import current_stream, index_flag
+from ..devices.cuda import SIMULATOR, current_stream, index_flag
 from ..errors import OpError
 
 __all__ = ["THREADS", "ROW_THREADS", "grid", "launch", "tree_reduce", "split_axis", "flat",
            "empty_like", "device_empty", "float_input", "same_shape_dtype", "new_flag",
-           "check_flag", "device_copy", "device_fill"]
+           "check_flag", "device_copy", "device_fill",
+           "RNG_STATES", "rng_states", "rng_grid", "reseed_states"]
 
 # Threads of an elementwise block.
 THREADS = 256
@@ -149,3 +150,74 @@ def device_fill(out, value):
     """Fill the device array ``out`` with ``value`` (a NumPy scalar of its dtype); returns it."""
     launch(_fill, out.size, flat(out), value)
     return out
+
+
+# --- Random streams: numba.cuda.random xoroshiro128p states, one per generating thread --------
+# A random kernel keeps RNG_STATES states, made once per kernel maker from its seed and advanced
+# in place by every launch: two calls draw different numbers, and a maker built again from the
+# same seed repeats the sequence. A launch runs min(n, RNG_STATES) threads; thread t draws the
+# elements t, t + T, ... from state t (a grid-stride loop), so a result depends on the seed and
+# the shapes drawn so far only. State t is SplitMix64 of (seed, t), the same on the host
+# (rng_states, one copy to the device when the maker first runs) and on the device
+# (reseed_states, for a seed that is a device value). The simulator, whose threads are Python
+# threads, uses fewer states.
+RNG_STATES = 128 if SIMULATOR else 4096
+_GOLDEN = 0x9E3779B97F4A7C15
+
+
+def _splitmix_host(z):
+    with np.errstate(over="ignore"):
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+def rng_states(seed):
+    """RNG_STATES xoroshiro128p states on the device from ``seed`` (None: fresh entropy, as the
+    CPU kernels' unseeded generator)."""
+    import os
+
+    from numba.cuda.random import xoroshiro128p_dtype
+    if seed is None:
+        seed = int.from_bytes(os.urandom(8), "little")
+    t = np.arange(RNG_STATES, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        z = np.uint64(int(seed) & 0xFFFFFFFFFFFFFFFF) + (2 * t + np.uint64(1)) * \
+            np.uint64(_GOLDEN)
+        host = np.empty(RNG_STATES, dtype=xoroshiro128p_dtype)
+        host["s0"] = _splitmix_host(z)
+        host["s1"] = _splitmix_host(z + np.uint64(_GOLDEN))
+    return cuda.to_device(host, stream=current_stream())
+
+
+def rng_grid(n):
+    """(blocks, threads, T) of a random launch over ``n`` elements: T = min(n, RNG_STATES)."""
+    total = max(1, min(n, RNG_STATES))
+    blocks, threads = grid(total)
+    return blocks, threads, total
+
+
+@cuda.jit(device=True)
+def _splitmix(z):
+    z = (z ^ (z >> np.uint32(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint32(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint32(31))
+
+
+@cuda.jit
+def _reseed(states, seed):
+    # SplitMix64 of (seed, thread) into both words: a state per thread from a seed that lives
+    # on the device (a Seed input), without a host round trip.
+    t = cuda.grid(1)
+    if t < states.shape[0]:
+        golden = np.uint64(0x9E3779B97F4A7C15)
+        z = np.uint64(seed[0]) + np.uint64(2 * t + 1) * golden
+        states[t]["s0"] = _splitmix(z)
+        states[t]["s1"] = _splitmix(z + golden)
+
+
+def reseed_states(states, seed):
+    """Seed ``states`` on the device from ``seed``, a one-element integer device array read by
+    the kernel: the same seed gives the same states at every call."""
+    blocks, threads = grid(states.shape[0])
+    _reseed[blocks, threads, current_stream()](states, seed)

@@ -1,0 +1,177 @@
+"""uniform_random and gaussian_random on CUDA.
+
+Reproducibility, as the CPU kernel decides it: the maker makes the device's random states from
+``info.seed`` (the op's seed attribute, else one derived from the program's random_seed and the
+op's position, else None = fresh entropy) once, Numba's xoroshiro128p generators
+(headrace.kernels.cuda_launch.rng_states), and every call advances them on the device: a
+training loop gets new noise every step, and two executors preparing the same seeded program
+draw the same sequence. The numbers differ from the CPU kernel's NumPy draws (another
+generator); their distribution is the same.
+
+Each thread of a launch draws from its own state (a grid-stride loop over the output), in
+float32 for float16/float32 outputs and float64 for float64, and maps the draws to [min, max)
+(pulled back under max where rounding reaches it, as on the CPU) or N(mean, std^2). A shape
+given by ShapeTensor/ShapeTensorList is read on the host (the output must be allocated).
+"""
+import numpy as np
+from numba import cuda
+from numba.cuda.random import (xoroshiro128p_normal_float32, xoroshiro128p_normal_float64,
+                               xoroshiro128p_uniform_float32, xoroshiro128p_uniform_float64)
+
+from headrace import dtypes as _dt
+from headrace.devices.cuda import current_stream
+from headrace.kernels.cuda_launch import device_empty, flat, launch, rng_grid, rng_states
+
+from ._common import host_ints, ints_of_list
+
+FLOATS = ("float16", "float32", "float64")
+
+
+@cuda.jit
+def _uniform(states, out, lo, width, below, below_out, double, total):
+    t = cuda.grid(1)
+    if t < total:
+        i = t
+        while i < out.size:
+            if double:
+                v = lo + width * xoroshiro128p_uniform_float64(states, t)
+            else:
+                v = lo + width * xoroshiro128p_uniform_float32(states, t)
+            if v > below:
+                v = below
+            out[i] = v
+            if out[i] > below_out:     # float16: rounding may reach max again
+                out[i] = below_out
+            i += total
+
+
+@cuda.jit
+def _gaussian(states, out, mean, std, double, total):
+    t = cuda.grid(1)
+    if t < total:
+        i = t
+        while i < out.size:
+            if double:
+                out[i] = mean + std * xoroshiro128p_normal_float64(states, t)
+            else:
+                out[i] = mean + std * xoroshiro128p_normal_float32(states, t)
+            i += total
+
+
+@cuda.jit
+def _diag(out, step, val):
+    i = cuda.grid(1)
+    if i * (step + 1) < out.size:
+        out[i * (step + 1)] = val
+
+
+def largest_below(dtype, hi):
+    """The largest value of ``dtype`` that is < hi."""
+    with np.errstate(over="ignore"):
+        h = dtype.type(hi)
+    if float(h) >= hi:
+        h = np.nextafter(h, dtype.type(-np.inf))
+    return h
+
+
+def float_dtype(attrs, op):
+    name = _dt.from_proto(attrs["dtype"])
+    if name not in FLOATS:
+        raise TypeError(f"{op}: dtype {attrs['dtype']} ({name}) has no CUDA kernel; "
+                        f"supported: " + ", ".join(FLOATS))
+    return np.dtype(name)
+
+
+class _Random:
+    """What both random kernels share: output dtype, shape resolution, the device states."""
+
+    def __init__(self, op, attrs, info):
+        self.op = op
+        self.dtype = float_dtype(attrs, op)
+        self.shape = [int(d) for d in attrs["shape"]]
+        self.seed = getattr(info, "seed", None) if info is not None else None
+        self.states = None
+        # float32 math for float16/float32 outputs, float64 for float64 (as the CPU draws).
+        self.work = np.dtype(np.float64 if self.dtype == np.float64 else np.float32)
+
+    def out_shape(self, shape_tensor, shape_list):
+        if shape_tensor is not None:
+            dims, src = host_ints(shape_tensor, self.op, "ShapeTensor"), "ShapeTensor"
+        elif shape_list:
+            dims, src = ints_of_list(shape_list, self.op, "ShapeTensorList"), \
+                "ShapeTensorList"
+        else:
+            dims, src = self.shape, "attribute 'shape'"
+        for d in dims:
+            if d < 0:
+                raise ValueError(f"{self.op}: the output shape from {src} has a negative dim: "
+                                 f"{dims}")
+        return tuple(dims)
+
+    def generators(self):
+        # Made at the first call, on the running executor's stream, then kept and advanced.
+        if self.states is None:
+            self.states = rng_states(self.seed)
+        return self.states
+
+
+class UniformRandom(_Random):
+    """Out = U[min, max) samples; then diag_num elements at flat index i * (diag_step + 1)
+    are set to diag_val."""
+
+    def __init__(self, attrs, info=None):
+        super().__init__("uniform_random", attrs, info)
+        self.lo, self.hi = attrs["min"], attrs["max"]
+        if not self.lo < self.hi:
+            raise ValueError(f"uniform_random: min ({self.lo}) must be less than max "
+                             f"({self.hi})")
+        self.diag_num, self.diag_step = attrs["diag_num"], attrs["diag_step"]
+        self.diag_val = attrs["diag_val"]
+        if self.diag_num < 0 or self.diag_step < 0:
+            raise ValueError(f"uniform_random: diag_num ({self.diag_num}) and diag_step "
+                             f"({self.diag_step}) must be >= 0")
+
+    def __call__(self, shape_tensor=None, shape_list=None):
+        shape = self.out_shape(shape_tensor, shape_list)
+        n = int(np.prod(shape, dtype=np.int64))
+        if self.diag_num > 0 and (self.diag_num - 1) * (self.diag_step + 1) >= n:
+            raise ValueError(f"uniform_random: diag_num={self.diag_num}, diag_step="
+                             f"{self.diag_step} run past the end of an output of {n} elements")
+        out = device_empty(shape, self.dtype)
+        if n:
+            w = self.work.type
+            blocks, threads, total = rng_grid(n)
+            _uniform[blocks, threads, current_stream()](
+                self.generators(), flat(out), w(self.lo), w(self.hi - self.lo),
+                largest_below(self.work, self.hi), largest_below(self.dtype, self.hi),
+                self.work == np.float64, total)
+        if self.diag_num > 0:
+            launch(_diag, self.diag_num, flat(out), self.diag_step,
+                   self.dtype.type(self.diag_val))
+        return (out,)
+
+
+class GaussianRandom(_Random):
+    """Out = N(mean, std^2) samples."""
+
+    def __init__(self, attrs, info=None):
+        super().__init__("gaussian_random", attrs, info)
+        self.mean, self.std = attrs["mean"], attrs["std"]
+        if not self.std >= 0:
+            raise ValueError(f"gaussian_random: std must be >= 0, got {self.std}")
+
+    def __call__(self, shape_tensor=None, shape_list=None):
+        out = device_empty(self.out_shape(shape_tensor, shape_list), self.dtype)
+        if out.size:
+            w = self.work.type
+            blocks, threads, total = rng_grid(out.size)
+            _gaussian[blocks, threads, current_stream()](
+                self.generators(), flat(out), w(self.mean), w(self.std),
+                self.work == np.float64, total)
+        return (out,)
+
+
+KERNELS = [
+    ("uniform_random", UniformRandom, None),
+    ("gaussian_random", GaussianRandom, None),
+]
