@@ -150,7 +150,9 @@ def _lengths(length, n, width, op):
     raw = getattr(length, "data", length)
     if np.dtype(raw.dtype).kind not in "iu":
         raise TypeError(f"{op}: Length must hold integers, got {raw.dtype}")
-    lengths = np.asarray(raw.copy_to_host() if hasattr(raw, "copy_to_host") else raw)
+    if hasattr(raw, "copy_to_host"):   # on the executor's stream, after what wrote it
+        raw = raw.copy_to_host(stream=current_stream())
+    lengths = np.asarray(raw)
     lengths = lengths.reshape(-1).astype(np.int64)
     if len(lengths) != n or (lengths < 0).any() or (lengths > width).any():
         raise ValueError(f"{op}: Length {lengths.tolist()} must hold one length in [0, "

@@ -39,14 +39,17 @@ def _scatter(out, upd, ids, off, S, cols, n, bad):
 
 
 @cuda.jit
-def _gather(g, dupd, ids, off, S, cols, n, bad):
+def _gather(g, dupd, ids, off, S, cols, n, bad, write):
+    """Updates@GRAD[k] = Out@GRAD at id k (``write`` False: only the ids are checked, as the
+    CPU kernel checks them when Updates@GRAD is not wanted)."""
     k = cuda.grid(1)
     if k < n:
         c = ids[k]
         if c < 0 or c >= cols:
             cuda.atomic.min(bad, 0, k)
-            dupd[k] = 0
-        else:
+            if write:
+                dupd[k] = 0
+        elif write:
             dupd[k] = g[seq_of(off, S, k) * cols + c]
 
 
@@ -144,17 +147,15 @@ class SequenceScatterGrad(_Scatter):
         g, upd, i, off, S, cols, n = self._checked(getattr(dout, "data", dout), ids, updates,
                                                    op, "Out@GRAD")
         dx = _copied(g) if self.want_x else None
-        dupd = None
-        if self.want_updates:
-            d = device_empty(upd.shape, upd.dtype)
-            if n:
-                bad = new_flag(n)
-                blocks, threads = grid(n)
-                _gather[blocks, threads, current_stream()](flat(g), flat(d), flat(i), off, S,
-                                                           cols, n, bad)
-                self._check(bad, n, ids, cols, op)
-            dupd = Tensor(d, updates.lod)
-        return (dx, dupd)
+        d = device_empty(upd.shape, upd.dtype) if self.want_updates else None
+        if n:
+            bad = new_flag(n)
+            blocks, threads = grid(n)
+            _gather[blocks, threads, current_stream()](
+                flat(g), flat(d if d is not None else upd), flat(i), off, S, cols, n, bad,
+                d is not None)
+            self._check(bad, n, ids, cols, op)
+        return (dx, None if d is None else Tensor(d, updates.lod))
 
 
 KERNELS = [("sequence_scatter", SequenceScatter, DTYPES, "lod"),

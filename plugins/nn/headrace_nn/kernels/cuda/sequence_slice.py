@@ -51,7 +51,9 @@ def _slice_grad(g, lists, dx, S, D, total):
 
 def _host(v):
     v = getattr(v, "data", v)
-    return np.asarray(v.copy_to_host() if hasattr(v, "copy_to_host") else v).reshape(-1)
+    if hasattr(v, "copy_to_host"):     # on the executor's stream, after what wrote it
+        v = v.copy_to_host(stream=current_stream())
+    return np.asarray(v).reshape(-1)
 
 
 class _Slice:
