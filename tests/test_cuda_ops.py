@@ -51,6 +51,12 @@ def _filled(opdef, attrs):
     return {**{n: a.default for n, a in opdef.attrs.items()}, **attrs}
 
 
+# Ops whose reference replays NumPy's generator from a seed: the CUDA kernel draws from another
+# generator (Numba's xoroshiro128p), so only shapes and dtypes compare here; the family's test
+# checks the statistics (plugins/nn/tests/test_cuda_dropout.py).
+NUMPY_DRAWS = {"dropout"}
+
+
 @pytest.mark.parametrize("op_type, dtype", _cases())
 def test_the_cuda_kernel_matches_the_reference(op_type, dtype):
     inputs, attrs = SAMPLES[op_type](np.random.default_rng(7), dtype)
@@ -71,5 +77,7 @@ def test_the_cuda_kernel_matches_the_reference(op_type, dtype):
             g = np.asarray(g.numpy())
             assert g.shape == e.shape and g.dtype == e.dtype, \
                 f"{op_type}.{slot}: {g.dtype}{list(g.shape)} vs reference {e.dtype}{list(e.shape)}"
+            if op_type in NUMPY_DRAWS:
+                continue
             np.testing.assert_allclose(g.astype(np.float64), e.astype(np.float64), rtol=tol,
                                        atol=tol, equal_nan=True, err_msg=f"{op_type}.{slot}")

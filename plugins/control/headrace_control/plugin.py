@@ -9,8 +9,9 @@ def headrace_register_ops(registry):
 
 @hookimpl
 def headrace_register_kernels(registry):
-    # Imported on first use of the device: CPU kernels are Cython; the control-flow kernels
-    # drive sub-plans and serve every device.
+    # Imported on first use of the device: CPU kernels are Cython, CUDA kernels Numba; the
+    # control-flow kernels drive sub-plans and serve every device.
     registry.add_kernel_package("headrace_control.kernels.cpu", "cpu")
+    registry.add_kernel_package("headrace_control.kernels.cuda", "cuda")
     for device in ("cpu", "cuda"):
         registry.add_kernel_package("headrace_control.kernels.flow", device)
