@@ -94,3 +94,21 @@ def test_sequence_scatter_and_grad(dtype):
     bad = Tensor(np.array([[1], [4], [1], [0], [0]], "int64"), lod)
     _cuda_error("sequence_scatter", {"X": x, "Ids": bad, "Updates": upd}, ["Out"], None,
                 r"Ids\[1\] = 4 \(sequence 0\) is not a column of a row of X, which has 4")
+
+
+def test_sequence_scatter_grad_checks_ids_when_only_x_grad_is_wanted():
+    from numba import cuda
+
+    from headrace_nn.kernels.cuda.sequence_scatter import SequenceScatterGrad
+
+    class OnlyX:
+        location = None
+
+        def wants(self, slot):
+            return slot == "X@GRAD"
+    lod = [[0, 2]]
+    k = SequenceScatterGrad({}, OnlyX())
+    ids = Tensor(cuda.to_device(np.array([[0], [5]], "int64")), lod)
+    upd = Tensor(cuda.to_device(np.ones((2, 1))), lod)
+    with pytest.raises(ValueError, match=r"Ids\[1\] = 5"):
+        k(ids, upd, Tensor(cuda.to_device(np.ones((1, 3))), []))

@@ -63,6 +63,17 @@ def test_max_nan_semantics_and_long_sequences():
     assert cpu["MaxIndex"][0][0, 2] == 3 and cpu["MaxIndex"][0][1, 0] == -1
 
 
+@pytest.mark.parametrize("pooltype", ["MAX", "SUM"])
+def test_one_value_per_row_uses_every_lane(pooltype):
+    # D = 1: the block's 64 threads are all row lanes; 70 rows wrap around them; ties at
+    # rows 5 and 69 (MaxIndex 5), a NaN in the second sequence after its maximum.
+    x = np.random.default_rng(6).standard_normal((75, 1)).round(1)
+    x[5] = x[69] = 9.0
+    x[73] = np.nan
+    _same("sequence_pool", {"X": Tensor(x, [[0, 70, 70, 75]])}, ["Out", "MaxIndex"],
+          {"pooltype": pooltype}, tol=1e-12)
+
+
 def test_all_sequences_empty_and_no_rows():
     x = np.zeros((0, 3), "float32")
     _same("sequence_pool", {"X": Tensor(x, [[0, 0, 0]])}, ["Out", "MaxIndex"],

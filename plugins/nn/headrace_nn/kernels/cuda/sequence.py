@@ -3,10 +3,12 @@ LoD level, with the CPU kernel's semantics (kernels/cpu/sequence.pyx): an empty 
 pad_value (MaxIndex -1 under MAX), MaxIndex is the first row of each maximum, a NaN is the
 maximum wherever it sits (MaxIndex: its first NaN), and MaxIndex is 0 for the other types.
 
-Forward: one block per (sequence, tile of POOL_COLS columns); the block's POOL_LANES row lanes
-stride over the sequence's rows (a warp reads POOL_COLS consecutive columns of a row), then
-reduce across lanes as a shared-memory tree: sums in float64, maxima as (value, row) pairs
-combined so the result is the CPU kernel's whatever the order of the lanes.
+Forward: one block of POOL_THREADS per (sequence, tile of ``cols`` columns), ``cols`` the
+power of two covering the row up to POOL_COLS, the other threads row lanes (POOL_THREADS /
+cols of them: 64 for one value per row) that stride over the sequence's rows, consecutive
+threads reading consecutive columns of a row; the lanes reduce as a shared-memory tree: sums
+in float64, maxima as (value, row) pairs combined so the result is the CPU kernel's whatever
+the order of the lanes.
 
 Gradient: one thread per element of X@GRAD: its sequence found by a binary search of the
 offsets, its value read from Out@GRAD (no atomics, every element written once). Under MAX the
@@ -29,8 +31,8 @@ from ._seq import DeviceLoD, lod_key, offsets, rows_of, seq_of
 
 DTYPES = ("float32", "float64")
 POOLTYPES = {"AVERAGE": 0, "SUM": 1, "SQRT": 2, "MAX": 3, "LAST": 4, "FIRST": 5}
-POOL_COLS = 16    # columns of a block: consecutive, so row reads coalesce
-POOL_LANES = 4    # row lanes of a block (a power of two for the tree)
+POOL_THREADS = 64   # threads of a pooling block (a power of two for the tree)
+POOL_COLS = 16      # most columns of a block: consecutive, so row reads coalesce
 
 
 @cuda.jit(device=True)
@@ -50,13 +52,15 @@ def _better(v1, i1, v2, i2):
 
 
 @cuda.jit
-def _pool(x, off, out, arg, D, kind, pad):
+def _pool(x, off, out, arg, D, kind, pad, cols):
     s = cuda.blockIdx.x
     tx = cuda.threadIdx.x
     ty = cuda.threadIdx.y
-    d = cuda.blockIdx.y * POOL_COLS + tx
-    val = cuda.shared.array((POOL_LANES, POOL_COLS), float64)
-    idx = cuda.shared.array((POOL_LANES, POOL_COLS), int64)
+    lanes = POOL_THREADS // cols
+    d = cuda.blockIdx.y * cols + tx
+    t = ty * cols + tx
+    val = cuda.shared.array(POOL_THREADS, float64)
+    idx = cuda.shared.array(POOL_THREADS, int64)
     a = off[s]
     b = off[s + 1]
     live = d < D
@@ -73,7 +77,7 @@ def _pool(x, off, out, arg, D, kind, pad):
     v = 0.0
     i = -1
     if live:
-        for r in range(a + ty, b, POOL_LANES):
+        for r in range(a + ty, b, lanes):
             xv = float64(x[r * D + d])
             if kind == 3:
                 if _better(v, i, xv, r):
@@ -81,29 +85,30 @@ def _pool(x, off, out, arg, D, kind, pad):
                     i = r
             else:
                 v += xv
-    val[ty, tx] = v
-    idx[ty, tx] = i
+    val[t] = v
+    idx[t] = i
     cuda.syncthreads()
-    step = POOL_LANES // 2
+    step = lanes // 2
     while step > 0:
         if ty < step:
+            u = t + step * cols
             if kind == 3:
-                if _better(val[ty, tx], idx[ty, tx], val[ty + step, tx], idx[ty + step, tx]):
-                    val[ty, tx] = val[ty + step, tx]
-                    idx[ty, tx] = idx[ty + step, tx]
+                if _better(val[t], idx[t], val[u], idx[u]):
+                    val[t] = val[u]
+                    idx[t] = idx[u]
             else:
-                val[ty, tx] += val[ty + step, tx]
+                val[t] += val[u]
         cuda.syncthreads()
         step //= 2
     if live and ty == 0:
         k = s * D + d
-        v = val[0, tx]
+        v = val[tx]
         if kind == 0:
             v = v / (b - a)
         elif kind == 2:
             v = v / math.sqrt(float64(b - a))
         out[k] = v
-        arg[k] = idx[0, tx] if kind == 3 else 0
+        arg[k] = idx[tx] if kind == 3 else 0
 
 
 @cuda.jit
@@ -172,9 +177,13 @@ class SequencePool:
         out = device_empty(shape, a.dtype)
         arg = device_empty(shape, np.int32)
         if S * D:
-            blocks = (S, (D + POOL_COLS - 1) // POOL_COLS)
-            _pool[blocks, (POOL_COLS, POOL_LANES), current_stream()](
-                a.reshape(-1), off, out.reshape(-1), arg.reshape(-1), D, self.kind, self.pad)
+            cols = 1
+            while cols < min(D, POOL_COLS):
+                cols *= 2
+            blocks = (S, (D + cols - 1) // cols)
+            _pool[blocks, (cols, POOL_THREADS // cols), current_stream()](
+                a.reshape(-1), off, out.reshape(-1), arg.reshape(-1), D, self.kind, self.pad,
+                cols)
         return (Tensor(out, [list(level) for level in lod[:-1]]), Tensor(arg, []))
 
 
