@@ -76,19 +76,25 @@ def test_flatten_and_squeeze():
     same_error("squeeze", "Squeeze2", {"axes": [4]}, [x], "out of range")
 
 
-@pytest.mark.parametrize("shape,axis", [((2, 3, 4), [0, 2, 1]), ((2, 3, 4, 5), [0, 2, 3, 1]),
-                                        ((3, 5), [1, 0]), ((2, 0, 3), [2, 1, 0]), ((), [])])
-def test_transpose2(shape, axis):
-    x = _rand(shape)
+@pytest.mark.parametrize("shape,axis,dtype", [
+    ((2, 3, 4), [0, 2, 1], "float64"),       # batched 2-D: the shared-memory tiles
+    ((2, 3, 4, 5), [0, 2, 3, 1], "float32"),  # NCHW -> NHWC: tiles of [N, C, HW]
+    ((33, 40), [1, 0], "float32"),           # tile edges in both dims
+    ((2, 3, 4), [2, 1, 0], "float64"),       # the general strided gather
+    ((3, 1, 5), [1, 2, 0], "float64"), ((2, 0, 3), [2, 1, 0], "float64"), ((), [], "float64")])
+def test_transpose2(shape, axis, dtype):
+    x = _rand(shape, dtype)
     out = same("transpose2", {"X": x}, ["Out", "XShape"], {"axis": axis})
-    dout = _rand(out["Out"][0].numpy().shape, seed=3)
-    same("transpose2_grad", {"XShape": np.zeros((0,) + shape), "Out@GRAD": dout}, ["X@GRAD"],
+    dout = _rand(out["Out"][0].numpy().shape, dtype, seed=3)
+    same("transpose2_grad", {"XShape": np.zeros((0,) + shape, dtype), "Out@GRAD": dout},
+         ["X@GRAD"],
          {"axis": axis})
 
 
 def test_transpose2_bool_and_bad_axis():
     x = _rand((2, 3)) > 0
     same("transpose2", {"X": x}, ["Out"], {"axis": [1, 0]})
+    same("transpose2", {"X": (_rand((3, 4)) * 9).astype("int32")}, ["Out"], {"axis": [1, 0]})
     same_error("transpose", "Transpose2", {"axis": [0, 0]}, [x], "not a permutation")
 
 
