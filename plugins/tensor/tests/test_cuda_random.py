@@ -99,7 +99,8 @@ def same(op, inputs, attrs):
 
 @pytest.mark.parametrize("src,dst", [("float32", "int32"), ("float64", "bool"),
                                      ("bool", "float32"), ("int64", "int8"),
-                                     ("float32", "float16"), ("int32", "int32")])
+                                     ("float32", "float16"), ("int32", "int32"),
+                                     ("float16", "bool")])
 def test_cast_as_the_cpu(src, dst):
     x = np.array([[-2.7, 0.0, 1.5], [3.9, -0.4, 100.0]]).astype(src)
     same("cast", {"X": x}, {"in_dtype": dt.to_proto(src), "out_dtype": dt.to_proto(dst)})

@@ -17,13 +17,18 @@ DTYPES = ("bool", "int8", "uint8", "int16", "int32", "int64", "float16", "float3
 
 
 @cuda.jit
-def _cast(x, out, to_bool):
+def _cast(x, out):
     i = cuda.grid(1)
     if i < out.size:
-        if to_bool:
-            out[i] = x[i] != 0
-        else:
-            out[i] = x[i]
+        out[i] = x[i]
+
+
+@cuda.jit
+def _to_bool(x, out):
+    # A kernel of its own: a float16 -> bool store is invalid NVVM IR, the comparison is not.
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = x[i] != 0
 
 
 class Cast:
@@ -39,7 +44,7 @@ class Cast:
         if str(a.dtype) not in DTYPES:
             raise TypeError(f"cast: X has dtype {a.dtype}; supported: {', '.join(DTYPES)}")
         out = device_empty(a.shape, self.out_dtype)
-        launch(_cast, out.size, flat(a), flat(out), self.out_dtype == np.bool_)
+        launch(_to_bool if self.out_dtype == np.bool_ else _cast, out.size, flat(a), flat(out))
         return (out,)
 
 
