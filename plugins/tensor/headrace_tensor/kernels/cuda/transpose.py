@@ -28,6 +28,7 @@ def permutation(axis, nd, op, what):
 
 
 TILE, TILE_ROWS = 32, 8   # a 32 x 32 tile moved by 32 x 8 threads, 4 elements each
+TILE_SHAPE = (32, 33)     # its shared array, rows padded by one (a constant for the compiler)
 _TILED = {}               # element type -> its tiled kernel (a shared array needs a fixed type)
 
 
@@ -37,7 +38,7 @@ def _tiled_kernel(dtype):
 
         @cuda.jit
         def kernel(x, out, R, C):
-            tile = cuda.shared.array((TILE, TILE + 1), nbtype)
+            tile = cuda.shared.array(TILE_SHAPE, nbtype)
             base = cuda.blockIdx.z * R * C
             c0, r0 = cuda.blockIdx.x * TILE, cuda.blockIdx.y * TILE
             tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
