@@ -102,16 +102,6 @@ def test_assign_is_a_real_copy():
     same("assign", {"X": np.array([True, False])}, {})
 
 
-def _kernel(op):
-    from headrace.ops import default_registry
-    return default_registry().kernels_for(op)["cuda"]
-
-
-def _maker(op):
-    k = _kernel(op)
-    return k.maker if hasattr(k, "maker") else k
-
-
 def test_tensor_arrays_on_the_device():
     # sum, assign and fill_zeros_like of tensor arrays, called as the executor calls them.
     from numba import cuda
