@@ -105,6 +105,7 @@ class FillConstant:
         text = attrs.get("str_value", "")
         raw = parse_str_value(text, self.dtype, "fill_constant") if text else attrs["value"]
         self.value = checked_scalar(raw, self.dtype, "fill_constant")
+        self.unused_flag = None
 
     def __call__(self, shape_tensor=None, shape_list=None, value_tensor=None):
         if shape_tensor is not None:
@@ -126,11 +127,12 @@ class FillConstant:
 
     def _from_tensor(self, out, v):
         kind = self.dtype.kind
-        if kind == "b":
-            launch(_fill_from, out.size, flat(out), v, new_flag(1), 2, 0.0, 0.0)
-            return
         if kind not in "iu":
-            launch(_fill_from, out.size, flat(out), v, new_flag(1), 0, 0.0, 0.0)
+            # Nothing to check: a flag the kernel never writes, made once (no run's slot).
+            if self.unused_flag is None:
+                self.unused_flag = device_empty((1,), np.int64)
+            launch(_fill_from, out.size, flat(out), v, self.unused_flag,
+                   2 if kind == "b" else 0, 0.0, 0.0)
             return
         lim = np.iinfo(self.dtype)
         flag = new_flag(1)
