@@ -16,8 +16,8 @@ REGISTRY = default_registry()
 # with its CUDA kernel or a host_only reason instead of joining the list. Keep it alphabetized.
 CUDA_PENDING = [
     "arg_max", "arg_min",
-    "batch_norm", "batch_norm_grad", "clip",
-    "clip_by_norm", "clip_grad", "conv2d", "conv2d_grad",
+    "batch_norm", "batch_norm_grad",
+    "conv2d", "conv2d_grad",
     "cumsum", "cumsum_grad", "elementwise_add_grad",
     "elementwise_div", "elementwise_div_grad", "elementwise_max_grad", "elementwise_min_grad",
     "elementwise_mul_grad", "elementwise_pow", "elementwise_pow_grad", "elementwise_sub_grad",
@@ -29,13 +29,11 @@ CUDA_PENDING = [
     "logical_and", "logical_not", "logical_or", "logical_xor", "lstm",
     "lstm_grad", "lstmp", "lstmp_grad",
     "mean", "mean_grad", "norm",
-    "norm_grad", "not_equal", "pool2d", "pool2d_grad",
+    "norm_grad", "not_equal",
     "reduce_all", "reduce_any", "reduce_max",
     "reduce_max_grad", "reduce_mean", "reduce_mean_grad", "reduce_min", "reduce_min_grad",
     "reduce_prod", "reduce_prod_grad", "reduce_sum", "reduce_sum_grad",
     "rnn", "rnn_grad",
-    "squared_l2_norm",
-    "squared_l2_norm_grad",
     "top_k"
 ]
 

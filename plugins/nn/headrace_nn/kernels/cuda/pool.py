@@ -1,0 +1,263 @@
+"""pool2d and pool2d_grad on CUDA: max / avg over 2-D windows (plain, global, adaptive), NCHW and
+NHWC, with the CPU kernel's window rules (kernels/cpu/pool.pyx).
+
+Each window is computed in the kernel from scalars (no host tables copied per call): a plain
+window is [i*stride - pad, +k) clipped to the input, an adaptive one
+[floor(i*in/out), ceil((i+1)*in/out)); global pooling is a plain window of the whole plane.
+
+pool2d runs one thread per output element: max keeps the CPU kernel's comparisons (a NaN
+anywhere in a window is its maximum), avg sums in float64 and divides by the real count when
+exclusive (or adaptive), else by kh*kw; a window with no real element gives 0.
+
+pool2d_grad runs one thread per X@GRAD element, gathering from the windows that cover it (their
+output rows/columns found in closed form), so no atomics are needed: max recomputes each
+covering window's first argmax (ties to the first in row-major order, NaN wins as in the
+forward) and takes that window's Out@GRAD if the argmax is this element; avg adds
+Out@GRAD / divisor, rounded to X's dtype first. The windows are visited in row-major output
+order and summed in X's dtype, as the CPU kernel adds them into X@GRAD.
+"""
+import numpy as np
+from numba import cuda, float32, float64
+
+from headrace.kernels.cuda_launch import (device_empty, empty_like, flat, float_input, launch,
+                                          same_shape_dtype)
+
+DTYPES = ("float32", "float64")
+
+
+@cuda.jit(device=True)
+def _win(i, size, n, k, stride, pad, adaptive):
+    """[start, end) of window ``i`` of one axis, clipped to [0, size) as the CPU's _fill."""
+    if adaptive:
+        a = (i * size) // n
+        b = ((i + 1) * size + n - 1) // n
+    else:
+        a = i * stride - pad
+        b = a + k
+    s = min(max(a, 0), size)
+    e = max(min(b, size), s)
+    return s, e
+
+
+@cuda.jit(device=True)
+def _takes(v, m):
+    """The CPU kernel's rule: v replaces the running maximum m if larger or the first NaN."""
+    return v > m or (v != v and m == m)
+
+
+@cuda.jit(device=True)
+def _argmax(x, base, ys, ye, xs, xe, W, cstride):
+    """Flat offset (from ``base``) of the first maximum of a non-empty window."""
+    arg = (ys * W + xs) * cstride
+    m = x[base + arg]
+    for y in range(ys, ye):
+        for c in range(xs, xe):
+            k = (y * W + c) * cstride
+            if _takes(x[base + k], m):
+                m = x[base + k]
+                arg = k
+    return arg
+
+
+@cuda.jit
+def _pool(x, out, C, H, W, Ho, Wo, kh, kw, sh, sw, pt, pl, adaptive, is_max, exclusive, nhwc):
+    o = cuda.grid(1)
+    if o >= out.size:
+        return
+    # Output index -> (n, c, oh, ow); ``base`` is X's offset of (n, c, 0, 0) and ``cs`` the
+    # stride between neighbouring pixels of one channel.
+    if nhwc:
+        c = o % C
+        ow = (o // C) % Wo
+        oh = (o // (C * Wo)) % Ho
+        n = o // (C * Wo * Ho)
+        base = n * H * W * C + c
+        cs = C
+    else:
+        ow = o % Wo
+        oh = (o // Wo) % Ho
+        p = o // (Wo * Ho)
+        base = p * H * W
+        cs = 1
+    ys, ye = _win(oh, H, Ho, kh, sh, pt, adaptive)
+    xs, xe = _win(ow, W, Wo, kw, sw, pl, adaptive)
+    cnt = (ye - ys) * (xe - xs)
+    if cnt <= 0:
+        out[o] = 0
+        return
+    if is_max:
+        out[o] = x[base + _argmax(x, base, ys, ye, xs, xe, W, cs)]
+    else:
+        acc = float64(0.0)
+        for y in range(ys, ye):
+            for c2 in range(xs, xe):
+                acc += x[base + (y * W + c2) * cs]
+        div = float64(cnt) if exclusive else float64(kh * kw)
+        out[o] = acc / div
+
+
+@cuda.jit(device=True)
+def _covering(i, size, n, k, stride, pad, adaptive):
+    """[first, last] output indices of one axis whose windows hold input position ``i``."""
+    if adaptive:
+        return (i * n) // size, min(((i + 1) * n - 1) // size, n - 1)
+    # i in [o*stride - pad, o*stride - pad + k)  <=>  (i + pad - k) < o*stride <= i + pad
+    lo_num = i + pad - k + 1
+    lo = (lo_num + stride - 1) // stride if lo_num > 0 else 0
+    return lo, min((i + pad) // stride, n - 1)
+
+
+@cuda.jit
+def _pool_grad(x, dy, dx, C, H, W, Ho, Wo, kh, kw, sh, sw, pt, pl, adaptive, is_max,
+               exclusive, nhwc, is32):
+    i = cuda.grid(1)
+    if i >= dx.size:
+        return
+    if nhwc:
+        c = i % C
+        xx = (i // C) % W
+        yy = (i // (C * W)) % H
+        n = i // (C * W * H)
+        base = n * H * W * C + c
+        obase = n * Ho * Wo * C + c
+        cs = C
+    else:
+        xx = i % W
+        yy = (i // W) % H
+        p = i // (W * H)
+        base = p * H * W
+        obase = p * Ho * Wo
+        cs = 1
+    me = (yy * W + xx) * cs
+    acc = float64(0.0)   # holds X's dtype's values: each sum rounded as the CPU's +=
+    oh0, oh1 = _covering(yy, H, Ho, kh, sh, pt, adaptive)
+    ow0, ow1 = _covering(xx, W, Wo, kw, sw, pl, adaptive)
+    for oh in range(oh0, oh1 + 1):
+        ys, ye = _win(oh, H, Ho, kh, sh, pt, adaptive)
+        for ow in range(ow0, ow1 + 1):
+            xs, xe = _win(ow, W, Wo, kw, sw, pl, adaptive)
+            g = dy[obase + (oh * Wo + ow) * cs]
+            if is_max:
+                if _argmax(x, base, ys, ye, xs, xe, W, cs) == me:
+                    acc = _rounded(acc + g, is32)
+            else:
+                cnt = (ye - ys) * (xe - xs)
+                div = float64(cnt) if exclusive else float64(kh * kw)
+                acc = _rounded(acc + _rounded(g / div, is32), is32)
+    dx[i] = acc
+
+
+@cuda.jit(device=True)
+def _rounded(v, is32):
+    """``v`` rounded to float32 when X is float32: a float32 sum computed in double and rounded
+    once is the float32 sum, so this replays the CPU kernel's float32 +=."""
+    return float64(float32(v)) if is32 else v
+
+
+class Pool2D:
+    def __init__(self, attrs, info=None):
+        ptype = attrs.get("pooling_type", "max")
+        if ptype not in ("max", "avg"):
+            raise ValueError(f"pool2d: pooling_type must be 'max' or 'avg', got {ptype!r}")
+        self.is_max = ptype == "max"
+        ksize, strides = list(attrs["ksize"]), list(attrs.get("strides", [1, 1]))
+        if len(ksize) != 2 or min(ksize) < 1 or len(strides) != 2 or min(strides) < 1:
+            raise ValueError(f"pool2d: ksize {ksize} and strides {strides} must hold 2 "
+                             f"values >= 1")
+        self.kh, self.kw = ksize
+        self.sh, self.sw = strides
+        pads = list(attrs.get("paddings", [0, 0]))
+        if len(pads) == 2:
+            pads = [pads[0], pads[0], pads[1], pads[1]]
+        if len(pads) != 4 or min(pads) < 0:
+            raise ValueError(f"pool2d: paddings must hold 2 or 4 values >= 0, got "
+                             f"{attrs.get('paddings')}")
+        self.paddings = pads
+        self.global_pooling = attrs.get("global_pooling", False)
+        self.exclusive = attrs.get("exclusive", True)
+        self.adaptive = attrs.get("adaptive", False)
+        self.ceil_mode = attrs.get("ceil_mode", False)
+        self.nhwc = attrs.get("data_format", "NCHW") == "NHWC"
+        algo = attrs.get("padding_algorithm", "EXPLICIT")
+        self.algo = {"EXPLICIT": 0, "SAME": 1, "VALID": 2}.get(algo, -1)
+        if self.algo < 0:
+            raise ValueError(f"pool2d: unknown padding_algorithm {algo!r}")
+
+    def _plan(self, xs):
+        """(Out's shape, kernel scalars) for X of shape ``xs``, as the CPU kernel's _plan."""
+        if self.nhwc:
+            N, H, W, C = xs
+        else:
+            N, C, H, W = xs
+        kh, kw, sh, sw = self.kh, self.kw, self.sh, self.sw
+        pt, pb, pl, pr = self.paddings
+        exclusive, adaptive = self.exclusive, self.adaptive
+        if adaptive:
+            ho, wo = (H, W) if self.global_pooling else (kh, kw)
+            pt = pl = 0
+            exclusive = True
+        elif self.global_pooling:
+            ho, wo, kh, kw, pt, pl, sh, sw = 1, 1, H, W, 0, 0, 1, 1
+        else:
+            if self.algo == 2:
+                pt = pb = pl = pr = 0
+            elif self.algo == 1:
+                th = max(((H + sh - 1) // sh - 1) * sh + kh - H, 0)
+                tw = max(((W + sw - 1) // sw - 1) * sw + kw - W, 0)
+                pt, pb, pl, pr = th // 2, th - th // 2, tw // 2, tw - tw // 2
+            if max(H + pt + pb + sh + kh, W + pl + pr + sw + kw) > 2147483647:
+                raise ValueError(f"pool2d: the padded plane [{H}+{pt}+{pb}, {W}+{pl}+{pr}] "
+                                 f"exceeds the C int range of the kernel")
+            ch = sh - 1 if self.ceil_mode else 0
+            cw = sw - 1 if self.ceil_mode else 0
+            ho = (H - kh + pt + pb + ch) // sh + 1
+            wo = (W - kw + pl + pr + cw) // sw + 1
+            if ho <= 0 or wo <= 0:
+                raise ValueError(f"pool2d: the input plane [{H}, {W}] is smaller than the "
+                                 f"window [{kh}, {kw}] plus paddings [{pt}, {pb}, {pl}, {pr}]")
+        oshape = (N, ho, wo, C) if self.nhwc else (N, C, ho, wo)
+        return oshape, (C, H, W, ho, wo, kh, kw, sh, sw, pt, pl, adaptive, self.is_max,
+                        exclusive, self.nhwc)
+
+    def __call__(self, x):
+        float_input(x, "pool2d", "X")
+        if x.ndim != 4:
+            raise ValueError(f"pool2d: X{list(x.shape)} must be 4-D")
+        oshape, scalars = self._plan(tuple(x.shape))
+        out = device_empty(oshape, x.dtype)
+        launch(_pool, out.size, flat(x), flat(out), *scalars)
+        return (out,)
+
+
+class Pool2DGrad(Pool2D):
+    """pool2d_grad(X, Out, Out@GRAD) -> (X@GRAD,)."""
+
+    def __init__(self, attrs, info=None):
+        super().__init__(attrs, info)
+        self.want = info is None or info.wants("X@GRAD")
+
+    def __call__(self, x, out, dout):
+        name = "pool2d_grad"
+        for slot, v in (("X", x), ("Out", out), ("Out@GRAD", dout)):
+            if v is None:
+                raise TypeError(f"{name}: input {slot} is missing")
+            float_input(v, name, slot)
+        for slot, v in (("Out", out), ("Out@GRAD", dout)):
+            if v.dtype != x.dtype:
+                raise TypeError(f"{name}: {slot} has dtype {v.dtype} but X is {x.dtype}")
+        if x.ndim != 4:
+            raise ValueError(f"{name}: X{list(x.shape)} must be 4-D")
+        oshape, scalars = self._plan(tuple(x.shape))
+        if tuple(out.shape) != oshape:
+            raise ValueError(f"{name}: Out{list(out.shape)} must have the pooled shape "
+                             f"{list(oshape)}")
+        same_shape_dtype(out, dout, name, "Out", "Out@GRAD")
+        if not self.want:
+            return (None,)
+        dx = empty_like(x)
+        launch(_pool_grad, dx.size, flat(x), flat(dout), flat(dx), *scalars,
+               x.dtype == np.float32)
+        return (dx,)
+
+
+KERNELS = [("pool2d", Pool2D, DTYPES), ("pool2d_grad", Pool2DGrad, DTYPES)]
