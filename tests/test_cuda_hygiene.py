@@ -28,11 +28,8 @@ CUDA_PENDING = [
     "layer_norm_grad", "less_equal", "less_than",
     "logical_and", "logical_not", "logical_or", "logical_xor", "lstm",
     "lstm_grad", "lstmp", "lstmp_grad",
-    "mean", "mean_grad", "norm",
+    "norm",
     "norm_grad", "not_equal",
-    "reduce_all", "reduce_any", "reduce_max",
-    "reduce_max_grad", "reduce_mean", "reduce_mean_grad", "reduce_min", "reduce_min_grad",
-    "reduce_prod", "reduce_prod_grad", "reduce_sum", "reduce_sum_grad",
     "rnn", "rnn_grad",
     "top_k"
 ]

@@ -12,7 +12,8 @@ from ..devices.cuda import check_flag as device_check_flag
 from ..devices.cuda import SIMULATOR, current_stream, index_flag
 from ..errors import OpError
 
-__all__ = ["THREADS", "ROW_THREADS", "grid", "launch", "tree_reduce", "split_axis", "flat",
+__all__ = ["THREADS", "ROW_THREADS", "grid", "launch", "tree_reduce", "TREE_SUM", "TREE_MAX",
+           "TREE_MIN", "TREE_PROD", "TREE_NANMAX", "TREE_NANMIN", "split_axis", "flat",
            "empty_like", "device_empty", "float_input", "same_shape_dtype", "new_flag",
            "check_flag", "device_copy", "device_fill",
            "RNG_STATES", "rng_states", "rng_grid", "reseed_states"]
@@ -37,18 +38,45 @@ def launch(kernel, n, *args):
         kernel[blocks, threads, current_stream()](*args)
 
 
+# Operations of tree_reduce. SUM and MAX are False and True, so a caller may pass a bool
+# ``is_max``; MAX/MIN skip NaNs met later (a NaN already in place stays), NANMAX/NANMIN
+# propagate any NaN as NumPy's max/min (and the CPU reductions) do.
+TREE_SUM = 0
+TREE_MAX = 1
+TREE_MIN = 2
+TREE_PROD = 3
+TREE_NANMAX = 4
+TREE_NANMIN = 5
+
+
 @cuda.jit(device=True)
-def tree_reduce(buf, t, is_max):
-    """Reduce buf[:ROW_THREADS] (max or sum) into buf[0]; every thread of the block calls it."""
+def tree_reduce(buf, t, op):
+    """Reduce buf[:ROW_THREADS] into buf[0] by ``op`` (a TREE_* code, or a bool: True for max,
+    False for sum); every thread of the block calls it."""
     # Halve the active threads each step; the result ends in buf[0].
     step = ROW_THREADS // 2
     while step > 0:
         if t < step:
-            if is_max:
-                if buf[t + step] > buf[t]:
-                    buf[t] = buf[t + step]
-            else:
-                buf[t] += buf[t + step]
+            a = buf[t]
+            b = buf[t + step]
+            if op == TREE_SUM:
+                buf[t] = a + b
+            elif op == TREE_MAX:
+                if b > a:
+                    buf[t] = b
+            elif op == TREE_MIN:
+                if b < a:
+                    buf[t] = b
+            elif op == TREE_PROD:
+                buf[t] = a * b
+            elif op == TREE_NANMAX:
+                if b > a or b != b:
+                    if a == a:
+                        buf[t] = b
+            elif op == TREE_NANMIN:
+                if b < a or b != b:
+                    if a == a:
+                        buf[t] = b
         cuda.syncthreads()
         step //= 2
 
