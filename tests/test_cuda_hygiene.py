@@ -17,7 +17,7 @@ REGISTRY = default_registry()
 CUDA_PENDING = [
     "batch_norm", "batch_norm_grad",
     "conv2d", "conv2d_grad",
-    "cumsum", "cumsum_grad", "elementwise_add_grad",
+    "elementwise_add_grad",
     "elementwise_div", "elementwise_div_grad", "elementwise_max_grad", "elementwise_min_grad",
     "elementwise_mul_grad", "elementwise_pow", "elementwise_pow_grad", "elementwise_sub_grad",
     "equal",
