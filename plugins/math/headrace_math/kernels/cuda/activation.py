@@ -21,8 +21,7 @@ import math
 import numpy as np
 from numba import cuda, float64
 
-from headrace.devices.cuda import current_stream   # the running executor's stream
-from headrace.kernels.cuda_launch import device_fill, empty_like, flat, float_input, grid
+from headrace.kernels.cuda_launch import device_fill, empty_like, flat, float_input, launch
 
 DTYPES = ("float32", "float64")
 
@@ -369,7 +368,7 @@ def _params(op, attrs):
         return op, float(attrs["beta"]), float(attrs["threshold"])
     if op == "gelu":
         return ("gelu_tanh" if attrs["approximate"] else "gelu"), 0.0, 0.0
-    if op in ("relu6",):
+    if op == "relu6":
         return op, float(attrs["threshold"]), 0.0
     if op == "elu":
         return op, float(attrs["alpha"]), 0.0
@@ -380,11 +379,6 @@ def _params(op, attrs):
     if op == "round":
         return op, math.pow(10.0, attrs["decimals"]), 0.0
     return op, 0.0, 0.0
-
-
-def _launch(k, n, *args):
-    blocks, threads = grid(n)
-    k[blocks, threads, current_stream()](*args)
 
 
 class Activation:
@@ -398,8 +392,7 @@ class Activation:
     def __call__(self, x):
         float_input(x, self.name, "X")
         out = empty_like(x)
-        if out.size:
-            _launch(self._k, out.size, flat(x), flat(out), self.p, self.q)
+        launch(self._k, out.size, flat(x), flat(out), self.p, self.q)
         return (out,)
 
 
@@ -433,8 +426,7 @@ class ActivationGrad:
         out = empty_like(d)
         if not self.reads:
             return (device_fill(out, np.dtype(d.dtype).type(0)),)
-        if out.size:
-            _launch(self._k, out.size, flat(v), flat(d), flat(out), self.p, self.q)
+        launch(self._k, out.size, flat(v), flat(d), flat(out), self.p, self.q)
         return (out,)
 
 
@@ -445,6 +437,5 @@ def _maker(op, cls):
     return make
 
 
-Relu = _maker("relu", Activation)
 KERNELS = ([(op, _maker(op, Activation), DTYPES) for op in OPS] +
            [(op + "_grad", _maker(op, ActivationGrad), DTYPES) for op in OPS])
