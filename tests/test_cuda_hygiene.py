@@ -15,7 +15,6 @@ REGISTRY = default_registry()
 # removes its ops here (the test fails while a ported op is still listed), and a new op comes
 # with its CUDA kernel or a host_only reason instead of joining the list. Keep it alphabetized.
 CUDA_PENDING = [
-    "batch_norm", "batch_norm_grad",
     "conv2d", "conv2d_grad",
     "elementwise_add_grad",
     "elementwise_div", "elementwise_div_grad", "elementwise_max_grad", "elementwise_min_grad",
@@ -30,7 +29,6 @@ CUDA_PENDING = [
     "norm",
     "norm_grad", "not_equal",
     "rnn", "rnn_grad",
-    "top_k"
 ]
 
 

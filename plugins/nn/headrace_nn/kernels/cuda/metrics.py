@@ -1,10 +1,115 @@
-"""accuracy on CUDA (top_k is still pending): one block counts the rows whose top-k Indices
-hold the Label, threads striding over rows, the count a shared-memory tree sum; thread 0
-writes Accuracy, Correct and Total, so nothing comes back to the host."""
-from numba import cuda, float64
+"""top_k and accuracy on CUDA.
 
-from headrace.devices.cuda import current_stream
-from headrace.kernels.cuda_launch import ROW_THREADS, tree_reduce
+top_k is one block per row and k rounds: in round m every thread scans its strided share of
+the row for the best element strictly below the one picked in round m - 1, and the
+candidates meet in a shared-memory tree; thread 0 writes Out and Indices. "Better" is the CPU
+kernel's total order (larger value, NaN above every number, on equal values the lower index),
+so the picks are exactly a stable descending sort's, O(k * n) work per row: k is small for
+evaluation (top-1/top-5), where a full sort of the row would be wasted. A K input is read on
+the host: it gives Out's shape (the documented exception to "values stay on the device", as
+the CPU kernel reads it).
+
+accuracy: one block counts the rows whose top-k Indices hold the Label, threads striding over
+rows, the count a shared-memory tree sum; thread 0 writes Accuracy, Correct and Total, so
+nothing comes back to the host."""
+import numpy as np
+from numba import cuda, float64, int64
+
+from headrace.devices.cuda import current_stream, is_array
+from headrace.kernels.cuda_launch import ROW_THREADS, device_empty, tree_reduce
+
+
+@cuda.jit(device=True)
+def _better(v, i, w, j):
+    """Whether (v, i) comes before (w, j) in top_k's order (j < 0: nothing yet)."""
+    if j < 0:
+        return True
+    if v != v:                            # NaN above every number, NaNs by index
+        if w != w:
+            return i < j
+        return True
+    if w != w:
+        return False
+    if v == w:
+        return i < j
+    return v > w
+
+
+def _make_top_k(val_type):
+    """The kernel comparing in ``val_type`` (float64; int64 for int64 X, which float64 would
+    round above 2**53)."""
+    @cuda.jit
+    def top_k_kernel(x, vals, idx, n, k):
+        row = cuda.blockIdx.x             # one block per row
+        t = cuda.threadIdx.x
+        base = row * n
+        bv = cuda.shared.array(ROW_THREADS, val_type)
+        bi = cuda.shared.array(ROW_THREADS, int64)
+        pv = val_type(0)
+        pi = -1                           # the last pick (none yet)
+        for m in range(k):
+            w = val_type(0)
+            j = -1
+            for c in range(t, n, ROW_THREADS):
+                v = val_type(x[base + c])
+                if (pi < 0 or _better(pv, pi, v, c)) and _better(v, c, w, j):
+                    w = v
+                    j = c
+            bv[t] = w
+            bi[t] = j
+            cuda.syncthreads()
+            step = ROW_THREADS // 2
+            while step > 0:
+                if t < step and bi[t + step] >= 0 and _better(bv[t + step], bi[t + step],
+                                                             bv[t], bi[t]):
+                    bv[t] = bv[t + step]
+                    bi[t] = bi[t + step]
+                cuda.syncthreads()
+                step //= 2
+            pv = bv[0]
+            pi = bi[0]
+            if t == 0:
+                vals[row * k + m] = x[base + pi]
+                idx[row * k + m] = pi
+            cuda.syncthreads()            # every thread has read the pick before buf is reused
+    return top_k_kernel
+
+
+_top_k_float = _make_top_k(float64)
+_top_k_int = _make_top_k(int64)
+
+
+class TopK:
+    def __init__(self, attrs, info=None):
+        self.k = attrs.get("k", 1)
+
+    def __call__(self, x, k_tensor=None):
+        k = self.k
+        if k_tensor is not None:
+            kt = k_tensor.copy_to_host() if is_array(k_tensor) else np.asarray(k_tensor)
+            if kt.size != 1 or kt.dtype.kind not in "iu":
+                raise ValueError(f"top_k: K must hold one integer, got {kt.dtype} "
+                                 f"shape {list(kt.shape)}")
+            k = int(kt.reshape(-1)[0])
+        xs = tuple(x.shape)
+        if len(xs) < 1:
+            raise ValueError("top_k: X must have a last dim to select from, got shape []")
+        n = xs[-1]
+        rows = 1
+        for d in xs[:-1]:
+            rows *= d
+        if k < 1 or k > n:
+            raise ValueError(f"top_k: k={k} must be in [1, {n}] for X{list(xs)}")
+        if str(x.dtype) not in ("float32", "float64", "int32", "int64"):
+            raise TypeError(f"top_k: X has dtype {x.dtype}, expected float32, float64, "
+                            f"int32 or int64")
+        vals = device_empty(xs[:-1] + (k,), x.dtype)
+        idx = device_empty(xs[:-1] + (k,), np.int64)
+        if rows:
+            kernel = _top_k_int if x.dtype == np.int64 else _top_k_float
+            kernel[rows, ROW_THREADS, current_stream()](x.reshape(-1), vals.reshape(-1),
+                                                        idx.reshape(-1), n, k)
+        return (vals, idx)
 
 
 @cuda.jit
@@ -49,4 +154,5 @@ class Accuracy:
         return (acc.reshape(()), correct.reshape(()), total.reshape(()))
 
 
-KERNELS = [("accuracy", Accuracy, ("float16", "float32", "float64"))]
+KERNELS = [("top_k", TopK, ("float32", "float64", "int32", "int64")),
+           ("accuracy", Accuracy, ("float16", "float32", "float64"))]
