@@ -16,7 +16,7 @@ __all__ = ["THREADS", "ROW_THREADS", "grid", "launch", "tree_reduce", "TREE_SUM"
            "TREE_MIN", "TREE_PROD", "TREE_NANMAX", "TREE_NANMIN", "split_axis", "flat",
            "empty_like", "device_empty", "float_input", "same_shape_dtype", "new_flag",
            "check_flag", "device_copy", "device_fill",
-           "RNG_STATES", "rng_states", "rng_grid", "reseed_states"]
+           "RNG_STATES", "rng_count", "rng_states", "rng_grid", "reseed_states"]
 
 # Threads of an elementwise block.
 THREADS = 256
@@ -181,15 +181,15 @@ def device_fill(out, value):
 
 
 # --- Random streams: numba.cuda.random xoroshiro128p states, one per generating thread --------
-# A random kernel keeps RNG_STATES states, made once per kernel maker from its seed and advanced
-# in place by every launch: two calls draw different numbers, and a maker built again from the
-# same seed repeats the sequence. A launch runs min(n, RNG_STATES) threads; thread t draws the
-# elements t, t + T, ... from state t (a grid-stride loop), so a result depends on the seed and
-# the shapes drawn so far only. State t is SplitMix64 of (seed, t), the same on the host
-# (rng_states, one copy to the device when the maker first runs) and on the device
-# (reseed_states, for a seed that is a device value). The simulator, whose threads are Python
-# threads, uses fewer states.
-RNG_STATES = 128 if SIMULATOR else 4096
+# A random kernel keeps its states, made once per kernel maker from its seed (at its first call,
+# min(n, RNG_STATES) of them: memory in proportion to the op's output) and advanced in place by
+# every launch: two calls draw different numbers, and a maker built again from the same seed
+# repeats the sequence. A launch runs T = min(n, states) threads; thread t draws the elements
+# t, t + T, ... from state t (a grid-stride loop), so a result depends on the seed and the shapes
+# drawn so far only. State t is SplitMix64 of (seed, t), the same on the host (rng_states, one
+# copy to the device) and on the device (reseed_states, for a seed that is a device value). The
+# simulator, whose threads are Python threads, uses fewer states.
+RNG_STATES = 128 if SIMULATOR else 32768
 _GOLDEN = 0x9E3779B97F4A7C15
 
 
@@ -200,27 +200,32 @@ def _splitmix_host(z):
         return z ^ (z >> np.uint64(31))
 
 
-def rng_states(seed):
-    """RNG_STATES xoroshiro128p states on the device from ``seed`` (None: fresh entropy, as the
-    CPU kernels' unseeded generator)."""
+def rng_count(n):
+    """How many states a random kernel whose first output has ``n`` elements keeps."""
+    return max(1, min(n, RNG_STATES))
+
+
+def rng_states(seed, n=RNG_STATES):
+    """``rng_count(n)`` xoroshiro128p states on the device from ``seed`` (None: fresh entropy,
+    as the CPU kernels' unseeded generator)."""
     import os
 
     from numba.cuda.random import xoroshiro128p_dtype
     if seed is None:
         seed = int.from_bytes(os.urandom(8), "little")
-    t = np.arange(RNG_STATES, dtype=np.uint64)
+    t = np.arange(rng_count(n), dtype=np.uint64)
     with np.errstate(over="ignore"):
         z = np.uint64(int(seed) & 0xFFFFFFFFFFFFFFFF) + (2 * t + np.uint64(1)) * \
             np.uint64(_GOLDEN)
-        host = np.empty(RNG_STATES, dtype=xoroshiro128p_dtype)
+        host = np.empty(t.size, dtype=xoroshiro128p_dtype)
         host["s0"] = _splitmix_host(z)
         host["s1"] = _splitmix_host(z + np.uint64(_GOLDEN))
     return cuda.to_device(host, stream=current_stream())
 
 
-def rng_grid(n):
-    """(blocks, threads, T) of a random launch over ``n`` elements: T = min(n, RNG_STATES)."""
-    total = max(1, min(n, RNG_STATES))
+def rng_grid(n, states):
+    """(blocks, threads, T) of a random launch over ``n`` elements: T = min(n, len(states))."""
+    total = max(1, min(n, states.shape[0]))
     blocks, threads = grid(total)
     return blocks, threads, total
 

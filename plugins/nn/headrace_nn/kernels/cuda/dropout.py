@@ -23,8 +23,8 @@ from numba.cuda.random import xoroshiro128p_dtype, xoroshiro128p_uniform_float32
     xoroshiro128p_uniform_float64
 
 from headrace.devices.cuda import current_stream
-from headrace.kernels.cuda_launch import (RNG_STATES, device_copy, device_empty, device_fill,
-                                          empty_like, flat, float_input, launch, reseed_states,
+from headrace.kernels.cuda_launch import (device_copy, device_empty, device_fill, empty_like,
+                                          flat, float_input, launch, reseed_states, rng_count,
                                           rng_grid, rng_states)
 
 DTYPES = ("float32", "float64")
@@ -88,14 +88,14 @@ class Dropout:
             self.seed = int(self.seed) & 0xFFFFFFFFFFFFFFFF  # a negative seed: its bit pattern
         self.states = self.scratch = self.fixed_seed = None
 
-    def _states(self, seed):
+    def _states(self, seed, n):
         """The states of this call (see the module docstring); made at the first call."""
         if seed is None and not self.fixed:
             if self.states is None:
-                self.states = rng_states(self.seed)
+                self.states = rng_states(self.seed, n)
             return self.states
         if self.scratch is None:
-            self.scratch = cuda.device_array(RNG_STATES, dtype=xoroshiro128p_dtype,
+            self.scratch = cuda.device_array(rng_count(n), dtype=xoroshiro128p_dtype,
                                              stream=current_stream())
         if seed is None:
             if self.fixed_seed is None:   # the fixed seed, on the device once
@@ -120,11 +120,11 @@ class Dropout:
         out = empty_like(a)
         mask = device_empty(a.shape, np.uint8)
         if out.size:
-            states = self._states(None if seed is None else seed.reshape(1))
+            states = self._states(None if seed is None else seed.reshape(1), out.size)
             # upscale: kept elements / (1 - p); with p = 1 nothing is kept, the scale is moot.
             scale = 1.0 / (1.0 - self.p) if self.upscale and self.p < 1.0 else 1.0
             t = np.dtype(a.dtype).type
-            blocks, threads, total = rng_grid(out.size)
+            blocks, threads, total = rng_grid(out.size, states)
             _train[blocks, threads, current_stream()](states, flat(a), flat(out), flat(mask),
                                                       t(self.p), t(scale),
                                                       t is np.float64, total)

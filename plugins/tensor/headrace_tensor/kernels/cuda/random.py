@@ -108,10 +108,10 @@ class _Random:
                                  f"{dims}")
         return tuple(dims)
 
-    def generators(self):
+    def generators(self, n):
         # Made at the first call, on the running executor's stream, then kept and advanced.
         if self.states is None:
-            self.states = rng_states(self.seed)
+            self.states = rng_states(self.seed, n)
         return self.states
 
 
@@ -140,9 +140,10 @@ class UniformRandom(_Random):
         out = device_empty(shape, self.dtype)
         if n:
             w = self.work.type
-            blocks, threads, total = rng_grid(n)
+            states = self.generators(n)
+            blocks, threads, total = rng_grid(n, states)
             _uniform[blocks, threads, current_stream()](
-                self.generators(), flat(out), w(self.lo), w(self.hi - self.lo),
+                states, flat(out), w(self.lo), w(self.hi - self.lo),
                 largest_below(self.work, self.hi), largest_below(self.dtype, self.hi),
                 self.work == np.float64, total)
         if self.diag_num > 0:
@@ -164,9 +165,10 @@ class GaussianRandom(_Random):
         out = device_empty(self.out_shape(shape_tensor, shape_list), self.dtype)
         if out.size:
             w = self.work.type
-            blocks, threads, total = rng_grid(out.size)
+            states = self.generators(out.size)
+            blocks, threads, total = rng_grid(out.size, states)
             _gaussian[blocks, threads, current_stream()](
-                self.generators(), flat(out), w(self.mean), w(self.std),
+                states, flat(out), w(self.mean), w(self.std),
                 self.work == np.float64, total)
         return (out,)
 
