@@ -48,10 +48,12 @@ def _split(value):
 
 
 def run_op(op_type, inputs, output_slots=None, attrs=None, place=None, registry=None,
-           output_counts=None):
+           output_counts=None, same_var=None):
     """Build a one-op program, run it, return ``{slot: [Tensor, ...]}`` for every bound output.
 
     ``output_counts``: variables per duplicable output slot (default 1).
+    ``same_var``: ``{output slot: input slot}`` for outputs the op updates in place and so must
+    be bound to the input's variables (batch_norm's MeanOut/VarianceOut).
     """
     prog = Program(registry=registry)
     block = prog.global_block()
@@ -75,6 +77,9 @@ def run_op(op_type, inputs, output_slots=None, attrs=None, place=None, registry=
             continue
         n = (output_counts or {}).get(s.name, 1)
         outs[s.name] = [f"{s.name.lower()}_out_{i}" for i in range(n)]
+    for out_slot, in_slot in (same_var or {}).items():
+        if out_slot in outs and in_slot in ins:
+            outs[out_slot] = list(ins[in_slot])
     op = block.append_op(op_type, ins, outs, attrs or {})
     fetch = [(slot, n) for slot, names in op.outputs.items() for n in names]
     exe = Executor(place or CPUPlace())
