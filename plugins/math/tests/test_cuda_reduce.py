@@ -58,6 +58,23 @@ def test_long_rows_and_nan():
         assert np.isnan(out[1]) and not np.isnan(out[0])
 
 
+def test_block_per_output_paths():
+    # More than SHORT reduced elements: a block per output (the short ones: a thread each).
+    rng = np.random.default_rng(4)
+    x = rng.random((2, 40)) * 0.2 + 0.9
+    for op in ("reduce_prod", "reduce_mean"):
+        _both(op, {"X": x}, {"dim": [1]})
+    _both("reduce_sum", {"X": np.arange(80, dtype="int32").reshape(2, 40)}, {"dim": [1]})
+    b = rng.random((2, 40)) < 0.97
+    for op in ("reduce_all", "reduce_any"):
+        _both(op, {"X": b}, {"dim": [1]})
+    g = np.array([1.5, -2.0])
+    _both("reduce_prod_grad", {"X": x, "Out@GRAD": g}, {"dim": [1]}, "X@GRAD")
+    x[0, 3] = 0.0                     # one zero factor in row 0, two in row 1
+    x[1, 5] = x[1, 30] = 0.0
+    _both("reduce_prod_grad", {"X": x, "Out@GRAD": g}, {"dim": [1]}, "X@GRAD")
+
+
 def test_empty():
     x = np.zeros((3, 0), dtype="float32")
     for op in ("reduce_sum", "reduce_prod", "reduce_mean"):

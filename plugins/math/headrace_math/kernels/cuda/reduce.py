@@ -8,12 +8,14 @@ X, so output element ``o`` starts at the offset of its kept coordinates and redu
 ``r`` lies at the offset of its reduced coordinates from there (a general index mapping, any
 number of reduced runs). The forward is one block per output element, its threads striding
 over the reduced elements, the partial results combined as a shared-memory tree
-(cuda_launch.tree_reduce). Floats accumulate in float64 (float32 included), integers and bools
+(cuda_launch.tree_reduce); reductions of at most SHORT elements are one thread per output
+element instead. Floats accumulate in float64 (float32 included), integers and bools
 in int64, as the CPU kernel; max and min propagate NaN as NumPy does.
 
 Gradients: sum, mean, max and min one thread per X@GRAD element (its output element found from
-its coordinates). reduce_prod_grad is one block per output element: the count of zero factors
-and the product of the nonzero ones reduced as trees in float64, then each element gets
+its coordinates). reduce_prod_grad is one block per output element (a thread for at most
+SHORT reduced elements): the count of zero factors and the product of the nonzero ones
+reduced as trees in float64, then each element gets
 Out@GRAD times the product of the others (the product over itself when it is nonzero and no
 factor is zero; the nonzero product at the one zero; 0 otherwise). The CPU kernel multiplies
 prefix and suffix products instead (no division): results agree to rounding of float64, except
@@ -27,11 +29,16 @@ from numba import cuda, float64, int64
 from headrace import dtypes
 from headrace.devices.cuda import current_stream
 from headrace.kernels.cuda_launch import (ROW_THREADS, TREE_NANMAX, TREE_NANMIN, TREE_PROD,
-                                          TREE_SUM, device_empty, device_fill, flat, launch,
+                                          TREE_SUM, device_empty, device_fill, flat, grid, launch,
                                           tree_reduce)
 
 FLOATS = ("float32", "float64")
 NUMBERS = FLOATS + ("int32", "int64")
+
+# Reductions of at most SHORT elements run one thread per output element: a block would leave
+# most of its threads idle through the tree's synchronized steps, and neighbouring threads
+# read neighbouring elements when the reduced dims are not the innermost (coalesced).
+SHORT = 32
 
 # Op codes, as the CPU kernel's.
 SUM, MEAN, MAX, MIN, PROD, ALL, ANY = range(7)
@@ -48,21 +55,18 @@ def _offset(i, sizes, strides):
 
 
 def _make_reduce(acc_type):
-    """The forward kernel accumulating in ``acc_type`` (float64 or int64: a shared array's type
-    is a compile-time constant)."""
-    @cuda.jit
-    def reduce_kernel(x, out, op, R, ksizes, kstrides, rsizes, rstrides, to_bool):
-        o = cuda.blockIdx.x               # one block per output element
-        t = cuda.threadIdx.x
-        base = _offset(o, ksizes, kstrides)
-        buf = cuda.shared.array(ROW_THREADS, acc_type)
+    """The forward kernels accumulating in ``acc_type`` (float64 or int64: a shared array's
+    type is a compile-time constant): (a block per output, a thread per output)."""
+    @cuda.jit(device=True)
+    def partial(x, op, base, first, R, step, rsizes, rstrides):
+        # The reduction of reduced elements first, first + step, ... of the output at base.
         if op == MAX or op == MIN:
             acc = acc_type(x[base])       # R >= 1 here; a repeat changes neither max nor min
         elif op == PROD or op == ALL:
             acc = acc_type(1)
         else:
             acc = acc_type(0)
-        for r in range(t, R, ROW_THREADS):
+        for r in range(first, R, step):
             v = acc_type(x[base + _offset(r, rsizes, rstrides)])
             if op == SUM or op == MEAN:
                 acc += v
@@ -79,18 +83,36 @@ def _make_reduce(acc_type):
                     acc = 0
             elif v != 0:                  # ANY
                 acc = 1
-        buf[t] = acc
+        return acc
+
+    @cuda.jit(device=True)
+    def store(out, o, res, op, R, to_bool):
+        if op == MEAN:
+            out[o] = float64(res) / R     # R >= 1 here (the mean of nothing is filled)
+        elif to_bool:
+            out[o] = res != 0
+        else:
+            out[o] = res
+
+    @cuda.jit
+    def reduce_block(x, out, op, R, ksizes, kstrides, rsizes, rstrides, to_bool):
+        o = cuda.blockIdx.x               # one block per output element
+        t = cuda.threadIdx.x
+        base = _offset(o, ksizes, kstrides)
+        buf = cuda.shared.array(ROW_THREADS, acc_type)
+        buf[t] = partial(x, op, base, t, R, ROW_THREADS, rsizes, rstrides)
         cuda.syncthreads()
         tree_reduce(buf, t, _tree_op(op))
         if t == 0:
-            res = buf[0]
-            if op == MEAN:
-                out[o] = float64(res) / R     # R >= 1 here (the mean of nothing is filled)
-            elif to_bool:
-                out[o] = res != 0
-            else:
-                out[o] = res
-    return reduce_kernel
+            store(out, o, buf[0], op, R, to_bool)
+
+    @cuda.jit
+    def reduce_thread(x, out, op, R, ksizes, kstrides, rsizes, rstrides, to_bool, n_out):
+        o = cuda.grid(1)                  # one thread per output element (short reductions)
+        if o < n_out:
+            base = _offset(o, ksizes, kstrides)
+            store(out, o, partial(x, op, base, 0, R, 1, rsizes, rstrides), op, R, to_bool)
+    return reduce_block, reduce_thread
 
 
 @cuda.jit(device=True)
@@ -104,8 +126,8 @@ def _tree_op(op):
     return TREE_NANMIN
 
 
-_reduce_float = _make_reduce(float64)
-_reduce_int = _make_reduce(int64)
+_block_float, _thread_float = _make_reduce(float64)
+_block_int, _thread_int = _make_reduce(int64)
 
 
 @cuda.jit
@@ -231,10 +253,16 @@ class Reduce:
                              f"dim={red}, and {self.name} has no identity")
         if R == 0 and self.code == MEAN:
             return device_fill(out, out.dtype.type(np.nan))     # the mean of nothing, as NumPy
-        kernel = _reduce_float if a.dtype.kind == "f" else _reduce_int
-        kernel[n_out, ROW_THREADS, current_stream()](
-            flat(a), flat(out), self.code, R, kept[0], kept[1], redt[0], redt[1],
-            logical or counted)
+        args = (flat(a), flat(out), self.code, R, kept[0], kept[1], redt[0], redt[1],
+                logical or counted)
+        is_float = a.dtype.kind == "f"
+        if R <= SHORT:
+            blocks, threads = grid(n_out, ROW_THREADS)
+            (_thread_float if is_float else _thread_int)[blocks, threads, current_stream()](
+                *args, n_out)
+        else:
+            (_block_float if is_float else _block_int)[n_out, ROW_THREADS, current_stream()](
+                *args)
         return out
 
     def _check_dtype(self, a):
@@ -292,32 +320,24 @@ def _spread(x, out, g, dx, op, R, sizes, reduced):
                 dx[i] = 0
 
 
-@cuda.jit
-def _prod_grad(x, g, dx, R, ksizes, kstrides, rsizes, rstrides):
-    """PROD: one block per output element (see the module docstring)."""
-    o = cuda.blockIdx.x
-    t = cuda.threadIdx.x
-    base = _offset(o, ksizes, kstrides)
-    buf = cuda.shared.array(ROW_THREADS, float64)
+@cuda.jit(device=True)
+def _zeros_and_product(x, base, first, R, step, rsizes, rstrides):
+    """(count of zero factors, product of the nonzero ones) over reduced elements first,
+    first + step, ..., in float64."""
     zeros = 0.0
     p = 1.0
-    for r in range(t, R, ROW_THREADS):
+    for r in range(first, R, step):
         v = float64(x[base + _offset(r, rsizes, rstrides)])
         if v == 0:
             zeros += 1.0
         else:
             p *= v
-    buf[t] = zeros
-    cuda.syncthreads()
-    tree_reduce(buf, t, TREE_SUM)
-    zeros = buf[0]
-    cuda.syncthreads()                    # every thread has read the count before buf is reused
-    buf[t] = p
-    cuda.syncthreads()
-    tree_reduce(buf, t, TREE_PROD)
-    p = buf[0]
-    go = float64(g[o])
-    for r in range(t, R, ROW_THREADS):
+    return zeros, p
+
+
+@cuda.jit(device=True)
+def _prod_write(x, go, zeros, p, dx, base, first, R, step, rsizes, rstrides):
+    for r in range(first, R, step):
         k = base + _offset(r, rsizes, rstrides)
         v = float64(x[k])
         if zeros == 0.0:
@@ -326,6 +346,36 @@ def _prod_grad(x, g, dx, R, ksizes, kstrides, rsizes, rstrides):
             dx[k] = go * p
         else:
             dx[k] = 0.0
+
+
+@cuda.jit
+def _prod_grad_block(x, g, dx, R, ksizes, kstrides, rsizes, rstrides):
+    """PROD: one block per output element (see the module docstring)."""
+    o = cuda.blockIdx.x
+    t = cuda.threadIdx.x
+    base = _offset(o, ksizes, kstrides)
+    buf = cuda.shared.array(ROW_THREADS, float64)
+    zeros, p = _zeros_and_product(x, base, t, R, ROW_THREADS, rsizes, rstrides)
+    buf[t] = zeros
+    cuda.syncthreads()
+    tree_reduce(buf, t, TREE_SUM)
+    zeros = buf[0]
+    cuda.syncthreads()                    # every thread has read the count before buf is reused
+    buf[t] = p
+    cuda.syncthreads()
+    tree_reduce(buf, t, TREE_PROD)
+    _prod_write(x, float64(g[o]), zeros, buf[0], dx, base, t, R, ROW_THREADS, rsizes,
+                rstrides)
+
+
+@cuda.jit
+def _prod_grad_thread(x, g, dx, R, ksizes, kstrides, rsizes, rstrides, n_out):
+    """PROD of at most SHORT elements: one thread per output element."""
+    o = cuda.grid(1)
+    if o < n_out:
+        base = _offset(o, ksizes, kstrides)
+        zeros, p = _zeros_and_product(x, base, 0, R, 1, rsizes, rstrides)
+        _prod_write(x, float64(g[o]), zeros, p, dx, base, 0, R, 1, rsizes, rstrides)
 
 
 class ReduceGrad(Reduce):
@@ -362,8 +412,12 @@ class ReduceGrad(Reduce):
             return (dx,)
         stream = current_stream()
         if self.code == PROD:
-            _prod_grad[n_out, ROW_THREADS, stream](flat(x), flat(g), flat(dx), R, kept[0],
-                                                   kept[1], redt[0], redt[1])
+            args = (flat(x), flat(g), flat(dx), R, kept[0], kept[1], redt[0], redt[1])
+            if R <= SHORT:
+                blocks, threads = grid(n_out, ROW_THREADS)
+                _prod_grad_thread[blocks, threads, stream](*args, n_out)
+            else:
+                _prod_grad_block[n_out, ROW_THREADS, stream](*args)
             return (dx,)
         sizes = tuple(r[0] for r in runs) + (1,)
         reduced = tuple(int(r[2]) for r in runs) + (0,)
