@@ -52,6 +52,8 @@ def test_top_k_long_rows_nan_and_k_tensor():
     _top_k_both(x[:, :8], k_tensor=np.array([2], np.int32))
     big = np.array([[2**60, 2**60 + 1, 2**60 + 1]], dtype="int64")
     _top_k_both(big, k=3)
+    long_big = np.full((1, 40), 2**60, dtype="int64") + np.arange(40) % 3
+    _top_k_both(long_big, k=3)        # a block per row, in int64
 
 
 def test_top_k_no_rows_and_errors():

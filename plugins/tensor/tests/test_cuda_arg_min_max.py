@@ -52,6 +52,11 @@ def test_long_rows_nan_and_big_ints():
     big = np.array([[2**60 + 1, 2**60, 2**60 + 1]], dtype="int64")
     _both("arg_max", big, _attrs())
     _both("arg_min", big, _attrs())
+    long_big = np.full((1, 40), 2**60, dtype="int64")     # a block per output, in int64
+    long_big[0, 33] += 1
+    long_big[0, 7] -= 1
+    _both("arg_max", long_big, _attrs())
+    _both("arg_min", long_big, _attrs())
 
 
 @pytest.mark.parametrize("x,attrs,match", [

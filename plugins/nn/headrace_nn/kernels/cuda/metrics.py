@@ -5,7 +5,8 @@ the row for the best element strictly below the one picked in round m - 1, and t
 candidates meet in a shared-memory tree; thread 0 writes Out and Indices. "Better" is the CPU
 kernel's total order (larger value, NaN above every number, on equal values the lower index),
 so the picks are exactly a stable descending sort's, O(k * n) work per row: k is small for
-evaluation (top-1/top-5), where a full sort of the row would be wasted. A K input is read on
+evaluation (top-1/top-5), where a full sort of the row would be wasted. Rows of at most SHORT
+values are one thread each, the same rounds in sequence. A K input is read on
 the host: it gives Out's shape (the documented exception to "values stay on the device", as
 the CPU kernel reads it).
 
@@ -16,7 +17,7 @@ import numpy as np
 from numba import cuda, float64, int64
 
 from headrace.devices.cuda import current_stream, is_array
-from headrace.kernels.cuda_launch import ROW_THREADS, device_empty, tree_reduce
+from headrace.kernels.cuda_launch import ROW_THREADS, device_empty, grid, tree_reduce
 
 
 @cuda.jit(device=True)
@@ -72,11 +73,34 @@ def _make_top_k(val_type):
                 vals[row * k + m] = x[base + pi]
                 idx[row * k + m] = pi
             cuda.syncthreads()            # every thread has read the pick before buf is reused
-    return top_k_kernel
+
+    @cuda.jit
+    def top_k_thread(x, vals, idx, n, k, rows):
+        row = cuda.grid(1)                # one thread per row (short rows)
+        if row < rows:
+            base = row * n
+            pv = val_type(0)
+            pi = -1
+            for m in range(k):
+                w = val_type(0)
+                j = -1
+                for c in range(n):
+                    v = val_type(x[base + c])
+                    if (pi < 0 or _better(pv, pi, v, c)) and _better(v, c, w, j):
+                        w = v
+                        j = c
+                vals[row * k + m] = x[base + j]
+                idx[row * k + m] = j
+                pv = w
+                pi = j
+    return top_k_kernel, top_k_thread
 
 
-_top_k_float = _make_top_k(float64)
-_top_k_int = _make_top_k(int64)
+_block_float, _thread_float = _make_top_k(float64)
+_block_int, _thread_int = _make_top_k(int64)
+
+# Rows of at most SHORT values are one thread each: a block would idle through k trees.
+SHORT = 32
 
 
 class TopK:
@@ -106,9 +130,15 @@ class TopK:
         vals = device_empty(xs[:-1] + (k,), x.dtype)
         idx = device_empty(xs[:-1] + (k,), np.int64)
         if rows:
-            kernel = _top_k_int if x.dtype == np.int64 else _top_k_float
-            kernel[rows, ROW_THREADS, current_stream()](x.reshape(-1), vals.reshape(-1),
-                                                        idx.reshape(-1), n, k)
+            args = (x.reshape(-1), vals.reshape(-1), idx.reshape(-1), n, k)
+            is_int = x.dtype == np.int64
+            if n <= SHORT:
+                blocks, threads = grid(rows, ROW_THREADS)
+                (_thread_int if is_int else _thread_float)[blocks, threads, current_stream()](
+                    *args, rows)
+            else:
+                (_block_int if is_int else _block_float)[rows, ROW_THREADS, current_stream()](
+                    *args)
         return (vals, idx)
 
 

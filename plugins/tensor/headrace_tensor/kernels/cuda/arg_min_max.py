@@ -5,14 +5,15 @@ keepdims), Out in int32 or int64.
 One block per output element of the [outer, n, inner] view (flatten: one block over all of X),
 its threads striding over the n candidates in index order, so each keeps its own best
 (value, index) pair; the pairs are combined as a shared-memory tree that prefers a NaN, then
-the better value, then the smaller index. Values are compared in float64, except int64 ones
+the better value, then the smaller index. At most SHORT candidates: one thread per output
+element, scanning them in order. Values are compared in float64, except int64 ones
 (int64 in the tree: float64 would merge neighbours above 2**53).
 """
 import numpy as np
 from numba import cuda, float64, int64
 
 from headrace.devices.cuda import current_stream
-from headrace.kernels.cuda_launch import ROW_THREADS, device_empty, flat, split_axis
+from headrace.kernels.cuda_launch import ROW_THREADS, device_empty, flat, grid, split_axis
 
 from ._common import dense
 
@@ -62,11 +63,30 @@ def _make_arg(val_type):
             step //= 2
         if t == 0:
             out[row] = idx[0]
-    return arg_kernel
+
+    @cuda.jit
+    def arg_thread(x, out, n, inner, is_max, rows):
+        row = cuda.grid(1)                # one thread per output element (short searches)
+        if row < rows:
+            base = (row // inner) * n * inner + row % inner
+            w = val_type(0)
+            j = -1
+            for c in range(n):
+                v = val_type(x[base + c * inner])
+                if _better(v, c, w, j, is_max):
+                    w = v
+                    j = c
+            out[row] = j
+    return arg_kernel, arg_thread
 
 
-_arg_float = _make_arg(float64)
-_arg_int = _make_arg(int64)
+_block_float, _thread_float = _make_arg(float64)
+_block_int, _thread_int = _make_arg(int64)
+
+# Searches of at most SHORT candidates run one thread per output element: a block would leave
+# most of its threads idle through the tree's steps; neighbouring threads read neighbouring
+# elements when inner > 1 (coalesced).
+SHORT = 32
 
 
 class _Arg:
@@ -102,10 +122,16 @@ class _Arg:
             out_shape = tuple(1 if k == axis else d for k, d in enumerate(shape)) \
                 if self.keepdims else shape[:axis] + shape[axis + 1:]
         out = device_empty(out_shape, self.out_dtype)
-        if outer * inner:
-            kernel = _arg_int if x.dtype == np.int64 else _arg_float
-            kernel[outer * inner, ROW_THREADS, current_stream()](flat(x), flat(out), n, inner,
-                                                                 self.is_max)
+        rows = outer * inner
+        if rows:
+            is_int = x.dtype == np.int64
+            if n <= SHORT:
+                blocks, threads = grid(rows, ROW_THREADS)
+                (_thread_int if is_int else _thread_float)[blocks, threads, current_stream()](
+                    flat(x), flat(out), n, inner, self.is_max, rows)
+            else:
+                (_block_int if is_int else _block_float)[rows, ROW_THREADS, current_stream()](
+                    flat(x), flat(out), n, inner, self.is_max)
         return (out,)
 
 
