@@ -16,9 +16,6 @@ REGISTRY = default_registry()
 # with its CUDA kernel or a host_only reason instead of joining the list. Keep it alphabetized.
 CUDA_PENDING = [
     "conv2d", "conv2d_grad",
-    "elementwise_add_grad",
-    "elementwise_div", "elementwise_div_grad", "elementwise_max_grad", "elementwise_min_grad",
-    "elementwise_mul_grad", "elementwise_pow", "elementwise_pow_grad", "elementwise_sub_grad",
     "equal",
     "greater_equal", "greater_than", "group_norm", "group_norm_grad", "gru",
     "gru_grad",

@@ -1,37 +1,25 @@
-"""elementwise_add/sub/mul/max/min on CUDA, with Paddle's ``axis`` broadcasting.
+"""elementwise_add/sub/mul/div/max/min/pow on CUDA, with Paddle's ``axis`` broadcasting (the
+gradients are in elementwise_grad.py).
 
-One thread per output element; broadcast dims have stride 0, so the same kernel serves equal
-shapes and every broadcast pattern.
+One thread per output element; the shapes are aligned on the host by the shared
+``_broadcast.broadcast`` (dims merged as the CPU kernel's walk), broadcast dims have stride 0,
+so the same kernel serves equal shapes and every broadcast pattern. Semantics are the CPU
+kernel's: int32/int64 for every op but pow; integer division truncates toward zero, wraps
+INT_MIN / -1 to INT_MIN, and refuses a 0 divisor; max/min propagate NaN from either side.
+
+Host reads: none of values. An integer division's 0 divisor is found in the kernel and goes
+to a one-element device flag (atomic min of its output position), read once at the end of the
+executor's run, only to raise the CPU kernel's ValueError.
 """
 from numba import cuda
 
 from headrace.devices.cuda import current_stream   # the running executor's stream
-from headrace.kernels.cuda_launch import grid
+from headrace.kernels.cuda_launch import check_flag, flat, grid, new_flag
 
-MAXDIM = 8
+from ._broadcast import broadcast, offsets
 
-
-def _align(xs, ys, axis):
-    nx, ny = len(xs), len(ys)
-    if axis == -1 or nx == ny:
-        r = max(nx, ny)
-        return (1,) * (r - nx) + xs, (1,) * (r - ny) + ys
-    # Paddle trims the smaller operand's trailing 1s before aligning it at axis.
-    while nx > ny > 1 and ys[-1] == 1 and axis + ny > nx:
-        ys, ny = ys[:-1], ny - 1
-    while ny > nx > 1 and xs[-1] == 1 and axis + nx > ny:
-        xs, nx = xs[:-1], nx - 1
-    if nx > ny:
-        return xs, (1,) * axis + ys + (1,) * (nx - ny - axis)
-    return (1,) * axis + xs + (1,) * (ny - nx - axis), ys
-
-
-def _strides(dims, shape):
-    out, s = [0] * len(dims), 1
-    for k in range(len(dims) - 1, -1, -1):
-        out[k] = 0 if dims[k] == 1 and shape[k] != 1 else s
-        s *= dims[k]
-    return out
+FLOATS = ("float32", "float64")
+NUMBERS = ("float32", "float64", "int32", "int64")
 
 
 def _kernel(fn):
@@ -39,23 +27,51 @@ def _kernel(fn):
     def k(x, y, out, dims, sx, sy, nd):
         i = cuda.grid(1)
         if i < out.size:
-            rem, ox, oy = i, 0, 0
-            for d in range(nd - 1, -1, -1):
-                c = rem % dims[d]
-                rem //= dims[d]
-                ox += c * sx[d]
-                oy += c * sy[d]
+            ox, oy = offsets(i, dims, sx, sy, nd)
             out[i] = fn(x[ox], y[oy])
     return k
+
+
+@cuda.jit
+def _int_div(x, y, out, dims, sx, sy, nd, bad):
+    # C's truncating division (Python's // floors: step back toward zero when the signs
+    # differ and it did not divide exactly); b == -1 negates with wraparound, so INT_MIN / -1
+    # is INT_MIN as on the CPU. A 0 divisor goes to the flag.
+    i = cuda.grid(1)
+    if i < out.size:
+        ox, oy = offsets(i, dims, sx, sy, nd)
+        a = x[ox]
+        b = y[oy]
+        if b == 0:
+            cuda.atomic.min(bad, 0, i)
+            out[i] = 0
+        elif b == -1:
+            out[i] = 0 - a
+        else:
+            q = a // b
+            if q * b != a and (a < 0) != (b < 0):
+                q += 1
+            out[i] = q
+
+
+def _max(a, b):
+    return a if a >= b or a != a else b
+
+
+def _min(a, b):
+    return a if a <= b or a != a else b
 
 
 _FUNCS = {
     "elementwise_add": lambda a, b: a + b,
     "elementwise_sub": lambda a, b: a - b,
     "elementwise_mul": lambda a, b: a * b,
-    "elementwise_max": lambda a, b: max(a, b),
-    "elementwise_min": lambda a, b: min(a, b),
+    "elementwise_div": lambda a, b: a / b,      # floats only: ints take _int_div
+    "elementwise_max": _max,
+    "elementwise_min": _min,
+    "elementwise_pow": lambda a, b: a ** b,     # float32 stays float32 (powf), as the CPU's
 }
+_DTYPES = {name: FLOATS if name == "elementwise_pow" else NUMBERS for name in _FUNCS}
 _COMPILED = {}
 
 
@@ -68,40 +84,42 @@ def _compiled(name):
 
 class Elementwise:
     def __init__(self, name, attrs, info=None):
-        self.name, self.axis = name, attrs.get("axis", -1)
+        self.name, self.axis, self.info = name, attrs.get("axis", -1), info
         self.kernel = _compiled(name)
 
     def __call__(self, x, y):
         if x.dtype != y.dtype:
             raise TypeError(f"{self.name}: X is {x.dtype} but Y is {y.dtype}")
-        xs, ys = _align(tuple(x.shape), tuple(y.shape), self.axis)
-        shape = []
-        for dx, dy in zip(xs, ys):
-            if dx != dy and dx != 1 and dy != 1:
-                raise ValueError(f"{self.name}: X{list(x.shape)} and Y{list(y.shape)} cannot "
-                                 f"be broadcast (axis={self.axis})")
-            shape.append(dy if dx == 1 else dx)
-        if len(shape) > MAXDIM:
-            raise ValueError(f"{self.name}: more than {MAXDIM} dims on CUDA")
-        out = cuda.device_array(tuple(shape), dtype=x.dtype)
-        if out.size:
-            pad = [1] * (MAXDIM - len(shape))
-            # Tuples go by value in the launch; NumPy arrays would be copied to the device and
-            # back on every call (hidden copies: tests/test_cuda_copies.py).
-            dims = tuple(shape + pad)
-            sx = tuple(_strides(xs, shape) + [0] * len(pad))
-            sy = tuple(_strides(ys, shape) + [0] * len(pad))
-            blocks, threads = grid(out.size)
-            self.kernel[blocks, threads, current_stream()](
-                x.reshape(-1) if x.size else x, y.reshape(-1), out.reshape(-1), dims, sx, sy,
-                len(shape))
+        ok = _DTYPES[self.name]
+        if str(x.dtype) not in ok:
+            raise TypeError(f"{self.name}: dtype {x.dtype} not supported ({', '.join(ok)})")
+        shape, dims, sx, sy, nd = broadcast(x.shape, y.shape, self.axis, self.name)
+        out = cuda.device_array(shape, dtype=x.dtype, stream=current_stream())
+        n = out.size
+        if n == 0:
+            return (out,)
+        blocks, threads = grid(n)
+        stream = current_stream()
+        # dims/strides are tuples: they go by value in the launch (a NumPy array would be
+        # copied to the device and back on every call: tests/test_cuda_copies.py).
+        if self.name == "elementwise_div" and x.dtype.kind == "i":
+            bad = new_flag(n)
+            _int_div[blocks, threads, stream](flat(x), flat(y), flat(out), dims, sx, sy, nd,
+                                              bad)
+
+            def report(pos):
+                return ValueError(f"{self.name}: integer division by zero (Y holds a 0)")
+            check_flag(bad, n, report, self.info)
+        else:
+            self.kernel[blocks, threads, stream](flat(x), flat(y), flat(out), dims, sx, sy, nd)
         return (out,)
 
 
 def _maker(name):
     def make(attrs, info=None):
         return Elementwise(name, attrs, info)
+    make.__name__ = name
     return make
 
 
-KERNELS = [(name, _maker(name), ("float32", "float64")) for name in _FUNCS]
+KERNELS = [(name, _maker(name), _DTYPES[name]) for name in _FUNCS]
