@@ -16,15 +16,13 @@ REGISTRY = default_registry()
 # with its CUDA kernel or a host_only reason instead of joining the list. Keep it alphabetized.
 CUDA_PENDING = [
     "conv2d", "conv2d_grad",
-    "equal",
-    "greater_equal", "greater_than", "group_norm", "group_norm_grad", "gru",
+    "group_norm", "group_norm_grad", "gru",
     "gru_grad",
     "instance_norm", "instance_norm_grad",
-    "less_equal", "less_than",
-    "logical_and", "logical_not", "logical_or", "logical_xor", "lstm",
+    "lstm",
     "lstm_grad", "lstmp", "lstmp_grad",
     "norm",
-    "norm_grad", "not_equal",
+    "norm_grad",
     "rnn", "rnn_grad",
 ]
 
