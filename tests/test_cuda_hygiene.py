@@ -15,7 +15,6 @@ REGISTRY = default_registry()
 # removes its ops here (the test fails while a ported op is still listed), and a new op comes
 # with its CUDA kernel or a host_only reason instead of joining the list. Keep it alphabetized.
 CUDA_PENDING = [
-    "conv2d", "conv2d_grad",
     "group_norm", "group_norm_grad", "gru",
     "gru_grad",
     "instance_norm", "instance_norm_grad",
