@@ -24,9 +24,9 @@ OPS = ["add", "sub", "mul", "div", "max", "min", "pow"]
 # trimmed, X the smaller operand, both broadcast, a 0-D operand, a reduction longer than a block.
 # Each case runs in one dtype (float64 for the even ones): every block of a reduction is 64
 # simulated threads.
-SHAPES = [((2, 3), (2, 3), -1), ((2, 3, 2), (2,), -1), ((2, 3, 2), (3,), 1),
-          ((2, 3, 2), (3, 1), 1), ((3,), (2, 3, 2), 1), ((2, 1, 2), (3, 1), -1),
-          ((2, 3), (), -1), ((), (), -1), ((70, 1), (1,), -1)]
+SHAPES = [((2, 3), (2, 3), -1), ((2, 3, 2), (3,), 1), ((2, 3, 2), (3, 1), 1),
+          ((3,), (2, 3, 2), 1), ((2, 1, 2), (3, 1), -1), ((2, 3), (), -1), ((), (), -1),
+          ((70, 1), (1,), -1)]
 
 
 class _Wants:
