@@ -15,13 +15,10 @@ REGISTRY = default_registry()
 # removes its ops here (the test fails while a ported op is still listed), and a new op comes
 # with its CUDA kernel or a host_only reason instead of joining the list. Keep it alphabetized.
 CUDA_PENDING = [
-    "group_norm", "group_norm_grad", "gru",
+    "gru",
     "gru_grad",
-    "instance_norm", "instance_norm_grad",
     "lstm",
     "lstm_grad", "lstmp", "lstmp_grad",
-    "norm",
-    "norm_grad",
     "rnn", "rnn_grad",
 ]
 
