@@ -3,6 +3,7 @@
 
 layer_norm runs one block per row: its threads stride over the row's values, the mean and then
 the mean squared deviation reduced in float64 shared-memory trees (two passes, as the CPU);
+rows of at most SHORT_ROW values run a thread each instead (summed in order, no barriers).
 Mean / Variance are stored in X's dtype and Y = (X - mean) * inv * Scale + Bias is computed in
 double and rounded once on store.
 
@@ -19,7 +20,11 @@ from numba import cuda, float32, float64
 
 from headrace.devices.cuda import current_stream
 from headrace.kernels.cuda_launch import (ROW_THREADS, device_empty, empty_like, flat,
-                                          float_input, launch, tree_reduce)
+                                          float_input, grid, launch, tree_reduce)
+
+# Rows of at most this many values run a thread each (summed in order, no barriers): a block of
+# ROW_THREADS lanes would leave most of them idle through every tree step.
+SHORT_ROW = 32
 
 DTYPES = ("float32", "float64")
 
@@ -61,26 +66,50 @@ def _row_sum(buf, s):
     return r
 
 
+@cuda.jit(device=True)
+def _row(block):
+    """(row, first lane, lane step) of this thread: a block's threads share a row, or a
+    thread owns one."""
+    if block:
+        return cuda.blockIdx.x, cuda.threadIdx.x, ROW_THREADS
+    return cuda.grid(1), 0, 1
+
+
+@cuda.jit(device=True)
+def _sum(buf, s, block):
+    """The row's total of the lanes' partial sums ``s`` (a block's tree; a lone thread's own)."""
+    if block:
+        return _row_sum(buf, s)
+    return s
+
+
+def _shape(rows, right):
+    """(blocks, threads, block mode) of a row launch: a block per row, or a thread per row."""
+    block = right > SHORT_ROW
+    return ((rows, ROW_THREADS) if block else grid(rows)) + (block,)
+
+
 @cuda.jit
-def _layer_norm(x, scale, bias, has_s, has_b, y, mean, var, right, eps):
-    row = cuda.blockIdx.x
-    t = cuda.threadIdx.x
+def _layer_norm(x, scale, bias, has_s, has_b, y, mean, var, rows, right, eps, block):
+    row, t, step = _row(block)
+    if row >= rows:
+        return
     base = row * right
     buf = cuda.shared.array(ROW_THREADS, float64)
     s = float64(0.0)
-    for j in range(t, right, ROW_THREADS):
+    for j in range(t, right, step):
         s += x[base + j]
-    m = _row_sum(buf, s) / right
+    m = _sum(buf, s, block) / right
     s = float64(0.0)
-    for j in range(t, right, ROW_THREADS):
+    for j in range(t, right, step):
         d = x[base + j] - m
         s += d * d
-    v = _row_sum(buf, s) / right
+    v = _sum(buf, s, block) / right
     if t == 0:
         mean[row] = m
         var[row] = v
     inv = 1 / math.sqrt(v + eps)
-    for j in range(t, right, ROW_THREADS):
+    for j in range(t, right, step):
         d = (x[base + j] - m) * inv
         if has_s:
             d = d * scale[j]
@@ -90,24 +119,25 @@ def _layer_norm(x, scale, bias, has_s, has_b, y, mean, var, right, eps):
 
 
 @cuda.jit
-def _layer_norm_dx(x, scale, has_s, mean, var, dy, dx, right, eps, is32):
-    row = cuda.blockIdx.x
-    t = cuda.threadIdx.x
+def _layer_norm_dx(x, scale, has_s, mean, var, dy, dx, rows, right, eps, is32, block):
+    row, t, step = _row(block)
+    if row >= rows:
+        return
     base = row * right
     buf = cuda.shared.array(ROW_THREADS, float64)
     mu = float64(mean[row])
     inv = 1 / math.sqrt(float64(var[row]) + eps)
     sg = float64(0.0)
     sgx = float64(0.0)
-    for j in range(t, right, ROW_THREADS):
+    for j in range(t, right, step):
         g = float64(dy[base + j])
         if has_s:
             g = g * scale[j]
         sg += g
         sgx += g * (_rounded(x[base + j] - mu, is32) * inv)
-    sg = _row_sum(buf, sg)
-    sgx = _row_sum(buf, sgx)
-    for j in range(t, right, ROW_THREADS):
+    sg = _sum(buf, sg, block)
+    sgx = _sum(buf, sgx, block)
+    for j in range(t, right, step):
         xhat = _rounded(x[base + j] - mu, is32) * inv
         g = float64(dy[base + j])
         if has_s:
@@ -147,9 +177,10 @@ class LayerNorm:
         mean, var = device_empty((left,), x.dtype), device_empty((left,), x.dtype)
         if x.size:
             dummy = flat(x)
-            _layer_norm[left, ROW_THREADS, current_stream()](
+            blocks, threads, block = _shape(left, right)
+            _layer_norm[blocks, threads, current_stream()](
                 flat(x), dummy if s is None else s, dummy if b is None else b, s is not None,
-                b is not None, flat(y), mean, var, right, float(self.eps))
+                b is not None, flat(y), mean, var, left, right, float(self.eps), block)
         return y, mean, var
 
 
@@ -183,9 +214,10 @@ class LayerNormGrad:
         db = device_empty(bias.shape, x.dtype) if want_b else None
         dummy = flat(x)
         if dx is not None and x.size:
-            _layer_norm_dx[left, ROW_THREADS, current_stream()](
+            blocks, threads, block = _shape(left, right)
+            _layer_norm_dx[blocks, threads, current_stream()](
                 flat(x), dummy if s is None else s, s is not None, flat(mean), flat(variance),
-                flat(dy), flat(dx), right, float(self.eps), x.dtype == np.float32)
+                flat(dy), flat(dx), left, right, float(self.eps), x.dtype == np.float32, block)
         if want_s or want_b:
             launch(_layer_norm_dparams, right, flat(x), flat(mean), flat(variance), flat(dy),
                    dummy if ds is None else flat(ds), dummy if db is None else flat(db),
