@@ -4,11 +4,13 @@ the CPU kernel (kernels/cpu/batch_norm.pyx).
 X is viewed as [N, C, S] (NHWC: N = every leading dim, S = 1), so element (n, c, s) is at
 (n*C + c)*S + s in both layouts. Per-channel work runs one block per channel: its threads stride
 over the channel's N*S values and reduce in float64 shared-memory trees, two passes (mean, then
-the mean squared deviation) as the CPU kernel. Thread 0 then finishes the channel: SavedMean /
-SavedVariance (1/sqrt(var + eps)), the running MeanOut / VarianceOut (momentum from the attribute
-or MomentumTensor, read on the device; float32 running values rounded step by step as the CPU's
-``out *= momentum; out += batch * (1 - momentum)``) and the coefficients a = Scale*inv,
-b = Bias - mean*Scale*inv in float64. Y = X*a[c] + b[c] is then one thread per element.
+the mean squared deviation) as the CPU kernel; a channel of at most SHORT_CHANNEL values (and
+test mode, with nothing to sum) runs a thread instead. Thread 0 then finishes the channel:
+SavedMean / SavedVariance (1/sqrt(var + eps)), the running MeanOut / VarianceOut (momentum from
+the attribute or MomentumTensor, read on the device; float32 running values rounded step by
+step as the CPU's ``out *= momentum; out += batch * (1 - momentum)``) and the coefficients
+a = Scale*inv, b = Bias - mean*Scale*inv in float64. Y = X*a[c] + b[c] is then one thread per
+element.
 
 MeanOut / VarianceOut are written into the Mean / Variance device arrays when info.in_place says
 so (they are the same persistable variable), else into new arrays. With global statistics
@@ -26,9 +28,12 @@ from numba import cuda, float32, float64
 
 from headrace.devices.cuda import current_stream
 from headrace.kernels.cuda_launch import (ROW_THREADS, device_empty, device_fill, empty_like,
-                                          flat, float_input, launch, tree_reduce)
+                                          flat, float_input, grid, launch, tree_reduce)
 
 DTYPES = ("float32", "float64")
+# Channels of at most this many values run a thread each (summed in order, no barriers): a
+# block of ROW_THREADS lanes would leave most of them idle through every tree step.
+SHORT_CHANNEL = 32
 
 
 @cuda.jit(device=True)
@@ -39,9 +44,22 @@ def _rounded(v, is32):
 
 
 @cuda.jit(device=True)
-def _channel_sum(x, dy, c, C, S, m, mu, mode, buf):
+def _channel_sum(x, dy, c, C, S, m, mu, mode, buf, block):
     """Sum over channel c's m = N*S values of x (mode 0), (x - mu)^2 (mode 1) or
-    dy*(x - mu) (mode 2), in float64, by every thread of the block."""
+    dy*(x - mu) (mode 2), in float64, by every thread of the block (``block``) or by this
+    thread alone."""
+    if not block:
+        s = float64(0.0)
+        for k in range(c * S, m // S * C * S, C * S):   # image by image
+            for q in range(k, k + S):
+                if mode == 0:
+                    s += x[q]
+                elif mode == 1:
+                    d = x[q] - mu
+                    s += d * d
+                else:
+                    s += float64(dy[q]) * (x[q] - mu)
+        return s
     t = cuda.threadIdx.x
     s = float64(0.0)
     for j in range(t, m, ROW_THREADS):
@@ -63,17 +81,20 @@ def _channel_sum(x, dy, c, C, S, m, mu, mode, buf):
 
 @cuda.jit
 def _stats(x, scale, bias, mean, var, mom, has_mom, momentum, C, S, m, eps, train, is32,
-           mean_out, var_out, saved_mean, saved_inv, ca, cb):
-    """One block per channel: statistics, saved/running values, Y's coefficients."""
-    c = cuda.blockIdx.x
+           mean_out, var_out, saved_mean, saved_inv, ca, cb, block):
+    """One block (or thread) per channel: statistics, saved/running values, Y's
+    coefficients."""
+    c = cuda.blockIdx.x if block else cuda.grid(1)
+    if c >= C:
+        return
     buf = cuda.shared.array(ROW_THREADS, float64)
     if train:
-        mu = _channel_sum(x, x, c, C, S, m, 0.0, 0, buf) / m
-        v = _channel_sum(x, x, c, C, S, m, mu, 1, buf) / m
+        mu = _channel_sum(x, x, c, C, S, m, 0.0, 0, buf, block) / m
+        v = _channel_sum(x, x, c, C, S, m, mu, 1, buf, block) / m
     else:
         mu = float64(mean[c])
         v = float64(var[c])
-    if cuda.threadIdx.x != 0:
+    if block and cuda.threadIdx.x != 0:
         return
     inv = 1.0 / math.sqrt(v + eps)
     sc = float64(scale[c])
@@ -96,6 +117,12 @@ def _apply(x, y, ca, cb, C, S):
     if i < y.size:
         c = (i // S) % C
         y[i] = x[i] * ca[c] + cb[c]
+
+
+def _channels(C, m):
+    """(blocks, threads, block mode) of a per-channel launch summing ``m`` values a channel."""
+    block = m > SHORT_CHANNEL
+    return ((C, ROW_THREADS) if block else grid(C)) + (block,)
 
 
 def _layout(x, nhwc, op):
@@ -155,10 +182,11 @@ class BatchNorm:
             saved_inv = device_fill(empty_like(mean), x.dtype.type(0))
         if C:
             mom = momentum_tensor if momentum_tensor is not None else ca
-            _stats[C, ROW_THREADS, current_stream()](
+            blocks, threads, block = _channels(C, N * S if train else 0)
+            _stats[blocks, threads, current_stream()](
                 flat(x), scale, bias, mean, variance, flat(mom), momentum_tensor is not None,
                 float(self.momentum), C, S, N * S, float(self.eps), train,
-                x.dtype == np.float32, mean_out, var_out, saved_mean, saved_inv, ca, cb)
+                x.dtype == np.float32, mean_out, var_out, saved_mean, saved_inv, ca, cb, block)
         launch(_apply, y.size, flat(x), flat(y), ca, cb, C, S)
         # ReserveSpace: Paddle's cuDNN workspace, empty here.
         return (y, mean_out, var_out, saved_mean, saved_inv, device_empty((0,), x.dtype))
@@ -168,17 +196,19 @@ class BatchNorm:
 
 @cuda.jit
 def _grad_stats(x, dy, scale, mean, vinv, C, S, m, eps, global_stats, sums, dscale, dbias,
-                ck, cq, cr):
-    """One block per channel: sum(dY), sum(dY*(X - mean)); Scale@GRAD, Bias@GRAD and X@GRAD's
-    coefficients."""
-    c = cuda.blockIdx.x
+                ck, cq, cr, block):
+    """One block (or thread) per channel: sum(dY), sum(dY*(X - mean)); Scale@GRAD, Bias@GRAD
+    and X@GRAD's coefficients."""
+    c = cuda.blockIdx.x if block else cuda.grid(1)
+    if c >= C:
+        return
     buf = cuda.shared.array(ROW_THREADS, float64)
     mu = float64(mean[c])
     sdy = sdyx = float64(0.0)
     if sums:
-        sdy = _channel_sum(dy, dy, c, C, S, m, 0.0, 0, buf)
-        sdyx = _channel_sum(x, dy, c, C, S, m, mu, 2, buf)
-    if cuda.threadIdx.x != 0:
+        sdy = _channel_sum(dy, dy, c, C, S, m, 0.0, 0, buf, block)
+        sdyx = _channel_sum(x, dy, c, C, S, m, mu, 2, buf, block)
+    if block and cuda.threadIdx.x != 0:
         return
     inv = 1.0 / math.sqrt(float64(vinv[c]) + eps) if global_stats else float64(vinv[c])
     dscale[c] = sdyx * inv
@@ -240,9 +270,11 @@ class BatchNormGrad:
         dscale, dbias = empty_like(scale), empty_like(scale)
         ck, cq, cr = (device_empty((C,), np.float64) for _ in range(3))
         if C:
-            _grad_stats[C, ROW_THREADS, current_stream()](
+            sums = sums and N * S > 0
+            blocks, threads, block = _channels(C, N * S if sums else 0)
+            _grad_stats[blocks, threads, current_stream()](
                 flat(x), flat(dy), scale, mu, vinv, C, S, N * S, float(self.eps),
-                self.global_stats, sums and N * S > 0, dscale, dbias, ck, cq, cr)
+                self.global_stats, sums, dscale, dbias, ck, cq, cr, block)
         dx = None
         if self.want_x:
             dx = empty_like(x)
