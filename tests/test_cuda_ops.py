@@ -12,6 +12,7 @@ from headrace.errors import KernelNotFoundError
 from headrace.ops import default_registry
 from headrace.runtime import Tensor
 from headrace.testing import load_references, run_op
+from headrace.testing.optest import IN_PLACE_OUTPUTS
 
 pytestmark = pytest.mark.cuda
 
@@ -56,9 +57,6 @@ def _filled(opdef, attrs):
 # checks the statistics (plugins/nn/tests/test_cuda_dropout.py).
 NUMPY_DRAWS = {"dropout"}
 
-# Outputs an op updates in place, bound to their input's variable as the layers bind them.
-SAME_VAR = {"batch_norm": {"MeanOut": "Mean", "VarianceOut": "Variance"}}
-
 
 @pytest.mark.parametrize("op_type, dtype", _cases())
 def test_the_cuda_kernel_matches_the_reference(op_type, dtype):
@@ -70,7 +68,7 @@ def test_the_cuda_kernel_matches_the_reference(op_type, dtype):
     expected = REFS[op_type](dict(inputs), _filled(REGISTRY.get(op_type), attrs))
     counts = {s: len(v) for s, v in expected.items() if isinstance(v, list)}
     got = run_op(op_type, inputs, list(expected), attrs, hr.CUDAPlace(0),
-                 output_counts=counts, same_var=SAME_VAR.get(op_type))
+                 output_counts=counts, same_var=IN_PLACE_OUTPUTS.get(op_type))
     tol = 1e-4 if dtype == "float32" else 1e-10
     for slot, exp in expected.items():
         if exp is None:

@@ -47,6 +47,11 @@ def _split(value):
     return np.asarray(value), []
 
 
+# Outputs an op updates in place, bound to their input's variables as the layers bind them (the
+# op's infer refuses anything else): run_op's ``same_var`` for these ops.
+IN_PLACE_OUTPUTS = {"batch_norm": {"MeanOut": "Mean", "VarianceOut": "Variance"}}
+
+
 def run_op(op_type, inputs, output_slots=None, attrs=None, place=None, registry=None,
            output_counts=None, same_var=None):
     """Build a one-op program, run it, return ``{slot: [Tensor, ...]}`` for every bound output.
