@@ -302,7 +302,7 @@ def test_missing_kernel_lists_what_is_registered(device, dtype):
     assert "registered kernels: cpu: float32/float64, numba: float32/float64" in text
     with pytest.raises(KernelNotFoundError, match="registered kernels: none"):
         reg.kernel("other_op", "cpu")
-    assert reg.devices() == ["cpu", "numba"]
+    assert reg.devices() == ["cpu", "cuda", "numba"]   # cuda: the core's own kernels
 
 
 # -- the default registry --------------------------------------------------------------------------
@@ -370,11 +370,11 @@ def test_kernel_packages_load_lazily_and_are_withdrawn(tmp_path, monkeypatch, fa
         assert len(record) == int(fail)
         assert package not in sys.modules
         if fail:
-            assert reg.devices() == ["cpu"] and "pk_op" not in reg  # (cpu: the core's kernels)
+            assert reg.devices() == ["cpu", "cuda"] and "pk_op" not in reg  # (the core's kernels)
             with pytest.raises(KernelNotFoundError):
                 reg.kernel("pk_op", "gpu")
         else:
-            assert reg.devices() == ["cpu", "gpu"]
+            assert reg.devices() == ["cpu", "cuda", "gpu"]
             k = reg.kernel("pk_op", "gpu", "float32")
             assert k.fn is abs and k.plugin == "pkg" and f"{package}.pk" in sys.modules
         assert package not in sys.modules or not fail
