@@ -1,0 +1,1 @@
+"""CUDA kernels of the distributed ops: the CPU kernels staged through host memory."""

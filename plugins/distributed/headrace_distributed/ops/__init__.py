@@ -1,0 +1,1 @@
+"""Op definitions of the distributed plugin; each module lists ``OPS``."""

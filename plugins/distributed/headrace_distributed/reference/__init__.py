@@ -1,0 +1,1 @@
+"""NumPy references of the distributed ops, as functions of every rank's inputs."""
