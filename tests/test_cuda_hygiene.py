@@ -17,8 +17,7 @@ REGISTRY = default_registry()
 CUDA_PENDING = [
     "gru",
     "gru_grad",
-    "lstm",
-    "lstm_grad", "lstmp", "lstmp_grad",
+    "lstmp", "lstmp_grad",
     "rnn", "rnn_grad",
 ]
 
