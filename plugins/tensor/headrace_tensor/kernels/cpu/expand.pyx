@@ -2,7 +2,7 @@
 """expand_v2, expand_as_v2, expand and their gradients.
 
 The forward ops resolve the target shape as their shape rule does, with the values the
-tensors hold now, then copy a broadcast view of X (``np.broadcast_to`` of X reshaped with
+tensors hold now (kernels/host/expand.py, shared with the CUDA kernel), then copy a broadcast view of X (``np.broadcast_to`` of X reshaped with
 leading 1s; expand tiles through a view with a length-1 axis before each dim of X). The
 gradients sum Out@GRAD over the broadcast axes (expand: over the tile axes) in X's dtype.
 """
@@ -12,12 +12,14 @@ from ._common cimport int_values, ints_of_list
 
 import numpy as np
 
+from ..host.expand import (broadcast_lead, check_times, check_tiling, expanded,
+                           given_values)
+
 cnp.import_array()
 
 ALL_DTYPES = ("bool", "int8", "uint8", "int16", "int32", "int64", "float16", "float32",
               "float64", "complex64", "complex128")
 GRAD_DTYPES = ("float32", "float64")
-MAX_RANK = 8  # Paddle's limit for the expand ops
 
 
 cdef object dense(object x, str op, str slot):
@@ -28,49 +30,12 @@ cdef object dense(object x, str op, str slot):
     return x
 
 
-cdef list given_values(list attr, object tensor, object tensor_list, str op, str tslot,
-                       str lslot):
-    """The target values: the 1-D tensor, else the list of one-element tensors, else the
-    attribute (Paddle's order)."""
-    if tensor is not None:
-        t = np.asarray(tensor)
-        if t.ndim != 1:
-            raise ValueError(f"{op}: input '{tslot}' must be 1-D, got shape {list(t.shape)}")
-        return int_values(t, op, tslot)
-    if tensor_list:
-        return ints_of_list(tensor_list, op, lslot)
-    return attr
+def _ints(t, op, slot):
+    return int_values(t, op, slot)
 
 
-cdef tuple expanded(tuple xs, list target, str op, str what, bint keep):
-    """Out's shape for X of shape ``xs`` expanded to ``target`` (the shape rule's, with every
-    value known); ``keep``: -1 keeps X's dim."""
-    cdef Py_ssize_t rank = len(xs), n = len(target), diff = n - rank, i
-    if n < rank:
-        raise ValueError(f"{op}: {what} {target} has fewer dims than X {list(xs)}")
-    if n > MAX_RANK:
-        raise ValueError(f"{op}: {what} {target} has more than {MAX_RANK} dims")
-    out = []
-    for i in range(n):
-        v = target[i]
-        if i < diff:
-            if v < 0:
-                raise ValueError(f"{op}: {what} {target} holds {v} for a new leading dim "
-                                 f"(must be >= 0)")
-            out.append(v)
-            continue
-        d = xs[i - diff]
-        if v == -1 and keep:
-            out.append(d)
-        elif v < 0:
-            raise ValueError(f"{op}: {what} {target} holds {v} for dim {i - diff} of X "
-                             f"(must be >= 0" + (", or -1 to keep it)" if keep else ")"))
-        elif d == 1 or d == v:
-            out.append(v)
-        else:
-            raise ValueError(f"{op}: dim {i - diff} of X {list(xs)} is {d}, not 1, but "
-                             f"{what} {target} asks for {v}")
-    return tuple(out)
+def _ints_of_list(ts, op, slot):
+    return ints_of_list(ts, op, slot)
 
 
 cdef object broadcast_copy(object x, tuple shape):
@@ -88,9 +53,9 @@ cdef class ExpandV2:
     def __call__(self, x, shape_tensor=None, shape_list=None):
         a = dense(x, "expand_v2", "X")
         target = given_values(self.shape, shape_tensor, shape_list, "expand_v2", "Shape",
-                              "expand_shapes_tensor")
+                              "expand_shapes_tensor", _ints, _ints_of_list)
         what = "the target shape" if target is not self.shape else "attribute 'shape'"
-        return (broadcast_copy(a, expanded(a.shape, target, "expand_v2", what, True)),)
+        return (broadcast_copy(a, expanded(a.shape, tuple(target), "expand_v2", what, True)),)
 
 
 cdef class ExpandAsV2:
@@ -106,7 +71,8 @@ cdef class ExpandAsV2:
             target, what = list(dense(y, "expand_as_v2", "Y").shape), "the shape of Y"
         else:
             target, what = self.target, "attribute 'target_shape'"
-        return (broadcast_copy(a, expanded(a.shape, target, "expand_as_v2", what, False)),)
+        return (broadcast_copy(a, expanded(a.shape, tuple(target), "expand_as_v2", what,
+                                           False)),)
 
 
 cdef class Expand:
@@ -119,14 +85,8 @@ cdef class Expand:
     def __call__(self, x, times_tensor=None, times_list=None):
         a = dense(x, "expand", "X")
         times = given_values(self.times, times_tensor, times_list, "expand", "ExpandTimes",
-                             "expand_times_tensor")
-        if len(times) != a.ndim:
-            raise ValueError(f"expand: {len(times)} factors {times} for an X of rank {a.ndim} "
-                             f"(one per dim)")
-        if a.ndim > MAX_RANK:
-            raise ValueError(f"expand: X has rank {a.ndim}, more than {MAX_RANK}")
-        if any(t < 0 for t in times):
-            raise ValueError(f"expand: the factors {times} must be >= 0")
+                             "expand_times_tensor", _ints, _ints_of_list)
+        check_times(times, a.ndim)
         # [.., 1, d_i, ..] broadcast to [.., t_i, d_i, ..]: the tiles side by side
         inter = tuple(v for d in a.shape for v in (1, d))
         big = tuple(v for t, d in zip(times, a.shape) for v in (t, d))
@@ -153,16 +113,10 @@ cdef class BroadcastGrad:
 
     def __call__(self, x, *rest):
         a, g = grad_operands(x, rest[-1], self.op)
-        lead = g.ndim - a.ndim
-        if lead < 0:
-            raise ValueError(f"{self.op}: Out@GRAD {list(g.shape)} has fewer dims than X "
-                             f"{list(a.shape)}")
+        lead = broadcast_lead(a.shape, g.shape, self.op)
         axes = list(range(lead))
         for k in range(a.ndim):
             if a.shape[k] != g.shape[lead + k]:
-                if a.shape[k] != 1:
-                    raise ValueError(f"{self.op}: Out@GRAD {list(g.shape)} is not an "
-                                     f"expansion of X {list(a.shape)} (dim {k})")
                 axes.append(lead + k)
         if not axes:
             return (g.copy(),)
@@ -183,10 +137,7 @@ cdef class ExpandGrad:
 
     def __call__(self, x, *rest):
         a, g = grad_operands(x, rest[-1], "expand_grad")
-        if g.ndim != a.ndim or any((d == 0 and e != 0) or (d != 0 and e % d)
-                                   for d, e in zip(a.shape, g.shape)):
-            raise ValueError(f"expand_grad: Out@GRAD {list(g.shape)} is not a tiling of X "
-                             f"{list(a.shape)}")
+        check_tiling(a.shape, g.shape)
         if 0 in a.shape:
             return (np.zeros(a.shape, a.dtype),)
         split = tuple(v for d, e in zip(a.shape, g.shape) for v in (e // d, d))

@@ -1,11 +1,12 @@
 """expand_v2, expand_as_v2, expand and their gradients on CUDA.
 
-The forward ops resolve the target shape as the CPU kernel does, then copy a broadcast view of
-X in one strided-copy launch (one thread per output element): a broadcast dim reads with
-stride 0; expand (numpy.tile) splits each dim into (tile, element) with the tile stride 0. The
-gradients sum Out@GRAD over the broadcast axes (expand: over the tiles) with
-headrace.kernels.cuda_strided.sum_tiles: one block per X@GRAD element, a shared-memory tree
-over its copies, accumulated in float64 (the CPU kernel sums in X's dtype).
+The forward ops resolve the target shape by the CPU kernel's host plan
+(kernels/host/expand.py), then copy a broadcast view of X in one strided-copy launch (one
+thread per output element): a broadcast dim reads with stride 0; expand (numpy.tile) splits
+each dim into (tile, element) with the tile stride 0. The gradients sum Out@GRAD over the
+broadcast axes (expand: over the tiles) with headrace.kernels.cuda_strided.sum_tiles: one block
+per X@GRAD element, a shared-memory tree over its copies, accumulated in float64 (the CPU
+kernel sums in X's dtype).
 
 Exception to "values stay on the device": the Shape / expand_shapes_tensor / ExpandTimes /
 expand_times_tensor inputs are shape metadata, read on the host as the CPU kernel reads them.
@@ -13,55 +14,10 @@ expand_times_tensor inputs are shape metadata, read on the host as the CPU kerne
 from headrace.kernels.cuda_launch import device_empty
 from headrace.kernels.cuda_strided import contiguous_strides, strided_copy, sum_tiles
 
+from ..host.expand import (broadcast_lead, check_times, check_tiling, expanded,
+                           given_values)
 from ._common import ALL_DTYPES, GRAD_DTYPES, dense, host_ints, ints_of_list
 from .reshape import copy_of
-
-MAX_RANK = 8  # Paddle's limit for the expand ops
-
-
-def given_values(attr, tensor, tensor_list, op, tslot, lslot):
-    """The target values: the 1-D tensor, else the list of one-element tensors, else the
-    attribute (Paddle's order)."""
-    if tensor is not None:
-        if len(tensor.shape) != 1:
-            raise ValueError(f"{op}: input '{tslot}' must be 1-D, got shape "
-                             f"{list(tensor.shape)}")
-        return host_ints(tensor, op, tslot)
-    if tensor_list:
-        return ints_of_list(tensor_list, op, lslot)
-    return attr
-
-
-def expanded(xs, target, op, what, keep):
-    """Out's shape for X of shape ``xs`` expanded to ``target``; ``keep``: -1 keeps X's dim."""
-    rank, n = len(xs), len(target)
-    diff = n - rank
-    if n < rank:
-        raise ValueError(f"{op}: {what} {target} has fewer dims than X {list(xs)}")
-    if n > MAX_RANK:
-        raise ValueError(f"{op}: {what} {target} has more than {MAX_RANK} dims")
-    out = []
-    for i in range(n):
-        v = target[i]
-        if i < diff:
-            if v < 0:
-                raise ValueError(f"{op}: {what} {target} holds {v} for a new leading dim "
-                                 f"(must be >= 0)")
-            out.append(v)
-            continue
-        d = xs[i - diff]
-        if v == -1 and keep:
-            out.append(d)
-        elif v < 0:
-            raise ValueError(f"{op}: {what} {target} holds {v} for dim {i - diff} of X "
-                             f"(must be >= 0" + (", or -1 to keep it)" if keep else ")"))
-        elif d == 1 or d == v:
-            out.append(v)
-        else:
-            raise ValueError(f"{op}: dim {i - diff} of X {list(xs)} is {d}, not 1, but "
-                             f"{what} {target} asks for {v}")
-    return tuple(out)
-
 
 def broadcast_copy(a, shape):
     """A new device array: ``a`` broadcast to ``shape`` (numpy.broadcast_to, copied)."""
@@ -80,9 +36,10 @@ class ExpandV2:
     def __call__(self, x, shape_tensor=None, shape_list=None):
         a = dense(x, "expand_v2", "X")
         target = given_values(self.shape, shape_tensor, shape_list, "expand_v2", "Shape",
-                              "expand_shapes_tensor")
+                              "expand_shapes_tensor", host_ints, ints_of_list)
         what = "the target shape" if target is not self.shape else "attribute 'shape'"
-        return (broadcast_copy(a, expanded(tuple(a.shape), target, "expand_v2", what, True)),)
+        return (broadcast_copy(a, expanded(tuple(a.shape), tuple(target), "expand_v2", what,
+                                           True)),)
 
 
 class ExpandAsV2:
@@ -97,8 +54,8 @@ class ExpandAsV2:
             target, what = list(dense(y, "expand_as_v2", "Y").shape), "the shape of Y"
         else:
             target, what = self.target, "attribute 'target_shape'"
-        return (broadcast_copy(a, expanded(tuple(a.shape), target, "expand_as_v2", what,
-                                           False)),)
+        return (broadcast_copy(a, expanded(tuple(a.shape), tuple(target), "expand_as_v2",
+                                           what, False)),)
 
 
 class Expand:
@@ -111,14 +68,8 @@ class Expand:
         a = dense(x, "expand", "X")
         nd = len(a.shape)
         times = given_values(self.times, times_tensor, times_list, "expand", "ExpandTimes",
-                             "expand_times_tensor")
-        if len(times) != nd:
-            raise ValueError(f"expand: {len(times)} factors {times} for an X of rank {nd} "
-                             f"(one per dim)")
-        if nd > MAX_RANK:
-            raise ValueError(f"expand: X has rank {nd}, more than {MAX_RANK}")
-        if any(t < 0 for t in times):
-            raise ValueError(f"expand: the factors {times} must be >= 0")
+                             "expand_times_tensor", host_ints, ints_of_list)
+        check_times(times, nd)
         # Each dim as (tile, element): the tiles read X again (stride 0), side by side.
         xs = contiguous_strides(a.shape)
         dims = tuple(v for t, d in zip(times, a.shape) for v in (t, d))
@@ -147,14 +98,7 @@ class BroadcastGrad:
     def __call__(self, x, *rest):
         a, g = grad_operands(x, rest[-1], self.op)
         xshape, gshape = tuple(a.shape), tuple(g.shape)
-        lead = len(gshape) - len(xshape)
-        if lead < 0:
-            raise ValueError(f"{self.op}: Out@GRAD {list(gshape)} has fewer dims than X "
-                             f"{list(xshape)}")
-        for k, d in enumerate(xshape):
-            if d != gshape[lead + k] and d != 1:
-                raise ValueError(f"{self.op}: Out@GRAD {list(gshape)} is not an expansion of "
-                                 f"X {list(xshape)} (dim {k})")
+        lead = broadcast_lead(xshape, gshape, self.op)
         if gshape == xshape:
             return (copy_of(g),)
         xdims = (1,) * lead + xshape
@@ -177,10 +121,7 @@ class ExpandGrad:
     def __call__(self, x, *rest):
         a, g = grad_operands(x, rest[-1], "expand_grad")
         xshape, gshape = tuple(a.shape), tuple(g.shape)
-        if len(gshape) != len(xshape) or any((d == 0 and e != 0) or (d != 0 and e % d)
-                                             for d, e in zip(xshape, gshape)):
-            raise ValueError(f"expand_grad: Out@GRAD {list(gshape)} is not a tiling of X "
-                             f"{list(xshape)}")
+        check_tiling(xshape, gshape)
         reps = tuple(e // d if d else 1 for d, e in zip(xshape, gshape))
         return (sum_tiles(g, xshape, reps).reshape(xshape),)
 
