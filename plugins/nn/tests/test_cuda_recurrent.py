@@ -124,3 +124,48 @@ def test_lstm_gradients_equal_finite_differences():
     attrs = LSTM_CASES[0]
     _directional_gradients("lstm", _lstm_inputs(rng, attrs, True), attrs,
                            ["Input", "Weight", "Bias", "H0", "C0"], ["Hidden", "Cell"])
+
+
+# --- gru ----------------------------------------------------------------------------------
+
+GRU_CASES = [dict(is_reverse=True, origin_mode=False, gate_activation="sigmoid",
+                  activation="tanh"),
+             dict(is_reverse=False, origin_mode=True, gate_activation="tanh",
+                  activation="relu")]
+
+
+def _gru_inputs(rng, bias, h0, lens=(2, 0, 3), d=2):
+    ins = {"Input": _lod_input(rng, list(lens), 3 * d),
+           "Weight": rng.standard_normal((d, 3 * d)) * 0.5}
+    if bias:
+        ins["Bias"] = rng.standard_normal((1, 3 * d)) * 0.3
+    if h0:
+        ins["H0"] = rng.standard_normal((len(lens), d))
+    return ins
+
+
+@pytest.mark.parametrize("attrs", GRU_CASES)
+@pytest.mark.parametrize("bias, h0", [(True, True), (False, False)])
+def test_gru_and_grad_match_the_reference(attrs, bias, h0):
+    rng = np.random.default_rng(4)
+    ins = _gru_inputs(rng, bias, h0)
+    fwd = _matches_reference("gru", ins, attrs)
+    _matches_reference("gru_grad", {**ins, **fwd, "Hidden@GRAD": rng.standard_normal((5, 2))},
+                       attrs)
+
+
+def test_gru_float32_and_only_empty_sequences():
+    rng = np.random.default_rng(5)
+    attrs = GRU_CASES[0]
+    ins = {k: Tensor(v.data.astype("float32"), v.lod) if isinstance(v, Tensor) else
+           v.astype("float32") for k, v in _gru_inputs(rng, True, True).items()}
+    _matches_reference("gru", ins, attrs, tol=1e-5)
+    empty = _gru_inputs(rng, True, True, lens=(0, 0))
+    fwd = _matches_reference("gru", empty, attrs)
+    _matches_reference("gru_grad", {**empty, **fwd, "Hidden@GRAD": np.zeros((0, 2))}, attrs)
+
+
+def test_gru_gradients_equal_finite_differences():
+    rng = np.random.default_rng(6)
+    _directional_gradients("gru", _gru_inputs(rng, True, True), GRU_CASES[0],
+                           ["Input", "Weight", "Bias", "H0"], ["Hidden"])
