@@ -10,6 +10,7 @@ import argparse
 import sys
 
 from .errors import HeadraceError
+from .launch import add_launch_parser
 
 __all__ = ["main"]
 
@@ -153,6 +154,7 @@ def main(argv=None, out=None):
     p.add_argument("name", help="distribution name, e.g. myops (lowercase, digits, - and _)")
     p.add_argument("--dir", default=".", help="where to create it (default: here)")
     p.set_defaults(run=cmd_new_plugin)
+    add_launch_parser(sub)
     args = parser.parse_args(argv)
     try:
         return args.run(args, out)
