@@ -119,7 +119,9 @@ def test_training_reduces_the_loss_with_every_optimizer():
     for opt in (hr.optimizer.SGD(0.1), hr.optimizer.Momentum(0.05, momentum=0.9),
                 hr.optimizer.Momentum(0.05, momentum=0.9, use_nesterov=True),
                 hr.optimizer.Adagrad(0.3), hr.optimizer.Adam(0.05),
-                hr.optimizer.RMSProp(0.01)):
+                # RMSProp's steps are about lr each: at 0.01, 40 of them reached a fifth of
+                # the first loss from some initializations only (the seed decided).
+                hr.optimizer.RMSProp(0.05)):
         main, startup = hr.Program(), hr.Program()
         startup.random_seed = 3
         with hr.program_guard(main, startup):

@@ -8,10 +8,11 @@ MSRA with ``uniform=True``), ``gaussian_random`` (Normal, Xavier/MSRA normal), `
 (NumpyArrayInitializer).
 
 Seeds: the random ops carry the initializer's ``seed`` as their ``seed`` attribute. Seed 0 (the
-default) means "from the program": the executor derives the op's stream from the startup
-program's ``random_seed`` and the op's position, so a seeded startup program draws the same
-values on every run while two parameters of one shape still get different values; with
-``random_seed`` 0 as well the draw is nondeterministic.
+default) means "from the program": as in Fluid, the startup program's ``random_seed`` is
+written into the op when it is appended (a seed derived from it and the op's rank, see
+framework/seeds.py), so a seeded startup program draws the same values on every run and in
+any process that parses it, while two parameters of one shape still get different values;
+with ``random_seed`` 0 as well the attribute stays 0 and the draw is nondeterministic.
 """
 import math
 

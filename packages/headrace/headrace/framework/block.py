@@ -10,7 +10,7 @@ from ..errors import OpError, VariableError
 from ..ops import attrs as attr_codec
 from ..ops.grad import EMPTY
 from ..proto import framework_pb2 as pb
-from . import defaults
+from . import defaults, seeds
 from .builder import dtype_enum
 from .operator import Operator, prepare_op
 from .variable import (KINDS, Parameter, Variable, init_desc, normalize_lod_level,
@@ -247,6 +247,8 @@ class Block:
                         var.dtype = meta.dtype
                     if var.kind != "selected_rows":
                         var.lod_level = meta.lod_level
+        # The program's seed goes into the op itself, so that it travels with the desc.
+        seeded = seeds.stamp_attrs(self, p.opdef, p.attrs)
         desc = self.desc.ops.add() if index == len(self.ops) else self._insert_desc(index)
         desc.type = op_type
         for container, slots in ((desc.inputs, p.inputs), (desc.outputs, p.outputs)):
@@ -263,6 +265,8 @@ class Block:
         if p.source and "op_callstack" not in p.attrs:
             attr_codec.encode(desc.attrs.add(), "op_callstack", "strings", [p.source])
         op = Operator._wrap(self, desc, p.opdef)
+        if seeded:
+            op._seed_from_program = True
         self.ops.insert(index, op)
         later = {n for o in self.ops[index + 1:] for n in o.output_arg_names}
         for names in p.outputs.values():

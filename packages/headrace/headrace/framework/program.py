@@ -5,7 +5,7 @@ from ..errors import ProgramError, ProgramParseError
 from ..ops.plugins import default_registry
 from ..proto import framework_pb2 as pb
 from .. import unique_name
-from . import defaults
+from . import defaults, seeds
 from .block import Block
 from .operator import Operator
 from .validate import validate_program_desc
@@ -30,7 +30,9 @@ OP_ROLE_FORWARD, OP_ROLE_BACKWARD, OP_ROLE_OPTIMIZE, OP_ROLE_LRSCHED, OP_ROLE_LO
 class Program:
     """A program: a flat list of nested blocks; block 0 is the global block.
 
-    ``random_seed`` (0 = nondeterministic) seeds the random ops that carry no seed of their own.
+    ``random_seed`` (0 = nondeterministic) seeds the random ops that carry no seed of their own:
+    each gets a seed derived from it written into its ``seed`` attribute (framework/seeds.py),
+    so the serialized program draws the same numbers in any process.
     ``registry`` is the op registry used to validate appended ops (default: the process one).
     """
 
@@ -40,11 +42,22 @@ class Program:
         self.desc.op_version_map.SetInParent()  # Paddle writes an (empty) map; so do we
         self.blocks = []
         self.current_block_idx = 0
-        self.random_seed = 0
+        self._random_seed = 0
         self._registry = registry
         self._revision = 0
         self._op_role = OP_ROLE_FORWARD
         self._new_block(-1)
+
+    @property
+    def random_seed(self):
+        return self._random_seed
+
+    @random_seed.setter
+    def random_seed(self, seed):
+        seed = seeds.check_random_seed(seed)
+        if seed != self._random_seed:
+            self._random_seed = seed
+            seeds.reseed(self)
 
     # -- the registry ----------------------------------------------------------------------
     @property
@@ -173,7 +186,7 @@ class Program:
         prog = cls.__new__(cls)
         prog.desc = pb.ProgramDesc()
         prog.desc.CopyFrom(desc)
-        prog.blocks, prog.current_block_idx, prog.random_seed = [], 0, 0
+        prog.blocks, prog.current_block_idx, prog._random_seed = [], 0, 0
         prog._registry, prog._revision, prog._op_role = registry, 0, OP_ROLE_FORWARD
         reg = prog.registry
         for bdesc in prog.desc.blocks:
@@ -199,7 +212,11 @@ class Program:
         learning-rate-schedule ops are dropped and every op that has an ``is_test`` attribute
         gets it set."""
         prog = Program.from_desc(self.desc, self._registry)
-        prog.random_seed = self.random_seed
+        prog._random_seed = self._random_seed   # the ops' seeds came along in the desc
+        for block, twin in zip(self.blocks, prog.blocks):
+            for op, copy in zip(block.ops, twin.ops):
+                if getattr(op, "_seed_from_program", False):
+                    copy._seed_from_program = True
         prog.current_block_idx = self.current_block_idx
         for p in self.all_parameters():
             q = prog.global_block().vars[p.name]

@@ -152,12 +152,17 @@ class OpDef:
     version: the op's definition version (written to the program's op_version_map).
     host_only: None, or why the op runs on the host only (file or console I/O, say); an op with
         a CPU kernel and no CUDA kernel must say why (tests/test_cuda_hygiene.py).
+    seed_attr: None, or the name of the int attribute that seeds a random op: built with 0
+        there in a program that has a ``random_seed``, the op gets a seed derived from it
+        (framework/seeds.py), so the serialized program draws the same numbers anywhere. Only
+        for ops whose seed starts a reproducible stream that advances run after run.
     """
     __slots__ = ("type", "inputs", "outputs", "attrs", "doc", "infer", "grad", "differentiable",
-                 "no_kernel", "version", "host_only", "_in", "_out")
+                 "no_kernel", "version", "host_only", "seed_attr", "_in", "_out")
 
     def __init__(self, type, *, inputs=(), outputs=(), attrs=(), doc="", infer=None, grad=None,
-                 differentiable=True, no_kernel=False, version=1, host_only=None):
+                 differentiable=True, no_kernel=False, version=1, host_only=None,
+                 seed_attr=None):
         self.type = type
         self.inputs = tuple(inputs)
         self.outputs = tuple(outputs)
@@ -172,6 +177,7 @@ class OpDef:
         self.no_kernel = no_kernel
         self.version = version
         self.host_only = host_only
+        self.seed_attr = seed_attr
         self._in = {s.name: s for s in self.inputs}
         self._out = {s.name: s for s in self.outputs}
         self._check_schema()
@@ -195,6 +201,10 @@ class OpDef:
             raise OpDefinitionError(f"op '{self.type}': host_only must say why the op runs on "
                                     f"the host only (a non-empty string), found "
                                     f"{self.host_only!r}")
+        if self.seed_attr is not None and (self.seed_attr not in self.attrs or
+                                           self.attrs[self.seed_attr].type != "int"):
+            raise OpDefinitionError(f"op '{self.type}': seed_attr {self.seed_attr!r} must name "
+                                    f"one of its int attributes")
 
     def input(self, name):
         """The input slot ``name`` or None."""

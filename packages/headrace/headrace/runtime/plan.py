@@ -283,7 +283,10 @@ def _refuse_undeclared_kind(kernel, fn):
 
 def _seed(op, attrs):
     """The seed of a random op: its own ``seed`` attribute, else one derived from the
-    program's ``random_seed`` (None when neither is set: nondeterministic)."""
+    program's ``random_seed`` (None when neither is set: nondeterministic). Ops whose definition
+    names a ``seed_attr`` had the program's seed written into them when built
+    (framework/seeds.py), which crosses the wire; this fallback serves the others (rnn's
+    dropout), in this process only."""
     own = attrs.get("seed", 0)
     if own:
         return int(own)

@@ -29,7 +29,9 @@ dropout = OpDef(
         Attr("dropout_prob", "float", 0.5, "probability of dropping an element",
              check=in_range(0.0, 1.0)),
         Attr("is_test", "bool", False, "inference: no randomness (see dropout_implementation)"),
-        Attr("seed", "int", 0, "random seed, used when fix_seed is true"),
+        Attr("seed", "int", 0, "random seed: with fix_seed every run drops the same "
+             "elements, without it runs draw a reproducible sequence of masks; 0: the "
+             "program's random_seed, written here when the op is built, or unseeded"),
         Attr("fix_seed", "bool", False, "use `seed` so that every run drops the same elements"),
         Attr("dropout_implementation", "string", "downgrade_in_infer",
              "downgrade_in_infer: train X*mask, test X*(1-p); "
@@ -37,6 +39,7 @@ dropout = OpDef(
              choices=("downgrade_in_infer", "upscale_in_train")),
     ],
     infer=_infer_dropout,
+    seed_attr="seed",
     doc="Training: Mask ~ Bernoulli(1 - dropout_prob), Out = X * Mask "
         "(upscale_in_train: / (1 - dropout_prob); 0 when dropout_prob = 1). Test: "
         "downgrade_in_infer gives X * (1 - dropout_prob), upscale_in_train gives X. "

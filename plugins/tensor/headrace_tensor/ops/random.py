@@ -1,6 +1,8 @@
 """Random tensors: uniform_random and gaussian_random. No gradient.
 
-seed 0 means: take the program's random_seed, or a fresh random seed when that is 0 too.
+seed 0 means: take the program's random_seed, or a fresh random seed when that is 0 too. The
+program's seed is written into the op when it is built (``seed_attr``, see
+headrace/framework/seeds.py), so a serialized program draws the same numbers anywhere.
 """
 import math
 
@@ -58,6 +60,7 @@ uniform_random = OpDef(
     ],
     infer=_infer_uniform,
     differentiable=False,
+    seed_attr="seed",
     doc="Out = samples of U[min, max) with the given shape and dtype; the first diag_num "
         "elements at flat index i * (diag_step + 1) are then set to diag_val.",
 )
@@ -79,6 +82,7 @@ gaussian_random = OpDef(
     ],
     infer=_infer_gaussian,
     differentiable=False,
+    seed_attr="seed",
     doc="Out = samples of N(mean, std^2) with the given shape and dtype.",
 )
 
