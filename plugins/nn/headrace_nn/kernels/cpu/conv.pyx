@@ -37,6 +37,8 @@ from ._common cimport expect_shape, fast_gemm, float_array
 
 import numpy as np
 
+from ..host.conv import ConvAttrs
+
 cnp.import_array()
 
 DTYPES = ("float32", "float64")
@@ -210,83 +212,32 @@ cdef int _run(const real* x, const real* w, real* out, Py_ssize_t N, const Geom*
     return 0
 
 
-cdef int _pair(list v, str what, int lo) except -1:
-    if len(v) != 2 or v[0] < lo or v[1] < lo:
-        raise ValueError(f"conv2d: attribute '{what}' must hold 2 values >= {lo}, got {v}")
-    return 0
-
-
 cdef class Conv2D:
-    cdef int sh, sw, dh, dw, groups, algo
-    cdef int pads[4]
+    cdef object attrs      # the host plan (kernels/host/conv.py), shared with the CUDA kernel
+    cdef object last       # the Geometry that ``geo`` holds
+    cdef Geom geo
     cdef bint nhwc
     cdef str name
 
     def __init__(self, dict attrs, info=None):
         self.name = "conv2d"
-        strides = list(attrs.get("strides", [1, 1]))
-        dil = list(attrs.get("dilations", [1, 1]))
-        pads = list(attrs.get("paddings", [0, 0]))
-        _pair(strides, "strides", 1)
-        _pair(dil, "dilations", 1)
-        if len(pads) == 2:
-            pads = [pads[0], pads[0], pads[1], pads[1]]
-        if len(pads) != 4 or min(pads) < 0:
-            raise ValueError(f"conv2d: attribute 'paddings' must hold 2 or 4 values >= 0, "
-                             f"got {attrs.get('paddings')}")
-        self.sh, self.sw = strides
-        self.dh, self.dw = dil
-        for i in range(4):
-            self.pads[i] = pads[i]
-        self.groups = attrs.get("groups", 1)
-        if self.groups < 1:
-            raise ValueError(f"conv2d: attribute 'groups' must be >= 1, got {self.groups}")
-        self.nhwc = attrs.get("data_format", "NCHW") == "NHWC"
-        algo = attrs.get("padding_algorithm", "EXPLICIT")
-        self.algo = {"EXPLICIT": 0, "SAME": 1, "VALID": 2}.get(algo, -1)
-        if self.algo < 0:
-            raise ValueError(f"conv2d: unknown padding_algorithm {algo!r}")
+        self.attrs = ConvAttrs(attrs)
+        self.nhwc = self.attrs.nhwc
 
     cdef void _geometry(self, Geom* g, tuple xs, tuple ws) except *:
-        """Fill ``g`` for Input ``xs`` and Filter ``ws``. The arithmetic is done on Python ints
-        and every extent is checked to fit a C int before the C loops see it."""
-        if self.nhwc:
-            H, W, C = xs[1], xs[2], xs[3]
-        else:
-            C, H, W = xs[1], xs[2], xs[3]
-        M, Cg, kh, kw = ws
-        groups = self.groups
-        if C != Cg * groups:
-            raise ValueError(f"{self.name}: Input{list(xs)} has {C} channels but "
-                             f"Filter{list(ws)} with groups={groups} expects {Cg * groups}")
-        if M % groups:
-            raise ValueError(f"{self.name}: Filter{list(ws)} has {M} filters, not divisible by "
-                             f"groups={groups}")
-        sh, sw, dh, dw = self.sh, self.sw, self.dh, self.dw
-        pt, pb, pl, pr = self.pads[0], self.pads[1], self.pads[2], self.pads[3]
-        if self.algo == 2:
-            pt = pb = pl = pr = 0
-        elif self.algo == 1:
-            # SAME: out = ceil(in / stride), the odd pad after; Paddle ignores dilation here.
-            dh = dw = 1
-            th = max(((H + sh - 1) // sh - 1) * sh + kh - H, 0)
-            tw = max(((W + sw - 1) // sw - 1) * sw + kw - W, 0)
-            pt, pb, pl, pr = th // 2, th - th // 2, tw // 2, tw - tw // 2
-        eh = H + pt + pb - (dh * (kh - 1) + 1)
-        ew = W + pl + pr - (dw * (kw - 1) + 1)
-        if eh < 0 or ew < 0:
-            raise ValueError(f"{self.name}: Input{list(xs)} is smaller than the dilated "
-                             f"Filter{list(ws)} plus paddings [{pt}, {pb}, {pl}, {pr}] "
-                             f"(dilations [{dh}, {dw}])")
-        if max(H + pt + pb + dh * kh, W + pl + pr + dw * kw, Cg * kh * kw,
-               (eh // sh + 1) * (ew // sw + 1), C * H * W) > INT_MAX:
-            raise ValueError(f"{self.name}: Input{list(xs)} / Filter{list(ws)} with these "
-                             f"paddings and dilations exceed the C int range of the kernel")
-        g.C, g.H, g.W, g.Cg, g.M, g.Mg, g.groups = C, H, W, Cg, M, M // groups, groups
-        g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.pt, g.pl = kh, kw, sh, sw, dh, dw, pt, pl
-        g.Ho, g.Wo = eh // sh + 1, ew // sw + 1
-        g.direct = (kh == 1 and kw == 1 and sh == 1 and sw == 1 and
-                    pt == 0 and pb == 0 and pl == 0 and pr == 0)
+        """Fill ``g`` for Input ``xs`` and Filter ``ws``: the host plan's Geometry (checked to
+        fit a C int there), copied into the C struct once per shape."""
+        geo = self.attrs.geometry(self.name, xs, ws)
+        if geo is not self.last:
+            (C, H, W, Cg, groups, kh, kw, sh, sw, dh, dw, pt, pl, Ho, Wo, M, Mg,
+             direct) = geo
+            self.geo.C, self.geo.H, self.geo.W, self.geo.Cg = C, H, W, Cg
+            self.geo.M, self.geo.Mg, self.geo.groups = M, Mg, groups
+            self.geo.kh, self.geo.kw, self.geo.sh, self.geo.sw = kh, kw, sh, sw
+            self.geo.dh, self.geo.dw, self.geo.pt, self.geo.pl = dh, dw, pt, pl
+            self.geo.Ho, self.geo.Wo, self.geo.direct = Ho, Wo, direct
+            self.last = geo
+        g[0] = self.geo
 
     def __call__(self, input, filter, bias=None, residual=None):
         cdef cnp.ndarray x = contiguous(input)

@@ -33,8 +33,9 @@ from numba import cuda, float64
 from headrace.kernels.cuda_gemm import gemm, sum_batches
 from headrace.kernels.cuda_launch import device_copy, device_empty, device_fill, flat, launch
 
+from ..host.conv import ConvAttrs
+
 DTYPES = ("float32", "float64")
-INT_MAX = 2147483647
 # Bytes of one chunk's col buffer (at least one image per chunk).
 COL_BYTES = 64 << 20
 
@@ -133,87 +134,19 @@ def _add_into(acc, part):
         acc[e] += part[e]
 
 
-def _pair(v, what, lo):
-    if len(v) != 2 or v[0] < lo or v[1] < lo:
-        raise ValueError(f"conv2d: attribute '{what}' must hold 2 values >= {lo}, got {v}")
-
-
 class Conv2D:
     def __init__(self, attrs, info=None):
         self.name = "conv2d"
-        strides = list(attrs.get("strides", [1, 1]))
-        dil = list(attrs.get("dilations", [1, 1]))
-        pads = list(attrs.get("paddings", [0, 0]))
-        _pair(strides, "strides", 1)
-        _pair(dil, "dilations", 1)
-        if len(pads) == 2:
-            pads = [pads[0], pads[0], pads[1], pads[1]]
-        if len(pads) != 4 or min(pads) < 0:
-            raise ValueError(f"conv2d: attribute 'paddings' must hold 2 or 4 values >= 0, "
-                             f"got {attrs.get('paddings')}")
-        self.sh, self.sw = strides
-        self.dh, self.dw = dil
-        self.pads = pads
-        self.groups = attrs.get("groups", 1)
-        if self.groups < 1:
-            raise ValueError(f"conv2d: attribute 'groups' must be >= 1, got {self.groups}")
-        self.nhwc = attrs.get("data_format", "NCHW") == "NHWC"
-        algo = attrs.get("padding_algorithm", "EXPLICIT")
-        self.algo = {"EXPLICIT": 0, "SAME": 1, "VALID": 2}.get(algo, -1)
-        if self.algo < 0:
-            raise ValueError(f"conv2d: unknown padding_algorithm {algo!r}")
-
-    def _geometry(self, xs, ws):
-        """A dict of the geometry for Input ``xs`` and Filter ``ws``, as the CPU's _geometry."""
-        if self.nhwc:
-            H, W, C = xs[1], xs[2], xs[3]
-        else:
-            C, H, W = xs[1], xs[2], xs[3]
-        M, Cg, kh, kw = ws
-        groups = self.groups
-        if C != Cg * groups:
-            raise ValueError(f"{self.name}: Input{list(xs)} has {C} channels but "
-                             f"Filter{list(ws)} with groups={groups} expects {Cg * groups}")
-        if M % groups:
-            raise ValueError(f"{self.name}: Filter{list(ws)} has {M} filters, not divisible by "
-                             f"groups={groups}")
-        sh, sw, dh, dw = self.sh, self.sw, self.dh, self.dw
-        pt, pb, pl, pr = self.pads
-        if self.algo == 2:
-            pt = pb = pl = pr = 0
-        elif self.algo == 1:
-            # SAME: out = ceil(in / stride), the odd pad after; Paddle ignores dilation here.
-            dh = dw = 1
-            th = max(((H + sh - 1) // sh - 1) * sh + kh - H, 0)
-            tw = max(((W + sw - 1) // sw - 1) * sw + kw - W, 0)
-            pt, pb, pl, pr = th // 2, th - th // 2, tw // 2, tw - tw // 2
-        eh = H + pt + pb - (dh * (kh - 1) + 1)
-        ew = W + pl + pr - (dw * (kw - 1) + 1)
-        if eh < 0 or ew < 0:
-            raise ValueError(f"{self.name}: Input{list(xs)} is smaller than the dilated "
-                             f"Filter{list(ws)} plus paddings [{pt}, {pb}, {pl}, {pr}] "
-                             f"(dilations [{dh}, {dw}])")
-        if max(H + pt + pb + dh * kh, W + pl + pr + dw * kw, Cg * kh * kw,
-               (eh // sh + 1) * (ew // sw + 1), C * H * W) > INT_MAX:
-            raise ValueError(f"{self.name}: Input{list(xs)} / Filter{list(ws)} with these "
-                             f"paddings and dilations exceed the C int range of the kernel")
-        return dict(C=C, H=H, W=W, Cg=Cg, M=M, Mg=M // groups, groups=groups, kh=kh, kw=kw,
-                    sh=sh, sw=sw, dh=dh, dw=dw, pt=pt, pl=pl, Ho=eh // sh + 1,
-                    Wo=ew // sw + 1)
-
-    @staticmethod
-    def _scalars(g):
-        """The geometry arguments of _im2col/_col2im after (n0)."""
-        return (g["C"], g["H"], g["W"], g["Cg"], g["groups"], g["kh"], g["kw"], g["sh"],
-                g["sw"], g["dh"], g["dw"], g["pt"], g["pl"], g["Ho"], g["Wo"])
+        self.attrs = ConvAttrs(attrs)
+        self.nhwc = self.attrs.nhwc
 
     def _chunk(self, N, g, itemsize):
-        per_image = g["groups"] * g["Cg"] * g["kh"] * g["kw"] * g["Ho"] * g["Wo"] * itemsize
+        per_image = g.groups * g.Cg * g.kh * g.kw * g.Ho * g.Wo * itemsize
         return max(1, min(N, COL_BYTES // max(per_image, 1)))
 
     def _col(self, x, col, n0, nb, g):
-        launch(_im2col, nb * g["groups"] * g["Cg"] * g["kh"] * g["kw"] * g["Ho"] * g["Wo"],
-               flat(x), col, n0, *self._scalars(g), self.nhwc)
+        launch(_im2col, nb * g.groups * g.Cg * g.kh * g.kw * g.Ho * g.Wo,
+               flat(x), col, n0, *g.scalars(), self.nhwc)
 
     def __call__(self, input, filter, bias=None, residual=None):
         x, w = input, filter
@@ -223,8 +156,8 @@ class Conv2D:
         xs, ws = tuple(x.shape), tuple(w.shape)
         if len(xs) != 4 or len(ws) != 4:
             raise ValueError(f"conv2d: Input{list(xs)} and Filter{list(ws)} must both be 4-D")
-        g = self._geometry(xs, ws)
-        N, M, Ho, Wo = xs[0], g["M"], g["Ho"], g["Wo"]
+        g = self.attrs.geometry(self.name, xs, ws)
+        N, M, Ho, Wo = xs[0], g.M, g.Ho, g.Wo
         oshape = (N, Ho, Wo, M) if self.nhwc else (N, M, Ho, Wo)
         if residual is not None and (residual.dtype != x.dtype
                                      or tuple(residual.shape) != oshape):
@@ -241,14 +174,14 @@ class Conv2D:
             launch(_prefill, out.size, flat(out), r, b, residual is not None, bias is not None,
                    M, Ho * Wo, self.nhwc)
             beta = 1.0
-        K, P = g["Cg"] * g["kh"] * g["kw"], Ho * Wo
+        K, P = g.Cg * g.kh * g.kw, Ho * Wo
         if N == 0 or M == 0 or P == 0:
             return (out,)
         if K == 0:
             if not beta:
                 device_fill(out, x.dtype.type(0))
             return (out,)
-        G, Mg = g["groups"], g["Mg"]
+        G, Mg = g.groups, g.Mg
         chunk = self._chunk(N, g, x.dtype.itemsize)
         col = device_empty((chunk * G * K * P,), x.dtype)
         for n0 in range(0, N, chunk):
@@ -293,13 +226,13 @@ class Conv2DGrad(Conv2D):
         xs, ws = tuple(x.shape), tuple(w.shape)
         if len(xs) != 4 or len(ws) != 4:
             raise ValueError(f"{name}: Input{list(xs)} and Filter{list(ws)} must both be 4-D")
-        g = self._geometry(xs, ws)
-        N, M, Ho, Wo = xs[0], g["M"], g["Ho"], g["Wo"]
+        g = self.attrs.geometry(self.name, xs, ws)
+        N, M, Ho, Wo = xs[0], g.M, g.Ho, g.Wo
         oshape = (N, Ho, Wo, M) if self.nhwc else (N, M, Ho, Wo)
         if tuple(dy.shape) != oshape:
             raise ValueError(f"{name}: Output@GRAD{list(dy.shape)} must have Output's shape "
                              f"{list(oshape)}")
-        G, Mg, K, P = g["groups"], g["Mg"], g["Cg"] * g["kh"] * g["kw"], Ho * Wo
+        G, Mg, K, P = g.groups, g.Mg, g.Cg * g.kh * g.kw, Ho * Wo
         dx = dw = db = dr = None
         if self.want_b:
             db = device_empty((M,), x.dtype)
@@ -350,8 +283,8 @@ class Conv2DGrad(Conv2D):
                 gemm(w, dy, col, K, P, Mg, trans_a=True, trans_b=dy_t, lda=K, ldb=dy_ld,
                      batch=(nb, G), a_strides=(0, Mg * K), b_strides=dy_strides,
                      c_stride=K * P, b_offset=dy_off)
-                total = nb * g["C"] * g["H"] * g["W"]
-                launch(_col2im, total, col, flat(dx), n0, *self._scalars(g), self.nhwc, total)
+                total = nb * g.C * g.H * g.W
+                launch(_col2im, total, col, flat(dx), n0, *g.scalars(), self.nhwc, total)
         if acc is not None:
             launch(_cast_into, M * K, flat(dw), acc)
         return (dx, dw, db, dr)
