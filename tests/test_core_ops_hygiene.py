@@ -24,10 +24,10 @@ for _m in iter_op_modules("headrace.core_ops.reference"):
 
 def test_the_core_owns_what_it_emits():
     assert sorted(d.type for d in OPDEFS) == [
-        "assign", "feed", "fetch", "fill_any_like", "fill_constant", "fill_zeros_like", "scale",
-        "sum"]
+        "assign", "feed", "fetch", "fill_any_like", "fill_constant", "fill_zeros_like", "print",
+        "scale", "sum"]
     assert sorted(d.type for d in OPDEFS if d.no_kernel) == ["feed", "fetch"]
-    assert sorted(d.type for d in DIFFERENTIABLE) == ["assign", "scale", "sum"]
+    assert sorted(d.type for d in DIFFERENTIABLE) == ["assign", "print", "scale", "sum"]
     assert REGISTRY.plugins == [CORE] and not REGISTRY.failed
     assert REGISTRY.ops_of(CORE) == sorted(d.type for d in OPDEFS)
 

@@ -23,7 +23,7 @@ from headrace.ops import build_registry, registry_guard
 from headrace.param_attr import ParamAttr
 
 CORE_OPS = {"feed", "fetch", "fill_constant", "fill_zeros_like", "fill_any_like", "sum", "scale",
-            "assign"}
+            "assign", "print"}
 
 
 def _only(name=None, plugin=None):
@@ -255,7 +255,7 @@ def test_headrace_plugins_and_ops_show_the_core_plugin():
         out = io.StringIO()
         assert cli_main(["plugins"], out=out) == 0
         lines = out.getvalue().splitlines()
-        assert lines[0] == f"{CORE}: 8 ops, devices cpu, cuda"
+        assert lines[0] == f"{CORE}: 9 ops, devices cpu, cuda"
         assert lines[1].startswith("headrace-math:math: ")
         out = io.StringIO()
         assert cli_main(["ops", "--brief"], out=out) == 0

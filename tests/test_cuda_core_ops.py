@@ -123,3 +123,13 @@ def test_tensor_arrays_on_the_device():
     (z,) = FillZerosLike({})(a)
     assert z[1] is None and z[0].lod == [[0, 1, 2]]
     np.testing.assert_array_equal(z[0].data.copy_to_host(), np.zeros((2, 2)))
+
+
+def test_print_copies_to_the_host_prints_and_passes_through(capfd):
+    x = Tensor(np.array([[1.5, -2.0], [np.nan, 4.0]], np.float32), [[0, 1, 2]])
+    got = run_op("print", {"In": x}, ["Out"], {"message": "dev", "summarize": 3}, GPU)["Out"][0]
+    np.testing.assert_array_equal(got.numpy(), x.data)
+    assert got.lod == [[0, 1, 2]]
+    text = capfd.readouterr().out
+    assert "  - message: dev\n  - lod: {{0, 1, 2}}\n  - place: CUDAPlace(0)\n" \
+           "  - shape: [2, 2]\n  - dtype: float32\n  - data: [1.5 -2 nan]\n" in text

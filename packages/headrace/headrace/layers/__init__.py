@@ -8,10 +8,11 @@ comparisons, tensor arrays), ``conditional`` (cond, case, Switch, IfElse), ``rnn
 (StaticRNN, DynamicRNN), ``recurrent`` (whole LSTM/GRU/RNN stacks as one op), ``lod_array``
 (rank tables, sequences as time steps), ``sequence`` (pooling, convolution, reshaping,
 reversing, masks, expanding over LoD batches), ``manip`` (expand, pad, label smoothing,
-random tensors; shapes given at run time), ``learning_rate_scheduler``.
+random tensors; shapes given at run time), ``learning_rate_scheduler``, ``debug`` (Print).
 """
-from . import (conditional, control_flow, io, learning_rate_scheduler, lod_array, loss, manip,
-               metric, nn, ops, recurrent, rnn, sequence, tensor)
+from . import (conditional, control_flow, debug, io, learning_rate_scheduler, lod_array, loss,
+               manip, metric, nn, ops, recurrent, rnn, sequence, tensor)
+from .debug import Print
 from .conditional import IfElse, Switch, case, cond, switch_case
 from .rnn import DynamicRNN, StaticRNN, gru_unit, lstm_unit
 from .recurrent import lstm, rnn_layer
@@ -53,7 +54,7 @@ from .manip import expand, expand_as, gaussian_random, label_smooth, pad, unifor
 
 __all__ = [
     # modules
-    "conditional", "control_flow", "io", "learning_rate_scheduler", "lod_array", "loss",
+    "conditional", "control_flow", "debug", "io", "learning_rate_scheduler", "lod_array", "loss",
     "manip", "metric", "nn", "ops", "recurrent", "rnn", "sequence", "tensor",
     # io
     "data",
@@ -100,4 +101,6 @@ __all__ = [
     "autoincreased_step_counter", "exponential_decay", "natural_exp_decay",
     "inverse_time_decay", "polynomial_decay", "piecewise_decay", "cosine_decay", "noam_decay",
     "linear_lr_warmup",
+    # debug
+    "Print",
 ]

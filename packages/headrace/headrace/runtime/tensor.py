@@ -8,6 +8,7 @@ below. ``recursive_seq_lens`` is the same information as lengths.
 import numpy as np
 
 from ..errors import HeadraceError
+from .tensor_format import format_tensor
 
 __all__ = ["Tensor", "TensorArray", "LoDError", "check_lod", "lengths_to_offsets",
            "offsets_to_lengths", "create_lod_tensor"]
@@ -75,6 +76,13 @@ class Tensor:
     def __repr__(self):
         lod = f", lod={self.lod}" if self.lod else ""
         return f"Tensor(shape={list(self.shape)}, dtype={self.dtype}{lod})"
+
+    def __str__(self):
+        """Paddle's text of a LoDTensor (``print(t)`` in Fluid): LoD, place, shape, dtype and
+        the first 20 values (``headrace.runtime.tensor_format``)."""
+        from .place import CPUPlace  # here: place imports the plugin registry, which imports us
+        on_host = isinstance(self.data, np.ndarray)
+        return format_tensor(self.numpy(), self.lod, place=CPUPlace() if on_host else None)
 
 
 class TensorArray(list):
