@@ -19,6 +19,8 @@ cimport numpy as cnp
 from headrace.kernels.common cimport dtype_name, shape_of, typenum
 from ._common cimport as_array, int_values, ints_of_list, norm_axis, xshape_of
 
+from ..host.reshape import resolve
+
 cnp.import_array()
 
 ALL_DTYPES = ("bool", "int8", "uint8", "int16", "int32", "int64", "float16", "float32",
@@ -32,43 +34,6 @@ cdef Py_ssize_t _prod(object dims):
     return n
 
 
-cdef tuple resolve(list shape, tuple xdims, str source):
-    """Paddle's ValidateShape: 0 copies X's dim at that index, one -1 is inferred from the
-    element count, other dims are taken as given (all > 0)."""
-    if shape.count(-1) > 1:
-        raise ValueError(f"reshape2: the shape from {source} holds more than one -1: {shape}")
-    cdef list out = []
-    cdef set kept = set()
-    cdef Py_ssize_t infer_at = -1, i
-    for i, d in enumerate(shape):
-        if d == 0:
-            if i >= len(xdims):
-                raise ValueError(f"reshape2: the shape from {source} copies dim {i} (0) of X, "
-                                 f"which has only {len(xdims)} dims: {shape}")
-            out.append(xdims[i])
-            kept.add(i)
-        elif d == -1:
-            out.append(-1)
-            infer_at = i
-        elif d < 0:
-            raise ValueError(f"reshape2: the shape from {source} has a negative dim other "
-                             f"than -1: {shape}")
-        else:
-            out.append(d)
-    # Dims copied with 0 are on both sides: leave them out of the count (a 0-size X too).
-    x_rest = _prod([d for i, d in enumerate(xdims) if i not in kept])
-    out_rest = _prod([d for d in shape if d > 0])
-    if infer_at >= 0:
-        if x_rest % out_rest:
-            raise ValueError(f"reshape2: X of shape {list(xdims)} cannot be reshaped to "
-                             f"{shape}: the -1 dim is not a whole number")
-        out[infer_at] = x_rest // out_rest
-    elif x_rest != out_rest:
-        raise ValueError(f"reshape2: X of shape {list(xdims)} ({_prod(xdims)} elements) cannot "
-                         f"be reshaped to {shape} from {source}")
-    return tuple(out)
-
-
 cdef object reshaped(cnp.ndarray a, object x, tuple dims, bint own):
     """``a`` (X made contiguous) with shape ``dims``: a view, or a copy when ``own`` is asked
     and ``a`` is still X's own array."""
@@ -80,20 +45,21 @@ cdef object reshaped(cnp.ndarray a, object x, tuple dims, bint own):
 cdef class Reshape2:
     """inputs X, Shape (1-D int tensor), ShapeTensor (one-element int tensors); ShapeTensor
     beats Shape beats the attribute, and all three follow the 0 / -1 rules."""
-    cdef list shape
+    cdef tuple shape
     cdef bint own
 
     def __init__(self, dict attrs, info=None):
-        self.shape = [int(d) for d in attrs["shape"]]
+        self.shape = tuple([int(d) for d in attrs["shape"]])
         self.own = info is not None and not info.may_alias("X", "Out")
 
     def __call__(self, x, shape=None, shape_tensor=None):
         cdef cnp.ndarray a = as_array(x, "reshape2", "X")
         if shape_tensor:
-            dims = resolve(ints_of_list(shape_tensor, "reshape2", "ShapeTensor"), shape_of(a),
-                           "input 'ShapeTensor'")
+            dims = resolve(tuple(ints_of_list(shape_tensor, "reshape2", "ShapeTensor")),
+                           shape_of(a), "input 'ShapeTensor'")
         elif shape is not None:
-            dims = resolve(int_values(shape, "reshape2", "Shape"), shape_of(a), "input 'Shape'")
+            dims = resolve(tuple(int_values(shape, "reshape2", "Shape")), shape_of(a),
+                           "input 'Shape'")
         else:
             dims = resolve(self.shape, shape_of(a), "attribute 'shape'")
         return (reshaped(a, x, dims, self.own), xshape_of(a))

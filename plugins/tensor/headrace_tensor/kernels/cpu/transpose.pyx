@@ -10,13 +10,16 @@ Then:
   cache-blocked tiles, so both the reads and the writes stay within a few cache lines;
 - anything else: an odometer over the output's outer dims with a strided inner row.
 
-transpose2_grad is the same copy by the inverse permutation.
+transpose2_grad is the same copy by the inverse permutation. The permutation and its checks are
+the host plan of kernels/host/transpose.py (shared with the CUDA kernel, cached per shape).
 """
 cimport numpy as cnp
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 from headrace.kernels.common cimport dtype_name, empty, shape_of, typenum
 from ._common cimport as_array, xshape_of
+
+from ..host.transpose import inverse, permutation
 
 cnp.import_array()
 
@@ -178,26 +181,16 @@ cdef cnp.ndarray transposed(cnp.ndarray a, tuple shape, list perm, str op):
     return out
 
 
-cdef list permutation(list axis, int nd, str op, str what):
-    """``axis`` with negative entries resolved, if it is a permutation of the ``nd`` dims."""
-    if len(axis) != nd:
-        raise ValueError(f"{op}: axis {axis} needs one entry per dim of {what}")
-    perm = [ax + nd if ax < 0 else ax for ax in axis]
-    if sorted(perm) != list(range(nd)):
-        raise ValueError(f"{op}: axis {axis} is not a permutation of the {nd} dims of X")
-    return perm
-
-
 cdef class Transpose2:
-    cdef list axis
+    cdef tuple axis
 
     def __init__(self, dict attrs, info=None):
-        self.axis = [int(a) for a in attrs["axis"]]
+        self.axis = tuple([int(a) for a in attrs["axis"]])
 
     def __call__(self, x):
         cdef cnp.ndarray a = as_array(x, "transpose2", "X")
         cdef tuple shape = shape_of(a)
-        perm = permutation(self.axis, len(shape), "transpose2", f"X (shape {list(shape)})")
+        perm = permutation(self.axis, shape, "transpose2")
         return (transposed(a, shape, perm, "transpose2"), xshape_of(a))
 
 
@@ -208,10 +201,10 @@ cdef class Transpose2Grad:
     """transpose2_grad: (XShape, Out@GRAD) -> (X@GRAD,). Out = X permuted by axis, so
     X@GRAD = Out@GRAD permuted by the inverse permutation (inv[axis[i]] = i); X's dims come
     from XShape ([0] + X.dims) and Out@GRAD must have Out's shape."""
-    cdef list axis
+    cdef tuple axis
 
     def __init__(self, dict attrs, info=None):
-        self.axis = [int(a) for a in attrs["axis"]]
+        self.axis = tuple([int(a) for a in attrs["axis"]])
 
     def __call__(self, xshape, dout):
         cdef cnp.ndarray xs = as_array(xshape, "transpose2_grad", "XShape")
@@ -225,19 +218,8 @@ cdef class Transpose2Grad:
         if typenum(xs) != typenum(g):
             raise TypeError(f"transpose2_grad: Out@GRAD is {dtype_name(g)} but X (XShape) is "
                             f"{dtype_name(xs)}")
-        cdef tuple xdims = shape_of(xs)[1:]
-        cdef int nd = len(xdims), i
-        perm = permutation(self.axis, nd, "transpose2_grad",
-                           f"X (shape {list(xdims)}, from XShape)")
         cdef tuple gshape = shape_of(g)
-        out_dims = tuple([xdims[ax] for ax in perm])
-        if gshape != out_dims:
-            raise ValueError(f"transpose2_grad: Out@GRAD has shape {list(gshape)}, expected "
-                             f"Out's shape {list(out_dims)} (X's {list(xdims)} permuted by "
-                             f"axis {self.axis})")
-        inv = [0] * nd
-        for i in range(nd):
-            inv[<int>perm[i]] = i
+        inv = inverse(self.axis, shape_of(xs)[1:], gshape, "transpose2_grad")
         return (transposed(g, gshape, inv, "transpose2_grad"),)
 
 

@@ -10,42 +10,9 @@ read on the host as the CPU kernel reads them (one small copy each, only when gi
 from headrace.kernels.cuda_launch import empty_like
 from headrace.kernels.cuda_strided import strided_copy
 
+from ..host.reshape import resolve
 from ._common import (ALL_DTYPES, GRAD_DTYPES, dense, host_ints, ints_of_list, norm_axis,
                       prod, xshape_of)
-
-
-def resolve(shape, xdims, source):
-    """Paddle's ValidateShape: 0 copies X's dim at that index, one -1 is inferred from the
-    element count, other dims are taken as given (all > 0)."""
-    if shape.count(-1) > 1:
-        raise ValueError(f"reshape2: the shape from {source} holds more than one -1: {shape}")
-    out, kept, infer_at = [], set(), -1
-    for i, d in enumerate(shape):
-        if d == 0:
-            if i >= len(xdims):
-                raise ValueError(f"reshape2: the shape from {source} copies dim {i} (0) of X, "
-                                 f"which has only {len(xdims)} dims: {shape}")
-            out.append(xdims[i])
-            kept.add(i)
-        elif d == -1:
-            out.append(-1)
-            infer_at = i
-        elif d < 0:
-            raise ValueError(f"reshape2: the shape from {source} has a negative dim other "
-                             f"than -1: {shape}")
-        else:
-            out.append(d)
-    x_rest = prod([d for i, d in enumerate(xdims) if i not in kept])
-    out_rest = prod([d for d in shape if d > 0])
-    if infer_at >= 0:
-        if x_rest % out_rest:
-            raise ValueError(f"reshape2: X of shape {list(xdims)} cannot be reshaped to "
-                             f"{shape}: the -1 dim is not a whole number")
-        out[infer_at] = x_rest // out_rest
-    elif x_rest != out_rest:
-        raise ValueError(f"reshape2: X of shape {list(xdims)} ({prod(xdims)} elements) cannot "
-                         f"be reshaped to {shape} from {source}")
-    return tuple(out)
 
 
 def copy_of(a):
@@ -64,17 +31,18 @@ class Reshape2:
     beats Shape beats the attribute."""
 
     def __init__(self, attrs, info=None):
-        self.shape = [int(d) for d in attrs["shape"]]
+        self.shape = tuple(int(d) for d in attrs["shape"])
         self.own = info is not None and not info.may_alias("X", "Out")
 
     def __call__(self, x, shape=None, shape_tensor=None):
         a = dense(x, "reshape2", "X")
         xdims = tuple(a.shape)
         if shape_tensor:
-            dims = resolve(ints_of_list(shape_tensor, "reshape2", "ShapeTensor"), xdims,
+            dims = resolve(tuple(ints_of_list(shape_tensor, "reshape2", "ShapeTensor")), xdims,
                            "input 'ShapeTensor'")
         elif shape is not None:
-            dims = resolve(host_ints(shape, "reshape2", "Shape"), xdims, "input 'Shape'")
+            dims = resolve(tuple(host_ints(shape, "reshape2", "Shape")), xdims,
+                           "input 'Shape'")
         else:
             dims = resolve(self.shape, xdims, "attribute 'shape'")
         return (reshaped(a, dims, self.own), xshape_of(a))

@@ -4,11 +4,11 @@ The starts/ends/strides of each axis are normalized by the CPU kernel's host pla
 (kernels/host/slice.py, Paddle's rules) and turned into an element offset and one element
 stride per dim of Input; then Out is one strided-copy launch (one thread per output element)
 into a new contiguous array. (The CPU kernel returns a view where it can; a device kernel's
-output must be contiguous, so it is always a copy here.) The gradients zero-fill Input's shape and write Out@GRAD through the
-same offset and strides: two launches.
+output must be contiguous, so it is always a copy here.) The gradients zero-fill Input's shape
+and write Out@GRAD through the same offset and strides: two launches.
 
-Exception to "values stay on the device": the StartsTensor/EndsTensor/StridesTensor (and
-their ...TensorList) inputs are shape metadata, read on the host as the CPU kernel reads them.
+Exception to "values stay on the device": the StartsTensor/EndsTensor/StridesTensor (and their
+...TensorList) inputs are shape metadata, read on the host as the CPU kernel reads them.
 """
 from headrace.kernels.cuda_launch import device_empty
 from headrace.kernels.cuda_strided import contiguous_strides, strided_copy, zeros

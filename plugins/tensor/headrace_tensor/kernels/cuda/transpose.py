@@ -14,17 +14,9 @@ from headrace.devices.cuda import current_stream
 from headrace.kernels.cuda_launch import device_empty, flat
 from headrace.kernels.cuda_strided import contiguous_strides, strided_copy
 
+from ..host.transpose import inverse, permutation
 from ._common import ALL_DTYPES, GRAD_DTYPES, dense, xshape_of
-
-
-def permutation(axis, nd, op, what):
-    """``axis`` with negative entries resolved, if it is a permutation of the ``nd`` dims."""
-    if len(axis) != nd:
-        raise ValueError(f"{op}: axis {axis} needs one entry per dim of {what}")
-    perm = [ax + nd if ax < 0 else ax for ax in axis]
-    if sorted(perm) != list(range(nd)):
-        raise ValueError(f"{op}: axis {axis} is not a permutation of the {nd} dims of X")
-    return perm
+from .reshape import x_dims_of
 
 
 TILE, TILE_ROWS = 32, 8   # a 32 x 32 tile moved by 32 x 8 threads, 4 elements each
@@ -94,12 +86,12 @@ def transposed(a, perm):
 
 class Transpose2:
     def __init__(self, attrs, info=None):
-        self.axis = [int(a) for a in attrs["axis"]]
+        self.axis = tuple(int(a) for a in attrs["axis"])
 
     def __call__(self, x):
         a = dense(x, "transpose2", "X")
         shape = tuple(a.shape)
-        perm = permutation(self.axis, len(shape), "transpose2", f"X (shape {list(shape)})")
+        perm = permutation(self.axis, shape, "transpose2")
         return (transposed(a, perm), xshape_of(a))
 
 
@@ -108,30 +100,13 @@ class Transpose2Grad:
     permutation; X's dims come from XShape ([0] + X.dims)."""
 
     def __init__(self, attrs, info=None):
-        self.axis = [int(a) for a in attrs["axis"]]
+        self.axis = tuple(int(a) for a in attrs["axis"])
 
     def __call__(self, xshape, dout):
         op = "transpose2_grad"
-        xs = dense(xshape, op, "XShape")
+        dense(xshape, op, "XShape")  # named first, as the CPU kernel does
         g = dense(dout, op, "Out@GRAD")
-        if len(xs.shape) == 0:
-            raise ValueError(f"{op}: XShape must be [0] + X.dims (rank >= 1), got a 0-D tensor")
-        if str(g.dtype) not in GRAD_DTYPES:
-            raise TypeError(f"{op}: Out@GRAD has dtype {g.dtype}; supported: "
-                            f"{', '.join(GRAD_DTYPES)}")
-        if xs.dtype != g.dtype:
-            raise TypeError(f"{op}: Out@GRAD is {g.dtype} but X (XShape) is {xs.dtype}")
-        xdims = tuple(xs.shape)[1:]
-        nd = len(xdims)
-        perm = permutation(self.axis, nd, op, f"X (shape {list(xdims)}, from XShape)")
-        out_dims = tuple(xdims[ax] for ax in perm)
-        if tuple(g.shape) != out_dims:
-            raise ValueError(f"{op}: Out@GRAD has shape {list(g.shape)}, expected Out's shape "
-                             f"{list(out_dims)} (X's {list(xdims)} permuted by axis "
-                             f"{self.axis})")
-        inv = [0] * nd
-        for i in range(nd):
-            inv[perm[i]] = i
+        inv = inverse(self.axis, x_dims_of(xshape, g, op), tuple(g.shape), op)
         return (transposed(g, inv),)
 
 
