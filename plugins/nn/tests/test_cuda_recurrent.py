@@ -169,3 +169,65 @@ def test_gru_gradients_equal_finite_differences():
     rng = np.random.default_rng(6)
     _directional_gradients("gru", _gru_inputs(rng, True, True), GRU_CASES[0],
                            ["Input", "Weight", "Bias", "H0"], ["Hidden"])
+
+
+# --- lstmp --------------------------------------------------------------------------------
+
+LSTMP_CASES = [
+    dict(use_peepholes=True, is_reverse=True, cell_clip=0.0, proj_clip=0.0,
+         gate_activation="sigmoid", cell_activation="tanh", candidate_activation="tanh",
+         proj_activation="tanh"),
+    # clipping on (values beyond the bounds pass no gradient), other activations
+    dict(use_peepholes=False, is_reverse=False, cell_clip=0.6, proj_clip=0.4,
+         gate_activation="tanh", cell_activation="relu", candidate_activation="identity",
+         proj_activation="identity"),
+]
+
+
+def _lstmp_inputs(rng, attrs, state, lens=(2, 0, 3), d=3, p=2):
+    ins = {"Input": _lod_input(rng, list(lens), 4 * d),
+           "Weight": rng.standard_normal((p, 4 * d)) * 0.5,
+           "ProjWeight": rng.standard_normal((d, p)) * 0.5,
+           "Bias": rng.standard_normal((1, (7 if attrs["use_peepholes"] else 4) * d)) * 0.3}
+    if state in ("c0", "both"):
+        ins["C0"] = rng.standard_normal((len(lens), d))
+    if state == "both":
+        ins["H0"] = rng.standard_normal((len(lens), p))
+    return ins
+
+
+def _lstmp_grad_inputs(rng, ins, fwd, cell_grad):
+    grad = {k: ins[k] for k in ("Weight", "ProjWeight", "Bias", "H0", "C0") if k in ins}
+    grad.update(fwd)
+    grad["Projection@GRAD"] = rng.standard_normal(fwd["Projection"].data.shape)
+    if cell_grad:
+        grad["Cell@GRAD"] = rng.standard_normal(fwd["Cell"].data.shape)
+    return grad
+
+
+@pytest.mark.parametrize("attrs", LSTMP_CASES)
+@pytest.mark.parametrize("state", ["both", "c0", "none"])
+def test_lstmp_and_grad_match_the_reference(attrs, state):
+    rng = np.random.default_rng(7)
+    ins = _lstmp_inputs(rng, attrs, state)
+    fwd = _matches_reference("lstmp", ins, attrs)
+    _matches_reference("lstmp_grad", _lstmp_grad_inputs(rng, ins, fwd, state != "c0"), attrs)
+
+
+def test_lstmp_float32_and_only_empty_sequences():
+    rng = np.random.default_rng(8)
+    attrs = LSTMP_CASES[0]
+    ins = {k: Tensor(v.data.astype("float32"), v.lod) if isinstance(v, Tensor) else
+           v.astype("float32") for k, v in _lstmp_inputs(rng, attrs, "both").items()}
+    _matches_reference("lstmp", ins, attrs, tol=1e-5)
+    empty = _lstmp_inputs(rng, attrs, "both", lens=(0, 0))
+    fwd = _matches_reference("lstmp", empty, attrs)
+    _matches_reference("lstmp_grad", _lstmp_grad_inputs(rng, empty, fwd, True), attrs)
+
+
+def test_lstmp_gradients_equal_finite_differences():
+    rng = np.random.default_rng(9)
+    attrs = LSTMP_CASES[0]
+    _directional_gradients("lstmp", _lstmp_inputs(rng, attrs, "both"), attrs,
+                           ["Input", "Weight", "ProjWeight", "H0", "C0"],
+                           ["Projection", "Cell"])
