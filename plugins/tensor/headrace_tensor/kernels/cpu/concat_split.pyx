@@ -8,7 +8,8 @@ over rows, whatever the rank or dtype. split returns new arrays rather than view
 are separate variables that may be updated in place on their own.
 
 concat_grad is a split of Out@GRAD into the pieces the inputs X filled (their sizes read from
-X at run time); split's gradient is a concat op.
+X at run time); split's gradient is a concat op. split's piece sizes: kernels/host/concat_split.py
+(shared with the CUDA kernel, cached per shape).
 """
 cimport numpy as cnp
 import numpy as np
@@ -16,6 +17,8 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.string cimport memcpy
 from headrace.kernels.common cimport dtype_name, empty, shape_of, typenum
 from ._common cimport as_array, norm_axis, one_int, ints_of_list
+
+from ..host.concat_split import split_sizes
 
 cnp.import_array()
 
@@ -52,7 +55,7 @@ cdef void _scatter(const char* x, char** dsts, const Py_ssize_t* runs, Py_ssize_
             x += runs[i]
 
 
-cdef list scatter(cnp.ndarray a, tuple shape, int ax, list sizes, list wanted, str op):
+cdef list scatter(cnp.ndarray a, tuple shape, int ax, object sizes, list wanted, str op):
     """The pieces of ``a`` (contiguous, dims ``shape``) along ``ax`` with the given sizes, as
     new arrays; None for a piece whose ``wanted`` entry is false."""
     cdef Py_ssize_t n = len(sizes), i
@@ -136,37 +139,17 @@ cdef class Concat:
 
 cdef class Split:
     cdef int axis, num
-    cdef list sections
+    cdef tuple sections
     cdef object n_out  # the number of Out variables (None when called without an op)
 
     def __init__(self, dict attrs, info=None):
         self.axis = attrs["axis"]
         self.num = attrs["num"]
-        self.sections = [int(s) for s in attrs["sections"]]
+        self.sections = tuple([int(s) for s in attrs["sections"]])
         if (self.num > 0) == bool(self.sections) or self.num < 0:
             raise ValueError(f"split: give exactly one of num (> 0) and sections; got "
-                             f"num={self.num}, sections={self.sections}")
+                             f"num={self.num}, sections={list(self.sections)}")
         self.n_out = info.n_outputs("Out") if info is not None else None
-
-    cdef list sizes(self, Py_ssize_t dim, list sections):
-        if self.num > 0:
-            if dim % self.num:
-                raise ValueError(f"split: a dim of size {dim} cannot be split into "
-                                 f"{self.num} equal pieces")
-            return [dim // self.num] * self.num
-        if any(s < -1 for s in sections) or sections.count(-1) > 1:
-            raise ValueError(f"split: sections hold sizes >= 0 and at most one -1, got "
-                             f"{sections}")
-        known = sum(s for s in sections if s >= 0)
-        if -1 in sections:
-            if known > dim:
-                raise ValueError(f"split: sections {sections} ask for more than the {dim} "
-                                 f"entries of the split dim")
-            return [dim - known if s == -1 else s for s in sections]
-        if known != dim:
-            raise ValueError(f"split: sections {sections} sum to {known}, but the split dim "
-                             f"has {dim} entries")
-        return list(sections)
 
     def __call__(self, x, axis_tensor=None, sections_list=None):
         cdef cnp.ndarray a = as_array(x, "split", "X")
@@ -179,8 +162,8 @@ cdef class Split:
         cdef int ax = norm_axis(axis, rank, "split")
         sections = self.sections
         if sections_list:
-            sections = ints_of_list(sections_list, "split", "SectionsTensorList")
-        cdef list sizes = self.sizes(shape[ax], sections)
+            sections = tuple(ints_of_list(sections_list, "split", "SectionsTensorList"))
+        sizes = split_sizes(self.num, shape[ax], sections)
         cdef Py_ssize_t n = len(sizes)
         if self.n_out is not None and n != self.n_out:
             raise ValueError(f"split: {n} pieces for {self.n_out} output variables")

@@ -10,6 +10,7 @@ read on the host as the CPU kernel reads them.
 from headrace.kernels.cuda_launch import device_empty
 from headrace.kernels.cuda_strided import strided_copy
 
+from ..host.concat_split import split_sizes
 from ._common import ALL_DTYPES, GRAD_DTYPES, dense, ints_of_list, norm_axis, one_int, prod
 
 
@@ -30,6 +31,24 @@ def scatter(a, shape, ax, sizes, wanted):
     return outs
 
 
+def axis_sizes(arrays, ref_shape, ref_dtype, ax, op, ref):
+    """Each array's size along ``ax``, after checking that it is a device array of dtype
+    ``ref_dtype`` and that its other dims are those of ``ref_shape`` (``ref`` names the
+    reference in the errors: X[0] for concat, Out@GRAD for concat_grad)."""
+    rank, sizes = len(ref_shape), []
+    fits = "which differs from X[0]'s" if ref == "X[0]" else f"which does not fit {ref}'s"
+    for i, x in enumerate(arrays):
+        a = dense(x, op, f"X[{i}]")
+        s = tuple(a.shape)
+        if a.dtype != ref_dtype:
+            raise TypeError(f"{op}: X[{i}] is {a.dtype} but {ref} is {ref_dtype}")
+        if len(s) != rank or s[:ax] != ref_shape[:ax] or s[ax + 1:] != ref_shape[ax + 1:]:
+            raise ValueError(f"{op}: X[{i}] has shape {list(s)}, {fits} "
+                             f"{list(ref_shape)} outside axis {ax}")
+        sizes.append(s[ax])
+    return sizes
+
+
 class Concat:
     def __init__(self, attrs, info=None):
         self.axis = attrs["axis"]
@@ -46,15 +65,7 @@ class Concat:
         axis = one_int(axis_tensor, "concat", "AxisTensor") if axis_tensor is not None \
             else self.axis
         ax = norm_axis(axis, rank, "concat")
-        total = 0
-        for i, a in enumerate(arrays):
-            s = tuple(a.shape)
-            if a.dtype != first.dtype:
-                raise TypeError(f"concat: X[{i}] is {a.dtype} but X[0] is {first.dtype}")
-            if len(s) != rank or s[:ax] != fshape[:ax] or s[ax + 1:] != fshape[ax + 1:]:
-                raise ValueError(f"concat: X[{i}] has shape {list(s)}, which differs from X[0]'s "
-                                 f"{list(fshape)} outside axis {ax}")
-            total += s[ax]
+        total = sum(axis_sizes(arrays, fshape, first.dtype, ax, "concat", "X[0]"))
         out = device_empty(fshape[:ax] + (total,) + fshape[ax + 1:], first.dtype)
         outer, inner, start = prod(fshape[:ax]), prod(fshape[ax + 1:]), 0
         for a in arrays:
@@ -69,31 +80,11 @@ class Split:
     def __init__(self, attrs, info=None):
         self.axis = attrs["axis"]
         self.num = attrs["num"]
-        self.sections = [int(s) for s in attrs["sections"]]
+        self.sections = tuple(int(s) for s in attrs["sections"])
         if (self.num > 0) == bool(self.sections) or self.num < 0:
             raise ValueError(f"split: give exactly one of num (> 0) and sections; got "
-                             f"num={self.num}, sections={self.sections}")
+                             f"num={self.num}, sections={list(self.sections)}")
         self.n_out = info.n_outputs("Out") if info is not None else None
-
-    def sizes(self, dim, sections):
-        if self.num > 0:
-            if dim % self.num:
-                raise ValueError(f"split: a dim of size {dim} cannot be split into "
-                                 f"{self.num} equal pieces")
-            return [dim // self.num] * self.num
-        if any(s < -1 for s in sections) or sections.count(-1) > 1:
-            raise ValueError(f"split: sections hold sizes >= 0 and at most one -1, got "
-                             f"{sections}")
-        known = sum(s for s in sections if s >= 0)
-        if -1 in sections:
-            if known > dim:
-                raise ValueError(f"split: sections {sections} ask for more than the {dim} "
-                                 f"entries of the split dim")
-            return [dim - known if s == -1 else s for s in sections]
-        if known != dim:
-            raise ValueError(f"split: sections {sections} sum to {known}, but the split dim "
-                             f"has {dim} entries")
-        return list(sections)
 
     def __call__(self, x, axis_tensor=None, sections_list=None):
         a = dense(x, "split", "X")
@@ -105,8 +96,8 @@ class Split:
         ax = norm_axis(axis, len(shape), "split")
         sections = self.sections
         if sections_list:
-            sections = ints_of_list(sections_list, "split", "SectionsTensorList")
-        sizes = self.sizes(shape[ax], sections)
+            sections = tuple(ints_of_list(sections_list, "split", "SectionsTensorList"))
+        sizes = split_sizes(self.num, shape[ax], sections)
         if self.n_out is not None and len(sizes) != self.n_out:
             raise ValueError(f"split: {len(sizes)} pieces for {self.n_out} output variables")
         return (scatter(a, shape, ax, sizes, [True] * len(sizes)),)
@@ -138,17 +129,8 @@ class ConcatGrad:
         wanted = [True] * n if self.wanted is None else self.wanted
         if self.wanted is not None and len(wanted) not in (0, n):
             raise ValueError(f"{op}: {len(wanted)} X@GRAD variables for {n} inputs X")
-        sizes, total = [], 0
-        for i, x in enumerate(xs):
-            a = dense(x, op, f"X[{i}]")
-            s = tuple(a.shape)
-            if a.dtype != g.dtype:
-                raise TypeError(f"{op}: X[{i}] is {a.dtype} but Out@GRAD is {g.dtype}")
-            if len(s) != rank or s[:ax] != gshape[:ax] or s[ax + 1:] != gshape[ax + 1:]:
-                raise ValueError(f"{op}: X[{i}] has shape {list(s)}, which does not fit "
-                                 f"Out@GRAD's {list(gshape)} outside axis {ax}")
-            sizes.append(s[ax])
-            total += s[ax]
+        sizes = axis_sizes(xs, gshape, g.dtype, ax, op, "Out@GRAD")
+        total = sum(sizes)
         if total != gshape[ax]:
             raise ValueError(f"{op}: the inputs X hold {total} entries along axis {ax}, "
                              f"but Out@GRAD has {gshape[ax]} (shape {list(gshape)})")
