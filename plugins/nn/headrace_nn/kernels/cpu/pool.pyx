@@ -27,6 +27,8 @@ from ._common cimport expect_shape, float_array, same_float
 
 import numpy as np
 
+from ..host.pool import PoolAttrs
+
 cnp.import_array()
 
 DTYPES = ("float32", "float64")
@@ -143,87 +145,42 @@ cdef int _fill(int* s, int* e, int size, int n, int k, int stride, int pad, bint
 
 
 cdef class Pool2D:
-    cdef bint is_max, global_pooling, exclusive, adaptive, ceil_mode, nhwc
-    cdef int kh, kw, sh, sw, algo
-    cdef list paddings
+    cdef object attrs     # the host plan (kernels/host/pool.py), shared with the CUDA kernel
+    cdef object last      # the PoolPlan that ``win`` and the scalars below hold
+    cdef Win win
+    cdef int kh, kw, sh, sw, pt, pl
+    cdef bint is_max, adaptive, global_pooling, nhwc
 
     def __init__(self, dict attrs, info=None):
-        ptype = attrs.get("pooling_type", "max")
-        if ptype not in ("max", "avg"):
-            raise ValueError(f"pool2d: pooling_type must be 'max' or 'avg', got {ptype!r}")
-        self.is_max = ptype == "max"
-        ksize, strides = list(attrs["ksize"]), list(attrs.get("strides", [1, 1]))
-        if len(ksize) != 2 or min(ksize) < 1 or len(strides) != 2 or min(strides) < 1:
-            raise ValueError(f"pool2d: ksize {ksize} and strides {strides} must hold 2 "
-                             f"values >= 1")
-        self.kh, self.kw = ksize
-        self.sh, self.sw = strides
-        pads = list(attrs.get("paddings", [0, 0]))
-        if len(pads) == 2:
-            pads = [pads[0], pads[0], pads[1], pads[1]]
-        if len(pads) != 4 or min(pads) < 0:
-            raise ValueError(f"pool2d: paddings must hold 2 or 4 values >= 0, got "
-                             f"{attrs.get('paddings')}")
-        self.paddings = pads
-        self.global_pooling = attrs.get("global_pooling", False)
-        self.exclusive = attrs.get("exclusive", True)
-        self.adaptive = attrs.get("adaptive", False)
-        self.ceil_mode = attrs.get("ceil_mode", False)
-        self.nhwc = attrs.get("data_format", "NCHW") == "NHWC"
-        algo = attrs.get("padding_algorithm", "EXPLICIT")
-        self.algo = {"EXPLICIT": 0, "SAME": 1, "VALID": 2}.get(algo, -1)
-        if self.algo < 0:
-            raise ValueError(f"pool2d: unknown padding_algorithm {algo!r}")
-
-    cdef tuple _plan(self, int H, int W):
-        """(Ho, Wo, kh, kw, pads top/left, exclusive) for an H x W input."""
-        kh, kw = self.kh, self.kw
-        pt, pb, pl, pr = self.paddings
-        if self.adaptive:
-            ho, wo = (H, W) if self.global_pooling else (kh, kw)
-            return ho, wo, kh, kw, 0, 0, True
-        if self.global_pooling:
-            return 1, 1, H, W, 0, 0, self.exclusive
-        if self.algo == 2:
-            pt = pb = pl = pr = 0
-        elif self.algo == 1:
-            th = max(((H + self.sh - 1) // self.sh - 1) * self.sh + kh - H, 0)
-            tw = max(((W + self.sw - 1) // self.sw - 1) * self.sw + kw - W, 0)
-            pt, pb, pl, pr = th // 2, th - th // 2, tw // 2, tw - tw // 2
-        if max(H + pt + pb + self.sh + kh, W + pl + pr + self.sw + kw) > 2147483647:
-            raise ValueError(f"pool2d: the padded plane [{H}+{pt}+{pb}, {W}+{pl}+{pr}] exceeds "
-                             f"the C int range of the kernel")
-        ch = self.sh - 1 if self.ceil_mode else 0
-        cw = self.sw - 1 if self.ceil_mode else 0
-        ho = (H - kh + pt + pb + ch) // self.sh + 1
-        wo = (W - kw + pl + pr + cw) // self.sw + 1
-        if ho <= 0 or wo <= 0:
-            raise ValueError(f"pool2d: the input plane [{H}, {W}] is smaller than the window "
-                             f"[{kh}, {kw}] plus paddings [{pt}, {pb}, {pl}, {pr}]")
-        return ho, wo, kh, kw, pt, pl, self.exclusive
+        self.attrs = PoolAttrs(attrs)
+        self.is_max, self.adaptive = self.attrs.is_max, self.attrs.adaptive
+        self.global_pooling, self.nhwc = self.attrs.global_pooling, self.attrs.nhwc
 
     cdef tuple _windows(self, Win* w, tuple xs):
-        """Fill ``w`` for X of shape ``xs`` (window tables not yet allocated); Out's shape."""
-        if self.nhwc:
-            w.H, w.W, w.C = xs[1], xs[2], xs[3]
-        else:
-            w.C, w.H, w.W = xs[1], xs[2], xs[3]
-        ho, wo, kh, kw, pt, pl, w.exclusive = self._plan(w.H, w.W)
-        w.Ho, w.Wo = ho, wo
-        w.area = <double>kh * kw
-        w.is_max = self.is_max
-        w.hs = w.he = w.ws = w.we = NULL
-        oshape = (xs[0], w.Ho, w.Wo, w.C) if self.nhwc else (xs[0], w.C, w.Ho, w.Wo)
-        return oshape, kh, kw, pt, pl
+        """Fill ``w`` for X of shape ``xs`` (window tables not yet allocated): the host plan,
+        copied into C fields once per shape; Out's shape."""
+        p = self.attrs.plan(xs)
+        if p is not self.last:
+            self.win.C, self.win.H, self.win.W, self.win.Ho, self.win.Wo = \
+                p.C, p.H, p.W, p.Ho, p.Wo
+            self.win.area = <double>p.kh * p.kw
+            self.win.exclusive = p.exclusive
+            self.win.is_max = self.is_max
+            self.win.hs = self.win.he = self.win.ws = self.win.we = NULL
+            self.kh, self.kw, self.sh, self.sw, self.pt, self.pl = \
+                p.kh, p.kw, p.sh, p.sw, p.pt, p.pl
+            self.last = p
+        w[0] = self.win
+        return p.oshape
 
-    cdef int* _tables(self, Win* w, int kh, int kw, int pt, int pl) except NULL:
+    cdef int* _tables(self, Win* w) except NULL:
         cdef int* idx = <int*>malloc((2 * (w.Ho + w.Wo) + 1) * sizeof(int))
         if idx == NULL:
             raise MemoryError("pool2d: no memory for the window tables")
         w.hs, w.he = idx, idx + w.Ho
         w.ws, w.we = idx + 2 * w.Ho, idx + 2 * w.Ho + w.Wo
-        _fill(w.hs, w.he, w.H, w.Ho, kh, self.sh, pt, self.adaptive)
-        _fill(w.ws, w.we, w.W, w.Wo, kw, self.sw, pl, self.adaptive)
+        _fill(w.hs, w.he, w.H, w.Ho, self.kh, self.sh, self.pt, self.adaptive)
+        _fill(w.ws, w.we, w.W, w.Wo, self.kw, self.sw, self.pl, self.adaptive)
         return idx
 
     def __call__(self, x):
@@ -236,11 +193,11 @@ cdef class Pool2D:
             raise ValueError(f"pool2d: X{list(xs)} must be 4-D")
         cdef Win w
         cdef Py_ssize_t N = xs[0]
-        oshape, kh, kw, pt, pl = self._windows(&w, xs)
+        oshape = self._windows(&w, xs)
         cdef cnp.ndarray out = empty(oshape, t)
         if N * w.C * w.Ho * w.Wo == 0:
             return (out,)
-        cdef int* idx = self._tables(&w, kh, kw, pt, pl)
+        cdef int* idx = self._tables(&w)
         cdef double* acc = <double*>malloc((w.C + 1) * sizeof(double))
         if acc == NULL:
             free(idx)
@@ -395,7 +352,7 @@ cdef class Pool2DGrad(Pool2D):
         if len(xs) != 4:
             raise ValueError(f"{name}: X{list(xs)} must be 4-D")
         cdef Win w
-        oshape, kh, kw, pt, pl = self._windows(&w, xs)
+        oshape = self._windows(&w, xs)
         expect_shape(y, oshape, name, "Out", "the pooled shape")
         expect_shape(dy, oshape, name, "Out@GRAD", "Out's shape")
         if not self.want:
@@ -407,10 +364,11 @@ cdef class Pool2DGrad(Pool2D):
         # The common 2x2/stride-2 max pooling: its windows with no padding in them take an
         # unrolled path (those of a padded border or a ceil_mode tail the general one).
         cdef int fast_rows = 0, fast_cols = 0
-        if (self.is_max and kh == 2 and kw == 2 and self.sh == 2 and self.sw == 2 and
-                not self.adaptive and not self.global_pooling and pt == 0 and pl == 0):
+        if (self.is_max and self.kh == 2 and self.kw == 2 and self.sh == 2 and self.sw == 2
+                and not self.adaptive and not self.global_pooling and self.pt == 0
+                and self.pl == 0):
             fast_rows, fast_cols = min(w.Ho, w.H // 2), min(w.Wo, w.W // 2)
-        cdef int* idx = self._tables(&w, kh, kw, pt, pl)
+        cdef int* idx = self._tables(&w)
         cdef Py_ssize_t* arg = <Py_ssize_t*>malloc((w.C + 1) * sizeof(Py_ssize_t))
         cdef double* best = <double*>malloc((w.C + 1) * sizeof(double))
         if arg == NULL or best == NULL:

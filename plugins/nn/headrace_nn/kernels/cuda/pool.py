@@ -22,6 +22,8 @@ from numba import cuda, float32, float64
 from headrace.kernels.cuda_launch import (device_empty, empty_like, flat, float_input, launch,
                                           same_shape_dtype)
 
+from ..host.pool import PoolAttrs
+
 DTYPES = ("float32", "float64")
 
 
@@ -156,76 +158,15 @@ def _rounded(v, is32):
 
 class Pool2D:
     def __init__(self, attrs, info=None):
-        ptype = attrs.get("pooling_type", "max")
-        if ptype not in ("max", "avg"):
-            raise ValueError(f"pool2d: pooling_type must be 'max' or 'avg', got {ptype!r}")
-        self.is_max = ptype == "max"
-        ksize, strides = list(attrs["ksize"]), list(attrs.get("strides", [1, 1]))
-        if len(ksize) != 2 or min(ksize) < 1 or len(strides) != 2 or min(strides) < 1:
-            raise ValueError(f"pool2d: ksize {ksize} and strides {strides} must hold 2 "
-                             f"values >= 1")
-        self.kh, self.kw = ksize
-        self.sh, self.sw = strides
-        pads = list(attrs.get("paddings", [0, 0]))
-        if len(pads) == 2:
-            pads = [pads[0], pads[0], pads[1], pads[1]]
-        if len(pads) != 4 or min(pads) < 0:
-            raise ValueError(f"pool2d: paddings must hold 2 or 4 values >= 0, got "
-                             f"{attrs.get('paddings')}")
-        self.paddings = pads
-        self.global_pooling = attrs.get("global_pooling", False)
-        self.exclusive = attrs.get("exclusive", True)
-        self.adaptive = attrs.get("adaptive", False)
-        self.ceil_mode = attrs.get("ceil_mode", False)
-        self.nhwc = attrs.get("data_format", "NCHW") == "NHWC"
-        algo = attrs.get("padding_algorithm", "EXPLICIT")
-        self.algo = {"EXPLICIT": 0, "SAME": 1, "VALID": 2}.get(algo, -1)
-        if self.algo < 0:
-            raise ValueError(f"pool2d: unknown padding_algorithm {algo!r}")
-
-    def _plan(self, xs):
-        """(Out's shape, kernel scalars) for X of shape ``xs``, as the CPU kernel's _plan."""
-        if self.nhwc:
-            N, H, W, C = xs
-        else:
-            N, C, H, W = xs
-        kh, kw, sh, sw = self.kh, self.kw, self.sh, self.sw
-        pt, pb, pl, pr = self.paddings
-        exclusive, adaptive = self.exclusive, self.adaptive
-        if adaptive:
-            ho, wo = (H, W) if self.global_pooling else (kh, kw)
-            pt = pl = 0
-            exclusive = True
-        elif self.global_pooling:
-            ho, wo, kh, kw, pt, pl, sh, sw = 1, 1, H, W, 0, 0, 1, 1
-        else:
-            if self.algo == 2:
-                pt = pb = pl = pr = 0
-            elif self.algo == 1:
-                th = max(((H + sh - 1) // sh - 1) * sh + kh - H, 0)
-                tw = max(((W + sw - 1) // sw - 1) * sw + kw - W, 0)
-                pt, pb, pl, pr = th // 2, th - th // 2, tw // 2, tw - tw // 2
-            if max(H + pt + pb + sh + kh, W + pl + pr + sw + kw) > 2147483647:
-                raise ValueError(f"pool2d: the padded plane [{H}+{pt}+{pb}, {W}+{pl}+{pr}] "
-                                 f"exceeds the C int range of the kernel")
-            ch = sh - 1 if self.ceil_mode else 0
-            cw = sw - 1 if self.ceil_mode else 0
-            ho = (H - kh + pt + pb + ch) // sh + 1
-            wo = (W - kw + pl + pr + cw) // sw + 1
-            if ho <= 0 or wo <= 0:
-                raise ValueError(f"pool2d: the input plane [{H}, {W}] is smaller than the "
-                                 f"window [{kh}, {kw}] plus paddings [{pt}, {pb}, {pl}, {pr}]")
-        oshape = (N, ho, wo, C) if self.nhwc else (N, C, ho, wo)
-        return oshape, (C, H, W, ho, wo, kh, kw, sh, sw, pt, pl, adaptive, self.is_max,
-                        exclusive, self.nhwc)
+        self.attrs = PoolAttrs(attrs)
 
     def __call__(self, x):
         float_input(x, "pool2d", "X")
         if x.ndim != 4:
             raise ValueError(f"pool2d: X{list(x.shape)} must be 4-D")
-        oshape, scalars = self._plan(tuple(x.shape))
-        out = device_empty(oshape, x.dtype)
-        launch(_pool, out.size, flat(x), flat(out), *scalars)
+        plan = self.attrs.plan(tuple(x.shape))
+        out = device_empty(plan.oshape, x.dtype)
+        launch(_pool, out.size, flat(x), flat(out), *plan.scalars())
         return (out,)
 
 
@@ -247,7 +188,8 @@ class Pool2DGrad(Pool2D):
                 raise TypeError(f"{name}: {slot} has dtype {v.dtype} but X is {x.dtype}")
         if x.ndim != 4:
             raise ValueError(f"{name}: X{list(x.shape)} must be 4-D")
-        oshape, scalars = self._plan(tuple(x.shape))
+        plan = self.attrs.plan(tuple(x.shape))
+        oshape = plan.oshape
         if tuple(out.shape) != oshape:
             raise ValueError(f"{name}: Out{list(out.shape)} must have the pooled shape "
                              f"{list(oshape)}")
@@ -255,7 +197,7 @@ class Pool2DGrad(Pool2D):
         if not self.want:
             return (None,)
         dx = empty_like(x)
-        launch(_pool_grad, dx.size, flat(x), flat(dout), flat(dx), *scalars,
+        launch(_pool_grad, dx.size, flat(x), flat(dout), flat(dx), *plan.scalars(),
                x.dtype == np.float32)
         return (dx,)
 
