@@ -8,7 +8,7 @@ expected against what was found, so the message alone is enough to fix the progr
 __all__ = [
     "HeadraceError", "ProgramError", "ProgramParseError", "VariableError", "OpError",
     "OpDefinitionError", "UnknownOpError", "OpValidationError", "ShapeError", "PluginError",
-    "KernelNotFoundError", "LayerError",
+    "KernelNotFoundError", "LayerError", "NanInfError",
 ]
 
 
@@ -104,3 +104,19 @@ class ShapeError(OpError):
 
 class KernelNotFoundError(OpError):
     """No kernel is registered for an op on a device and dtype."""
+
+
+class NanInfError(OpError):
+    """A NaN or Inf found by the executor's check (``check_nan_inf``): in an op's output, or in
+    a value the run started with (named with the first op reading it). ``variable`` is the
+    offending variable's name; ``gradient_of`` describes the forward op a gradient op
+    differentiates (where the user's line is more telling than ``append_backward``'s)."""
+
+    def __init__(self, message, *, variable=None, gradient_of=None, **where):
+        self.variable = variable
+        self.gradient_of = gradient_of
+        super().__init__(message, **where)
+
+    def _render(self):
+        text = super()._render()
+        return text + (f"\n  gradient of: {self.gradient_of}" if self.gradient_of else "")

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..errors import HeadraceError
 from ..framework import Program, Variable, analysis, default_main_program
+from . import nan_inf
 from . import plan as plan_mod
 from .place import CPUPlace, Place
 from .scope import global_scope
@@ -34,7 +35,7 @@ class FetchError(HeadraceError):
 class _RunPlan:
     """A root plan plus the bindings of one feed/fetch signature."""
 
-    def __init__(self, program, place, feed_names, fetch_names, prune):
+    def __init__(self, program, place, feed_names, fetch_names, prune, check_nan_inf=False):
         block = program.global_block()
         self.program = program
         self.checked = set()   # feed signatures whose run checked every kernel's outputs
@@ -44,7 +45,8 @@ class _RunPlan:
             keep = {id(op) for op in analysis.prune(block, [v.name for v in fetch_vars],
                                                     feed_names)}
             op_filter = lambda op: id(op) in keep  # noqa: E731
-        self.plan = plan_mod.prepare(block, place, program.registry, op_filter)
+        prepare = nan_inf.prepare if check_nan_inf else plan_mod.prepare
+        self.plan = prepare(block, place, program.registry, op_filter)
         slots = self.plan.slots
         self.feeds = []
         for name in feed_names:
@@ -113,13 +115,19 @@ def _plans_of(program):
 
 
 class Executor:
-    """Runs programs on ``place`` (CPUPlace() by default, or CUDAPlace(i))."""
+    """Runs programs on ``place`` (CPUPlace() by default, or CUDAPlace(i)).
 
-    def __init__(self, place=None):
+    ``check_nan_inf``: check every op's floating outputs as it runs and raise a NanInfError at
+    the first NaN or Inf, naming the op, where it is, the line that created it and the
+    variable (``runtime.nan_inf``); None (the default) reads ``HEADRACE_CHECK_NAN_INF`` (or
+    Paddle's ``FLAGS_check_nan_inf``) from the environment now. Off, it costs nothing."""
+
+    def __init__(self, place=None, check_nan_inf=None):
         place = place if place is not None else CPUPlace()
         if not isinstance(place, Place):
             raise HeadraceError(f"Executor takes a CPUPlace or CUDAPlace, got {place!r}")
         self.place = place
+        self._check_nan_inf = nan_inf.enabled(check_nan_inf)
         self._device = place.module()
         # One stream per executor (devices that have streams): its runs launch and copy on it
         # asynchronously, and the host waits only at a fetch (the device module's to_host).
@@ -131,6 +139,16 @@ class Executor:
         # would keep every program it ever ran alive (a fresh clone a step leaked them all).
         self._programs = weakref.WeakSet()   # what close() forgets
         self._cache_lock = threading.Lock()  # threads' first runs: one prepares, others wait
+
+    @property
+    def check_nan_inf(self):
+        """Whether runs check every op's outputs for NaN and Inf (settable)."""
+        return self._check_nan_inf
+
+    @check_nan_inf.setter
+    def check_nan_inf(self, on):
+        self._check_nan_inf = bool(on)
+        self.close()   # plans prepared the other way: the next run prepares its own
 
     def close(self):
         for program in list(self._programs):
@@ -156,7 +174,7 @@ class Executor:
             rp = per_program.get(key)
             if rp is None:
                 rp = per_program[key] = _RunPlan(program, self.place, feed_names,
-                                                 fetch_names, prune)
+                                                 fetch_names, prune, self._check_nan_inf)
             return rp
 
     def run(self, program=None, feed=None, fetch_list=None, scope=None, return_numpy=True,

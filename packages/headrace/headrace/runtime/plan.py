@@ -86,7 +86,9 @@ class Plan:
     def subplan(self, block):
         p = self._subplans.get(block.idx)
         if p is None:
-            p = self._subplans[block.idx] = Plan(block, self.place, self.slots, self.registry)
+            # type(self): a checking plan's sub-blocks are checked too (runtime.nan_inf).
+            p = self._subplans[block.idx] = type(self)(block, self.place, self.slots,
+                                                       self.registry)
             p._sub_facts()
         return p
 
@@ -198,11 +200,15 @@ class Plan:
             for k, instr in enumerate(self.instrs):
                 failed = k   # the index _explain needs (the loop below runs one at a time)
                 _loop.run([instr], values, lods)
-                self._check_outputs(instr, values)
+                self._after(instr, values, check)
         except OpError:
             raise
         except Exception as e:
             raise self._explain(e, values, failed) from e
+
+    def _after(self, instr, values, check):
+        """What the checked path does after each instruction (a subclass adds its checks)."""
+        self._check_outputs(instr, values)
 
     def _check_outputs(self, instr, values):
         """Each dense output's dtype must be its variable's, and its rank the declared one (a
