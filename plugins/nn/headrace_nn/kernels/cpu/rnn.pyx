@@ -21,10 +21,11 @@ from ._rnn_gemm cimport (hr_rnn_gemm, hr_rnn_gemm_b, hr_rnn_gemm_ok, hr_rnn_pack
 
 import numpy as np
 
+from ..host.rnn import RNNAttrs, lens_error, lens_operand, stack_operands
+
 cnp.import_array()
 
 DTYPES = ("float32", "float64")
-MODES = {"LSTM": 0, "GRU": 1, "RNN_RELU": 2, "RNN_TANH": 3}
 
 
 # float32's products against W_hh, and the gradients' big products, through the nn kernels'
@@ -325,60 +326,19 @@ cdef class _Options:
     cdef public object seed, gen, info
 
     def __init__(self, dict attrs, info=None):
-        self.mode = MODES[attrs["mode"]]
-        self.layers, self.hid = attrs["num_layers"], attrs["hidden_size"]
-        self.isize = attrs["input_size"]
-        self.dirs = 2 if attrs["is_bidirec"] else 1
-        self.p = float(np.float32(attrs["dropout_prob"]))
-        self.is_test = attrs["is_test"]
-        self.info = info
-        # Paddle: a nonzero seed attribute draws the same mask on every run; else the
-        # program's stream (info.seed, derived from random_seed) or an unseeded one.
-        own = attrs.get("seed", 0)
-        self.seed = int(own) & 0xFFFFFFFFFFFFFFFF if own else None
-        info_seed = getattr(info, "seed", None) if info is not None else None
-        self.gen = np.random.default_rng(None if info_seed is None else
-                                         int(info_seed) & 0xFFFFFFFFFFFFFFFF)
+        a = RNNAttrs(attrs, info)
+        self.mode, self.layers, self.dirs, self.hid, self.isize = (a.mode, a.layers, a.dirs,
+                                                                   a.hid, a.isize)
+        self.p, self.is_test, self.seed, self.info = a.p, a.is_test, a.seed, info
+        self.gen = np.random.default_rng(a.stream_seed)
 
     def operands(self, op, x, states, weights, lens):
-        a = np.asarray(getattr(x, "data", x))
-        if a.dtype not in (np.float32, np.float64):
-            raise TypeError(f"{op}: Input has dtype {a.dtype}, expected float32 or float64")
-        if a.ndim != 3:
-            raise ValueError(f"{op}: Input must be [T, N, input_size], found {list(a.shape)}")
-        dtype, (T, N) = a.dtype, a.shape[:2]
-        L, D, H, G = self.layers, self.dirs, self.hid, _gates(self.mode)
-        x = np.ascontiguousarray(a)
-        want = 2 if self.mode == 0 else 1
-        states = list(states or ())
-        if len(states) != want:
-            raise ValueError(f"{op}: PreState of mode {list(MODES)[self.mode]} holds {want} "
-                             f"tensors, found {len(states)}")
-        states = [_checked(s, dtype, (L * D, N, H), op, f"PreState[{i}]")
-                  for i, s in enumerate(states)]
-        weights = list(weights or ())
-        if len(weights) != 4 * L * D:
-            raise ValueError(f"{op}: WeightList must hold {4 * L * D} tensors, found "
-                             f"{len(weights)}")
-        ws = []
-        for k in range(L * D):
-            width = a.shape[2] if k < D else D * H
-            ws.append((_checked(weights[2 * k], dtype, (G * H, width), op,
-                                f"WeightList[{2 * k}]"),
-                       _checked(weights[2 * k + 1], dtype, (G * H, H), op,
-                                f"WeightList[{2 * k + 1}]"),
-                       _checked(weights[2 * L * D + 2 * k], dtype, (G * H,), op,
-                                f"WeightList[{2 * L * D + 2 * k}]"),
-                       _checked(weights[2 * L * D + 2 * k + 1], dtype, (G * H,), op,
-                                f"WeightList[{2 * L * D + 2 * k + 1}]")))
+        x, T, N, states, ws = stack_operands(op, self, np.asarray(getattr(x, "data", x)),
+                                             states, weights, _checked)
         if lens is not None:
-            s = np.asarray(getattr(lens, "data", lens))
-            if s.dtype not in (np.int32, np.int64) or s.shape != (N,):
-                raise TypeError(f"{op}: SequenceLength must be [{N}] int32, found "
-                                f"{list(s.shape)} {s.dtype}")
+            s = lens_operand(op, np.asarray(getattr(lens, "data", lens)), N)
             if N and (s.min() < 0 or s.max() > T):
-                raise ValueError(f"{op}: SequenceLength values must be in [0, {T}] (the "
-                                 f"steps of Input), found {s.min()}..{s.max()}")
+                raise lens_error(op, T, f"{s.min()}..{s.max()}")
             lens = np.ascontiguousarray(s, np.int64)
         return x, T, N, states, ws, lens
 
