@@ -15,26 +15,12 @@ from headrace.kernels.common cimport empty
 
 import numpy as np
 
-from headrace import dtypes as _dt
 from headrace.kernels.scalars import checked_scalar
 from headrace.runtime.tensor import Tensor, TensorArray
 
+from ..host.fill import ALL_DTYPES, constant_attrs, out_dtype, output_shape
+
 cnp.import_array()
-
-# Dtypes NumPy can hold; fill_constant's kernel takes its output dtype from an attribute (any
-# input is a shape or value tensor), so it registers for any input dtype.
-ALL_DTYPES = ("bool", "int8", "uint8", "int16", "int32", "int64", "float16", "float32",
-              "float64", "complex64", "complex128")
-
-
-cdef object out_dtype(int enum_value, str op):
-    """The NumPy dtype of a VarType enum attribute (bfloat16, size_t: a TypeError)."""
-    name = _dt.from_proto(enum_value)
-    if name not in ALL_DTYPES:
-        raise TypeError(f"{op}: dtype {enum_value} ({name}) has no CPU kernel; supported: "
-                        + ", ".join(ALL_DTYPES))
-    return np.dtype(name)
-
 
 cdef list int_values(object t, str op, str slot):
     """The integers held by an int tensor (any shape, row-major) as a Python list."""
@@ -45,38 +31,8 @@ cdef list int_values(object t, str op, str slot):
     return [int(v) for v in a.reshape(-1)]
 
 
-cdef list ints_of_list(object ts, str op, str slot):
-    """One integer from each one-element int tensor of a duplicable slot."""
-    out = []
-    for i, t in enumerate(ts):
-        vals = int_values(t, op, f"{slot}[{i}]")
-        if len(vals) != 1:
-            raise ValueError(f"{op}: input '{slot}[{i}]' must hold exactly one element, got "
-                             f"{len(vals)}")
-        out.append(vals[0])
-    return out
-
-
-cdef object parse_str_value(str text, object dtype, str op):
-    """str_value: exact for integers ("9223372036854775807"), else a double ("inf", "1e-30")."""
-    s = text.strip()
-    if dtype.kind in "iu":
-        try:
-            return int(s)
-        except ValueError:
-            pass
-    try:
-        return float(s)
-    except ValueError:
-        raise ValueError(f"{op}: str_value {text!r} is not a number") from None
-
-
-cdef tuple checked_shape(list dims, str op, str source):
-    for d in dims:
-        if d < 0:
-            raise ValueError(f"{op}: the output shape from {source} has a negative dim: "
-                             f"{dims}")
-    return tuple(dims)
+def _int_values(t, op, slot):
+    return int_values(t, op, slot)
 
 
 cdef cnp.ndarray filled(tuple shape, object dtype, object value):
@@ -91,23 +47,17 @@ cdef class FillConstant:
     (attribute value/str_value, or ValueTensor) in the dtype attribute's type."""
     cdef object dtype, value
     cdef list shape
+    cdef tuple fixed  # the attribute's shape when it is valid: no check per call
 
     def __init__(self, dict attrs, info=None):
-        self.dtype = out_dtype(attrs["dtype"], "fill_constant")
-        self.shape = [int(d) for d in attrs["shape"]]
-        text = attrs.get("str_value", "")
-        raw = parse_str_value(text, self.dtype, "fill_constant") if text else attrs["value"]
-        self.value = checked_scalar(raw, self.dtype, "fill_constant")
+        self.dtype, self.shape, self.value = constant_attrs(attrs, "CPU")
+        self.fixed = tuple(self.shape) if all(d >= 0 for d in self.shape) else None
 
     def __call__(self, shape_tensor=None, shape_list=None, value_tensor=None):
-        if shape_tensor is not None:
-            shape = checked_shape(int_values(shape_tensor, "fill_constant", "ShapeTensor"),
-                                  "fill_constant", "ShapeTensor")
-        elif shape_list:
-            shape = checked_shape(ints_of_list(shape_list, "fill_constant", "ShapeTensorList"),
-                                  "fill_constant", "ShapeTensorList")
+        if shape_tensor is None and not shape_list and self.fixed is not None:
+            shape = self.fixed
         else:
-            shape = checked_shape(self.shape, "fill_constant", "attribute 'shape'")
+            shape = output_shape(shape_tensor, shape_list, self.shape, _int_values)
         value = self.value
         if value_tensor is not None:
             v = np.asarray(value_tensor)
@@ -156,7 +106,7 @@ cdef class FillAnyLike:
     def __call__(self, x):
         if not isinstance(x, np.ndarray):
             raise TypeError(f"fill_any_like: X must be a tensor, got {type(x).__name__}")
-        dtype = x.dtype if self.code == -1 else out_dtype(self.code, "fill_any_like")
+        dtype = x.dtype if self.code == -1 else out_dtype(self.code, "fill_any_like", "CPU")
         return (filled(tuple(x.shape), np.dtype(dtype),
                        checked_scalar(self.value, dtype, "fill_any_like")),)
 

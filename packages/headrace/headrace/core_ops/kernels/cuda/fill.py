@@ -14,24 +14,13 @@ one-element device flag and raised as the CPU kernel's ValueError when the run's
 import numpy as np
 from numba import cuda
 
-from headrace import dtypes as _dt
 from headrace.devices.cuda import to_host
 from headrace.kernels.cuda_launch import (device_empty, device_fill, empty_like, flat,
                                           launch, new_flag, check_flag)
 from headrace.kernels.scalars import checked_scalar
 from headrace.runtime.tensor import Tensor, TensorArray
 
-ALL_DTYPES = ("bool", "int8", "uint8", "int16", "int32", "int64", "float16", "float32",
-              "float64", "complex64", "complex128")
-
-
-def out_dtype(enum_value, op):
-    """The NumPy dtype of a VarType enum attribute (bfloat16, size_t: a TypeError)."""
-    name = _dt.from_proto(enum_value)
-    if name not in ALL_DTYPES:
-        raise TypeError(f"{op}: dtype {enum_value} ({name}) has no CUDA kernel; supported: "
-                        + ", ".join(ALL_DTYPES))
-    return np.dtype(name)
+from ..host.fill import ALL_DTYPES, constant_attrs, out_dtype, output_shape
 
 
 def int_values(t, op, slot):
@@ -40,39 +29,6 @@ def int_values(t, op, slot):
         raise TypeError(f"{op}: input '{slot}' must hold integers (int32/int64), got "
                         f"{t.dtype}")
     return [int(v) for v in np.asarray(to_host(t)).reshape(-1)]
-
-
-def ints_of_list(ts, op, slot):
-    out = []
-    for i, t in enumerate(ts):
-        vals = int_values(t, op, f"{slot}[{i}]")
-        if len(vals) != 1:
-            raise ValueError(f"{op}: input '{slot}[{i}]' must hold exactly one element, got "
-                             f"{len(vals)}")
-        out.append(vals[0])
-    return out
-
-
-def parse_str_value(text, dtype, op):
-    """str_value: exact for integers ("9223372036854775807"), else a double ("inf")."""
-    s = text.strip()
-    if dtype.kind in "iu":
-        try:
-            return int(s)
-        except ValueError:
-            pass
-    try:
-        return float(s)
-    except ValueError:
-        raise ValueError(f"{op}: str_value {text!r} is not a number") from None
-
-
-def checked_shape(dims, op, source):
-    for d in dims:
-        if d < 0:
-            raise ValueError(f"{op}: the output shape from {source} has a negative dim: "
-                             f"{dims}")
-    return tuple(dims)
 
 
 @cuda.jit
@@ -100,22 +56,11 @@ class FillConstant:
 
     def __init__(self, attrs, info=None):
         self.info = info
-        self.dtype = out_dtype(attrs["dtype"], "fill_constant")
-        self.shape = [int(d) for d in attrs["shape"]]
-        text = attrs.get("str_value", "")
-        raw = parse_str_value(text, self.dtype, "fill_constant") if text else attrs["value"]
-        self.value = checked_scalar(raw, self.dtype, "fill_constant")
+        self.dtype, self.shape, self.value = constant_attrs(attrs, "CUDA")
         self.unused_flag = None
 
     def __call__(self, shape_tensor=None, shape_list=None, value_tensor=None):
-        if shape_tensor is not None:
-            shape = checked_shape(int_values(shape_tensor, "fill_constant", "ShapeTensor"),
-                                  "fill_constant", "ShapeTensor")
-        elif shape_list:
-            shape = checked_shape(ints_of_list(shape_list, "fill_constant", "ShapeTensorList"),
-                                  "fill_constant", "ShapeTensorList")
-        else:
-            shape = checked_shape(self.shape, "fill_constant", "attribute 'shape'")
+        shape = output_shape(shape_tensor, shape_list, self.shape, int_values)
         out = device_empty(shape, self.dtype)
         if value_tensor is None:
             return (device_fill(out, self.value),)
@@ -181,7 +126,8 @@ class FillAnyLike:
     def __call__(self, x):
         if not hasattr(x, "copy_to_host") or isinstance(x, np.ndarray):
             raise TypeError(f"fill_any_like: X must be a tensor, got {type(x).__name__}")
-        dtype = np.dtype(x.dtype) if self.code == -1 else out_dtype(self.code, "fill_any_like")
+        dtype = np.dtype(x.dtype) if self.code == -1 else \
+            out_dtype(self.code, "fill_any_like", "CUDA")
         out = device_empty(x.shape, dtype)
         return (device_fill(out, checked_scalar(self.value, dtype, "fill_any_like")),)
 
