@@ -1,54 +1,23 @@
-"""Kernels shared by group_norm.py and instance_norm.py: X [N, C, S...] normalized over rows of
-L contiguous values (group_norm: a row is (n, group), L = C/groups * S; instance_norm: a row
-is (n, c), L = S), with a per-channel Scale / Bias. With R rows per image and cpr channels per
-row, value j of row r belongs to channel (r % R) * cpr + j // S, for both ops.
+"""Row kernels shared by group_norm.py, instance_norm.py and layer_norm.py: X normalized over
+rows of L contiguous values (group_norm: a row is (n, group), L = C/groups * S; instance_norm: a
+row is (n, c), L = S; layer_norm: a row is X's [left, right] row, L = right, with S = R = cpr =
+1), with a per-channel Scale / Bias. With R rows per image and cpr channels per row, value j of
+row r belongs to channel (r % R) * cpr + j // S (layer_norm: channel j, its column).
 
 Rows longer than SHORT_ROW run one block each and reduce in float64 shared-memory trees
-(mean, then the mean squared deviation, as the CPU's NumPy sums of float64 values); shorter
-rows run a thread each. The per-channel parameter gradients run one block per channel over its
-N*S values, as batch_norm's. Everything is computed in float64 and rounded once on store,
-like the CPU kernels (which work on float64 copies).
+(mean, then the mean squared deviation, as the CPU's sums of float64 values); shorter rows run
+a thread each (headrace.kernels.cuda_rows). The per-channel parameter gradients of
+group/instance_norm run one block per channel over its N*S values, as batch_norm's.
+Everything is computed in float64 and rounded once on store, like the CPU kernels (which work
+on float64 copies), except where ``is32`` replays layer_norm's float32 CPU gradient.
 """
 import math
 
 from numba import cuda, float64
 
 from headrace.devices.cuda import current_stream
-from headrace.kernels.cuda_launch import ROW_THREADS, flat, grid, tree_reduce
-
-# Rows of at most this many values run a thread each (summed in order, no barriers): a block of
-# ROW_THREADS lanes would leave most of them idle through every tree step.
-SHORT_ROW = 32
-
-
-@cuda.jit(device=True)
-def _block_sum(buf, s):
-    """Sum of every thread's ``s`` over the block, read by all threads."""
-    t = cuda.threadIdx.x
-    buf[t] = s
-    cuda.syncthreads()
-    tree_reduce(buf, t, False)
-    r = buf[0]
-    cuda.syncthreads()                   # every thread has read buf[0] before it is reused
-    return r
-
-
-@cuda.jit(device=True)
-def _row(block):
-    """(row, first lane, lane step) of this thread: a block's threads share a row, or a
-    thread owns one."""
-    if block:
-        return cuda.blockIdx.x, cuda.threadIdx.x, ROW_THREADS
-    return cuda.grid(1), 0, 1
-
-
-@cuda.jit(device=True)
-def _sum(buf, s, block):
-    """The row's total of the lanes' partial sums ``s`` (a block's tree; a lone thread's own)."""
-    if block:
-        return _block_sum(buf, s)
-    return s
-
+from headrace.kernels.cuda_launch import ROW_THREADS, flat
+from headrace.kernels.cuda_rows import rounded, row_grid, row_lanes, row_total
 
 @cuda.jit
 def _forward(x, scale, bias, has_s, has_b, y, mean, stat, rows, L, S, R, cpr, eps, divide,
@@ -56,7 +25,7 @@ def _forward(x, scale, bias, has_s, has_b, y, mean, stat, rows, L, S, R, cpr, ep
     """A row per block (``block``) or per thread: mean[r], stat[r] (the variance, or
     1/sqrt(var + eps) when ``save_inv``) and Y. ``divide``: Y = (x - mean) / sqrt(var + eps)
     (group_norm's order), else (x - mean) * inv (instance_norm's)."""
-    r, t, step = _row(block)
+    r, t, step = row_lanes(block)
     if r >= rows:
         return
     base = r * L
@@ -65,12 +34,12 @@ def _forward(x, scale, bias, has_s, has_b, y, mean, stat, rows, L, S, R, cpr, ep
     s = float64(0.0)
     for j in range(t, L, step):
         s += x[base + j]
-    m = _sum(buf, s, block) / size
+    m = row_total(buf, s, block) / size
     s = float64(0.0)
     for j in range(t, L, step):
         d = x[base + j] - m
         s += d * d
-    v = _sum(buf, s, block) / size
+    v = row_total(buf, s, block) / size
     den = math.sqrt(v + eps)
     inv = 1 / den
     if t == 0:
@@ -94,10 +63,11 @@ def _inv(stat, r, eps, stat_is_inv):
 
 @cuda.jit
 def _backward_x(x, scale, has_s, mean, stat, dy, dx, rows, L, S, R, cpr, eps, stat_is_inv,
-                block):
+                is32, block):
     """A row per block or per thread: dx = inv * (g - sum(g)/size - xhat * sum(g*xhat)/size),
-    g = dY*Scale."""
-    r, t, step = _row(block)
+    g = dY*Scale; ``is32`` rounds X - mean, and g in the second pass, to float32 as
+    layer_norm's CPU gradient computes them (C's float arithmetic)."""
+    r, t, step = row_lanes(block)
     if r >= rows:
         return
     base = r * L
@@ -113,14 +83,14 @@ def _backward_x(x, scale, has_s, mean, stat, dy, dx, rows, L, S, R, cpr, eps, st
         if has_s:
             g = g * scale[c0 + j // S]
         sg += g
-        sgx += g * ((x[base + j] - m) * inv)
-    sg = _sum(buf, sg, block)
-    sgx = _sum(buf, sgx, block)
+        sgx += g * (rounded(x[base + j] - m, is32) * inv)
+    sg = row_total(buf, sg, block)
+    sgx = row_total(buf, sgx, block)
     for j in range(t, L, step):
         g = float64(dy[base + j])
         if has_s:
-            g = g * scale[c0 + j // S]
-        dx[base + j] = inv * (g - sg / size - (x[base + j] - m) * inv * sgx / size)
+            g = rounded(g * scale[c0 + j // S], is32)
+        dx[base + j] = inv * (g - sg / size - rounded(x[base + j] - m, is32) * inv * sgx / size)
 
 
 @cuda.jit
@@ -128,7 +98,7 @@ def _backward_params(x, mean, stat, dy, ds, db, want_s, want_b, N, C, S, R, cpr,
                      stat_is_inv, block):
     """A block (or a thread) per channel c: ds[c] = sum dY * xhat, db[c] = sum dY over images
     and positions."""
-    c, t, step = _row(block)
+    c, t, step = row_lanes(block)
     if c >= C:
         return
     buf = cuda.shared.array(ROW_THREADS, float64)
@@ -141,8 +111,8 @@ def _backward_params(x, mean, stat, dy, ds, db, want_s, want_b, N, C, S, R, cpr,
         g = float64(dy[k])
         a += g * ((x[k] - float64(mean[r])) * _inv(stat, r, eps, stat_is_inv))
         b += g
-    a = _sum(buf, a, block)
-    b = _sum(buf, b, block)
+    a = row_total(buf, a, block)
+    b = row_total(buf, b, block)
     if t == 0:
         if want_s:
             ds[c] = a
@@ -150,35 +120,43 @@ def _backward_params(x, mean, stat, dy, ds, db, want_s, want_b, N, C, S, R, cpr,
             db[c] = b
 
 
-def _shape(rows, block):
-    """(blocks, threads) of a row launch: a block per row, or a thread per row."""
-    return (rows, ROW_THREADS) if block else grid(rows)
+def per_channel(p, C, op, slot):
+    """Refuse a bound Scale / Bias ``p`` that does not hold one value per channel."""
+    if p is not None and p.size != C:
+        raise ValueError(f"{op}: {slot} holds {p.size} values, X has {C} channels")
 
 
 def forward(x, scale, bias, y, mean, stat, rows, L, S, R, cpr, eps, divide, save_inv):
     """Launch the forward over ``rows`` rows (nothing for none)."""
     dummy = flat(x)
     if rows:
-        block = L > SHORT_ROW
-        _forward[_shape(rows, block) + (current_stream(),)](
+        blocks, threads, block = row_grid(rows, L)
+        _forward[blocks, threads, current_stream()](
             flat(x), dummy if scale is None else flat(scale), dummy if bias is None else
             flat(bias), scale is not None, bias is not None, flat(y), flat(mean), flat(stat),
             rows, L, S, R, cpr, float(eps), divide, save_inv, block)
+
+
+def backward_x(x, scale, mean, stat, dy, dx, rows, L, S, R, cpr, eps, stat_is_inv,
+               is32=False):
+    """Launch X@GRAD's kernel over ``rows`` rows (nothing for none or empty rows)."""
+    if rows and L:
+        blocks, threads, block = row_grid(rows, L)
+        _backward_x[blocks, threads, current_stream()](
+            flat(x), flat(x) if scale is None else flat(scale), scale is not None,
+            flat(mean), flat(stat), flat(dy), flat(dx), rows, L, S, R, cpr, float(eps),
+            stat_is_inv, is32, block)
 
 
 def backward(x, scale, mean, stat, dy, dx, ds, db, rows, L, S, R, cpr, N, C, eps,
              stat_is_inv):
     """Launch the gradient kernels for the wanted outputs (dx, ds, db: None when not)."""
     dummy = flat(x)
-    if dx is not None and rows and L:
-        block = L > SHORT_ROW
-        _backward_x[_shape(rows, block) + (current_stream(),)](
-            flat(x), dummy if scale is None else flat(scale), scale is not None, flat(mean),
-            flat(stat), flat(dy), flat(dx), rows, L, S, R, cpr, float(eps), stat_is_inv, block)
+    if dx is not None:
+        backward_x(x, scale, mean, stat, dy, dx, rows, L, S, R, cpr, eps, stat_is_inv)
     if (ds is not None or db is not None) and C:
-        block = N * S > SHORT_ROW
-        _backward_params[_shape(C, block) + (current_stream(),)](
+        blocks, threads, block = row_grid(C, N * S)
+        _backward_params[blocks, threads, current_stream()](
             flat(x), flat(mean), flat(stat), flat(dy), dummy if ds is None else flat(ds),
             dummy if db is None else flat(db), ds is not None, db is not None, N, C, S, R,
             cpr, float(eps), stat_is_inv, block)
-

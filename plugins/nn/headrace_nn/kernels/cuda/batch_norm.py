@@ -4,7 +4,7 @@ the CPU kernel (kernels/cpu/batch_norm.pyx).
 X is viewed as [N, C, S] (NHWC: N = every leading dim, S = 1), so element (n, c, s) is at
 (n*C + c)*S + s in both layouts. Per-channel work runs one block per channel: its threads stride
 over the channel's N*S values and reduce in float64 shared-memory trees, two passes (mean, then
-the mean squared deviation) as the CPU kernel; a channel of at most SHORT_CHANNEL values (and
+the mean squared deviation) as the CPU kernel; a channel of at most SHORT_ROW values (and
 test mode, with nothing to sum) runs a thread instead. Thread 0 then finishes the channel:
 SavedMean / SavedVariance (1/sqrt(var + eps)), the running MeanOut / VarianceOut (momentum from
 the attribute or MomentumTensor, read on the device; float32 running values rounded step by
@@ -24,59 +24,41 @@ CPU kernel's expansion), then one thread per element writes X@GRAD.
 import math
 
 import numpy as np
-from numba import cuda, float32, float64
+from numba import cuda, float64
 
 from headrace.devices.cuda import current_stream
 from headrace.kernels.cuda_launch import (ROW_THREADS, device_empty, device_fill, empty_like,
-                                          flat, float_input, grid, launch, tree_reduce)
+                                          flat, float_input, launch)
+from headrace.kernels.cuda_rows import block_reduce, rounded, row_grid
 
 DTYPES = ("float32", "float64")
-# Channels of at most this many values run a thread each (summed in order, no barriers): a
-# block of ROW_THREADS lanes would leave most of them idle through every tree step.
-SHORT_CHANNEL = 32
 
 
 @cuda.jit(device=True)
-def _rounded(v, is32):
-    """``v`` rounded to float32 when X is float32 (a float32 operation computed in double and
-    rounded once is the float32 operation)."""
-    return float64(float32(v)) if is32 else v
+def _term(x, dy, q, mu, mode):
+    """Value q's term of a channel sum: x (mode 0), (x - mu)^2 (mode 1) or dy*(x - mu)
+    (mode 2), in float64."""
+    if mode == 0:
+        return float64(x[q])
+    if mode == 1:
+        d = x[q] - mu
+        return d * d
+    return float64(dy[q]) * (x[q] - mu)
 
 
 @cuda.jit(device=True)
 def _channel_sum(x, dy, c, C, S, m, mu, mode, buf, block):
-    """Sum over channel c's m = N*S values of x (mode 0), (x - mu)^2 (mode 1) or
-    dy*(x - mu) (mode 2), in float64, by every thread of the block (``block``) or by this
-    thread alone."""
+    """Sum over channel c's m = N*S values of _term(mode), in float64, by every thread of the
+    block (``block``) or by this thread alone."""
+    s = float64(0.0)
     if not block:
-        s = float64(0.0)
         for k in range(c * S, m // S * C * S, C * S):   # image by image
             for q in range(k, k + S):
-                if mode == 0:
-                    s += x[q]
-                elif mode == 1:
-                    d = x[q] - mu
-                    s += d * d
-                else:
-                    s += float64(dy[q]) * (x[q] - mu)
+                s += _term(x, dy, q, mu, mode)
         return s
-    t = cuda.threadIdx.x
-    s = float64(0.0)
-    for j in range(t, m, ROW_THREADS):
-        k = ((j // S) * C + c) * S + j % S
-        if mode == 0:
-            s += x[k]
-        elif mode == 1:
-            d = x[k] - mu
-            s += d * d
-        else:
-            s += float64(dy[k]) * (x[k] - mu)
-    buf[t] = s
-    cuda.syncthreads()
-    tree_reduce(buf, t, False)
-    r = buf[0]
-    cuda.syncthreads()               # every thread has read buf[0] before it is reused
-    return r
+    for j in range(cuda.threadIdx.x, m, ROW_THREADS):
+        s += _term(x, dy, ((j // S) * C + c) * S + j % S, mu, mode)
+    return block_reduce(buf, s, False)
 
 
 @cuda.jit
@@ -102,11 +84,11 @@ def _stats(x, scale, bias, mean, var, mom, has_mom, momentum, C, S, m, eps, trai
     cb[c] = float64(bias[c]) - mu * sc * inv
     if train:
         mo = float64(mom[0]) if has_mom else momentum
-        mo32 = _rounded(mo, is32)        # NumPy casts the scalar to float32 for `out *= mo`
-        mean_out[c] = _rounded(_rounded(float64(mean[c]) * mo32, is32)
-                               + _rounded(mu * (1.0 - mo), is32), is32)
-        var_out[c] = _rounded(_rounded(float64(var[c]) * mo32, is32)
-                              + _rounded(v * (1.0 - mo), is32), is32)
+        mo32 = rounded(mo, is32)        # NumPy casts the scalar to float32 for `out *= mo`
+        mean_out[c] = rounded(rounded(float64(mean[c]) * mo32, is32)
+                               + rounded(mu * (1.0 - mo), is32), is32)
+        var_out[c] = rounded(rounded(float64(var[c]) * mo32, is32)
+                              + rounded(v * (1.0 - mo), is32), is32)
         saved_mean[c] = mu
         saved_inv[c] = inv
 
@@ -117,12 +99,6 @@ def _apply(x, y, ca, cb, C, S):
     if i < y.size:
         c = (i // S) % C
         y[i] = x[i] * ca[c] + cb[c]
-
-
-def _channels(C, m):
-    """(blocks, threads, block mode) of a per-channel launch summing ``m`` values a channel."""
-    block = m > SHORT_CHANNEL
-    return ((C, ROW_THREADS) if block else grid(C)) + (block,)
 
 
 def _layout(x, nhwc, op):
@@ -182,7 +158,7 @@ class BatchNorm:
             saved_inv = device_fill(empty_like(mean), x.dtype.type(0))
         if C:
             mom = momentum_tensor if momentum_tensor is not None else ca
-            blocks, threads, block = _channels(C, N * S if train else 0)
+            blocks, threads, block = row_grid(C, N * S if train else 0)
             _stats[blocks, threads, current_stream()](
                 flat(x), scale, bias, mean, variance, flat(mom), momentum_tensor is not None,
                 float(self.momentum), C, S, N * S, float(self.eps), train,
@@ -271,7 +247,7 @@ class BatchNormGrad:
         ck, cq, cr = (device_empty((C,), np.float64) for _ in range(3))
         if C:
             sums = sums and N * S > 0
-            blocks, threads, block = _channels(C, N * S if sums else 0)
+            blocks, threads, block = row_grid(C, N * S if sums else 0)
             _grad_stats[blocks, threads, current_stream()](
                 flat(x), flat(dy), scale, mu, vinv, C, S, N * S, float(self.eps),
                 self.global_stats, sums, dscale, dbias, ck, cq, cr, block)

@@ -6,7 +6,7 @@ import numpy as np
 
 from headrace.kernels.cuda_launch import device_empty, empty_like, float_input
 
-from ._norm_rows import backward, forward
+from ._norm_rows import backward, forward, per_channel
 
 DTYPES = ("float32", "float64")
 
@@ -20,12 +20,6 @@ def _grouped(x, groups, op):
     return N, C, S, C // groups
 
 
-def _per_channel(p, C, op, slot):
-    if p is not None and p.size != C:
-        raise ValueError(f"{op}: {slot} holds {p.size} values, X has {C} channels")
-    return p
-
-
 class GroupNorm:
     def __init__(self, attrs, info=None):
         self.eps, self.groups = attrs["epsilon"], attrs["groups"]
@@ -34,8 +28,8 @@ class GroupNorm:
         op = "group_norm"
         float_input(x, op, "X")
         N, C, S, cg = _grouped(x, self.groups, op)
-        _per_channel(scale, C, op, "Scale")
-        _per_channel(bias, C, op, "Bias")
+        per_channel(scale, C, op, "Scale")
+        per_channel(bias, C, op, "Bias")
         y = empty_like(x)
         mean = device_empty((N, self.groups), x.dtype)
         var = device_empty((N, self.groups), x.dtype)
@@ -61,7 +55,7 @@ class GroupNormGrad:
             raise ValueError(f"{op}: Mean/Variance must be [{N}, {G}] and Y@GRAD "
                              f"{list(x.shape)}; found {list(mean.shape)}, "
                              f"{list(variance.shape)}, {list(dy.shape)}")
-        _per_channel(scale, C, op, "Scale")
+        per_channel(scale, C, op, "Scale")
         dx = empty_like(x)
         ds = None if scale is None else device_empty(scale.shape, x.dtype)
         db = None if bias is None else device_empty(bias.shape, x.dtype)

@@ -7,7 +7,7 @@ import numpy as np
 
 from headrace.kernels.cuda_launch import device_empty, empty_like, float_input
 
-from ._norm_rows import backward, forward
+from ._norm_rows import backward, forward, per_channel
 
 DTYPES = ("float32", "float64")
 
@@ -18,11 +18,6 @@ def _instances(x, op):
     return x.shape[0], x.shape[1], int(np.prod(x.shape[2:], dtype=np.int64))
 
 
-def _per_channel(p, C, op, slot):
-    if p is not None and p.size != C:
-        raise ValueError(f"{op}: {slot} holds {p.size} values, X has {C} channels")
-
-
 class InstanceNorm:
     def __init__(self, attrs, info=None):
         self.eps = attrs["epsilon"]
@@ -31,8 +26,8 @@ class InstanceNorm:
         op = "instance_norm"
         float_input(x, op, "X")
         N, C, S = _instances(x, op)
-        _per_channel(scale, C, op, "Scale")
-        _per_channel(bias, C, op, "Bias")
+        per_channel(scale, C, op, "Scale")
+        per_channel(bias, C, op, "Bias")
         y = empty_like(x)
         mean = device_empty((N * C,), x.dtype)
         inv = device_empty((N * C,), x.dtype)
@@ -56,7 +51,7 @@ class InstanceNormGrad:
             raise ValueError(f"{op}: SavedMean/SavedVariance must hold {N * C} values and "
                              f"Y@GRAD be {list(x.shape)}; found {saved_mean.size}, "
                              f"{saved_inv.size}, {list(dy.shape)}")
-        _per_channel(scale, C, op, "Scale")
+        per_channel(scale, C, op, "Scale")
         dx = empty_like(x)
         ds = None if scale is None else device_empty(scale.shape, x.dtype)
         db = None if bias is None else device_empty(bias.shape, x.dtype)

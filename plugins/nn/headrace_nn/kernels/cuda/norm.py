@@ -11,11 +11,8 @@ from numba import cuda, float64
 
 from headrace.devices.cuda import current_stream
 from headrace.kernels.cuda_launch import (ROW_THREADS, device_empty, empty_like, flat,
-                                          float_input, grid, split_axis, tree_reduce)
-
-# Rows of at most this many values run a thread each (summed in order, no barriers): a block of
-# ROW_THREADS lanes would leave most of them idle through every tree step.
-SHORT_ROW = 32
+                                          float_input, split_axis)
+from headrace.kernels.cuda_rows import row_grid, row_lanes, row_total
 
 DTYPES = ("float32", "float64")
 
@@ -26,35 +23,9 @@ def _axis(axis, rank, op):
     return axis + rank if axis < 0 else axis
 
 
-@cuda.jit(device=True)
-def _row(block):
-    """(row, first lane, lane step) of this thread: a block's threads share a row, or a
-    thread owns one."""
-    if block:
-        return cuda.blockIdx.x, cuda.threadIdx.x, ROW_THREADS
-    return cuda.grid(1), 0, 1
-
-
-@cuda.jit(device=True)
-def _total(buf, s, block):
-    """The row's total of the lanes' partial sums ``s`` (a block's tree; a lone thread's own)."""
-    if not block:
-        return s
-    t = cuda.threadIdx.x
-    buf[t] = s
-    cuda.syncthreads()
-    tree_reduce(buf, t, False)
-    return buf[0]
-
-
-def _shape(rows, C):
-    block = C > SHORT_ROW
-    return ((rows, ROW_THREADS) if block else grid(rows)) + (block,)
-
-
 @cuda.jit
 def _norm(x, out, norm, rows, C, inner, eps, block):
-    row, t, step = _row(block)
+    row, t, step = row_lanes(block)
     if row >= rows:
         return
     base = (row // inner) * C * inner + row % inner
@@ -63,7 +34,7 @@ def _norm(x, out, norm, rows, C, inner, eps, block):
     for c in range(t, C, step):
         v = float64(x[base + c * inner])
         s += v * v
-    n = math.sqrt(_total(buf, s, block) + eps)
+    n = math.sqrt(row_total(buf, s, block) + eps)
     if t == 0:
         norm[row] = n
     for c in range(t, C, step):
@@ -72,7 +43,7 @@ def _norm(x, out, norm, rows, C, inner, eps, block):
 
 @cuda.jit
 def _norm_grad(x, norm, dy, dx, rows, C, inner, block):
-    row, t, step = _row(block)
+    row, t, step = row_lanes(block)
     if row >= rows:
         return
     base = (row // inner) * C * inner + row % inner
@@ -82,7 +53,7 @@ def _norm_grad(x, norm, dy, dx, rows, C, inner, block):
     for c in range(t, C, step):
         k = base + c * inner
         s += float64(dy[k]) * (x[k] / n)
-    s = _total(buf, s, block)
+    s = row_total(buf, s, block)
     for c in range(t, C, step):
         k = base + c * inner
         dx[k] = (dy[k] - (x[k] / n) * s) / n
@@ -100,7 +71,7 @@ class Norm:
         nshape = tuple(x.shape[:ax]) + (1,) + tuple(x.shape[ax + 1:])
         norm = device_empty(nshape, x.dtype)
         if outer * inner:
-            blocks, threads, block = _shape(outer * inner, C)
+            blocks, threads, block = row_grid(outer * inner, C)
             _norm[blocks, threads, current_stream()](
                 flat(x), flat(out), flat(norm), outer * inner, C, inner, float(self.eps), block)
         return out, norm
@@ -123,7 +94,7 @@ class NormGrad:
         outer, C, inner = split_axis(tuple(x.shape), ax, "norm_grad")
         dx = empty_like(x)
         if outer * inner * C:
-            blocks, threads, block = _shape(outer * inner, C)
+            blocks, threads, block = row_grid(outer * inner, C)
             _norm_grad[blocks, threads, current_stream()](
                 flat(x), flat(norm), flat(dout), flat(dx), outer * inner, C, inner, block)
         return (dx,)

@@ -17,10 +17,11 @@ Out@GRAD / divisor, rounded to X's dtype first. The windows are visited in row-m
 order and summed in X's dtype, as the CPU kernel adds them into X@GRAD.
 """
 import numpy as np
-from numba import cuda, float32, float64
+from numba import cuda, float64
 
 from headrace.kernels.cuda_launch import (device_empty, empty_like, flat, float_input, launch,
                                           same_shape_dtype)
+from headrace.kernels.cuda_rows import rounded
 
 from ..host.pool import PoolAttrs
 
@@ -131,7 +132,7 @@ def _pool_grad(x, dy, dx, C, H, W, Ho, Wo, kh, kw, sh, sw, pt, pl, adaptive, is_
         obase = p * Ho * Wo
         cs = 1
     me = (yy * W + xx) * cs
-    acc = float64(0.0)   # holds X's dtype's values: each sum rounded as the CPU's +=
+    acc = float64(0.0)   # holds X's dtype's values: each sum rounded as the CPU's float +=
     oh0, oh1 = _covering(yy, H, Ho, kh, sh, pt, adaptive)
     ow0, ow1 = _covering(xx, W, Wo, kw, sw, pl, adaptive)
     for oh in range(oh0, oh1 + 1):
@@ -141,19 +142,12 @@ def _pool_grad(x, dy, dx, C, H, W, Ho, Wo, kh, kw, sh, sw, pt, pl, adaptive, is_
             g = dy[obase + (oh * Wo + ow) * cs]
             if is_max:
                 if _argmax(x, base, ys, ye, xs, xe, W, cs) == me:
-                    acc = _rounded(acc + g, is32)
+                    acc = rounded(acc + g, is32)
             else:
                 cnt = (ye - ys) * (xe - xs)
                 div = float64(cnt) if exclusive else float64(kh * kw)
-                acc = _rounded(acc + _rounded(g / div, is32), is32)
+                acc = rounded(acc + rounded(g / div, is32), is32)
     dx[i] = acc
-
-
-@cuda.jit(device=True)
-def _rounded(v, is32):
-    """``v`` rounded to float32 when X is float32: a float32 sum computed in double and rounded
-    once is the float32 sum, so this replays the CPU kernel's float32 +=."""
-    return float64(float32(v)) if is32 else v
 
 
 class Pool2D:
