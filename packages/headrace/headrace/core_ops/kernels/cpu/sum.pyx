@@ -53,8 +53,10 @@ cdef class Sum:
             raise TypeError("sum: X mixes tensor arrays with tensors")
         return (self.dense(list(xs)),)
 
-    cpdef cnp.ndarray dense(self, list xs):
-        """The sum of a list of arrays (the dense case, and each position of an array sum)."""
+    cpdef object dense(self, list xs):
+        """The sum of a list of arrays (the dense case, and each position of an array sum).
+        Typed object: the CUDA kernel (cuda/sum.py) inherits this class's dispatch and
+        overrides this method with its device sum."""
         arrays = []
         cdef cnp.ndarray a, ref = None
         cdef int t = -1

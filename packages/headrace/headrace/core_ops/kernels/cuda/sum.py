@@ -9,8 +9,8 @@ contributions), unless every input is empty.
 import numpy as np
 from numba import cuda
 
+from headrace.core_ops.kernels.cpu.sum import Sum as CpuSum
 from headrace.kernels.cuda_launch import device_copy, empty_like, flat, launch
-from headrace.runtime.tensor import Tensor, TensorArray
 
 NUMBERS = ("float32", "float64", "int32", "int64")
 
@@ -22,19 +22,10 @@ def _add(a, b, out):
         out[i] = a[i] + b[i]
 
 
-class Sum:
-    def __init__(self, attrs=None, info=None):
-        pass
-
-    def __call__(self, xs):
-        if not isinstance(xs, (list, tuple)) or not xs:
-            raise ValueError(f"sum: X must be a non-empty list of tensors, got {xs!r:.80}")
-        arrays = sum(1 for v in xs if isinstance(v, list))
-        if arrays == len(xs):
-            return (_sum_arrays(self, xs),)
-        if arrays:
-            raise TypeError("sum: X mixes tensor arrays with tensors")
-        return (self.dense(list(xs)),)
+class Sum(CpuSum):
+    """The CPU kernel's dispatch (a list of tensors, or of tensor arrays added position by
+    position), inherited: it runs on the CPU's hot path, so it stays compiled there, and its
+    cpdef ``dense`` resolves to this class's device sum."""
 
     def dense(self, xs):
         """The sum of a list of device arrays (the dense case, and each array position)."""
@@ -60,23 +51,6 @@ class Sum:
         for a in shaped[2:]:
             launch(_add, n, o, flat(a), o)
         return out
-
-
-def _sum_arrays(kernel, xs):
-    """Tensor arrays add up position by position: Out has the longest input's length, and
-    position i sums the inputs that hold a non-empty tensor there (LoD of the first of them);
-    a position none of them holds stays empty (None)."""
-    out = TensorArray()
-    for i in range(max(len(a) for a in xs)):
-        parts = [a[i] for a in xs if i < len(a) and a[i] is not None]
-        if not parts:
-            out.append(None)
-            continue
-        datas = [p.data if isinstance(p, Tensor) else p for p in parts]
-        full = [k for k, d in enumerate(datas) if getattr(d, "size", 1) != 0]
-        first = parts[full[0]] if full else parts[0]
-        out.append(Tensor(kernel.dense(datas), getattr(first, "lod", None)))
-    return out
 
 
 KERNELS = [("sum", Sum, NUMBERS)]
