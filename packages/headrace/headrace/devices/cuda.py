@@ -20,7 +20,7 @@ except ImportError as e:   # the CUDA backend is an optional extra; Place.module
 
 __all__ = ["check_available", "to_device", "to_host", "is_array", "zeros_like", "add",
            "add_to", "cuda", "memory_allocated", "memory_reserved", "empty_cache", "new_stream",
-           "use_stream", "current_stream", "index_flag", "check_flag", "deferred_checks"]
+           "use_stream", "current_stream", "new_flag", "check_flag", "deferred_checks"]
 
 SIMULATOR = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
 
@@ -103,9 +103,10 @@ def _set_flag(flag, v):
     flag[0] = v
 
 
-def index_flag(n):
+def new_flag(n):
     """A one-element int64 device slot holding ``n`` ("nothing bad"), for a kernel to record the
-    first bad position with ``cuda.atomic.min(flag, 0, i)``; hand it to :func:`check_flag`."""
+    first bad position with ``cuda.atomic.min(flag, 0, i)``; hand it to :func:`check_flag`.
+    Kernels import it, with the check that names their op, from headrace.kernels.cuda_launch."""
     c, stream = _checks(), current_stream()
     if c.depth == 0:
         flag = cuda.device_array(1, dtype=np.int64, stream=stream)

@@ -9,7 +9,7 @@ import numpy as np
 from numba import cuda
 
 from ..devices.cuda import check_flag as device_check_flag
-from ..devices.cuda import SIMULATOR, current_stream, index_flag
+from ..devices.cuda import SIMULATOR, current_stream, new_flag
 from ..errors import OpError
 
 __all__ = ["THREADS", "ROW_THREADS", "grid", "launch", "tree_reduce", "TREE_SUM", "TREE_MAX",
@@ -128,12 +128,6 @@ def same_shape_dtype(a, b, op, slot_a, slot_b):
     if tuple(a.shape) != tuple(b.shape):
         raise ValueError(f"{op}: {slot_b} has shape {list(b.shape)}, expected "
                          f"{list(a.shape)} (the shape of {slot_a})")
-
-
-def new_flag(n):
-    """A one-element int64 device flag holding ``n`` ("nothing bad"): a kernel records the first
-    bad position with ``cuda.atomic.min(flag, 0, i)``; then hand it to :func:`check_flag`."""
-    return index_flag(n)
 
 
 def check_flag(flag, n, report, info=None):
