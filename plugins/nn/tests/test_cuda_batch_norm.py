@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import headrace as hr
-from headrace.testing import run_op
+from headrace.testing.parity import same_on_cpu_and_cuda
 
 pytestmark = pytest.mark.cuda
 
@@ -15,7 +15,7 @@ OUTS = ["Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance"]
 GRADS = ["X@GRAD", "Scale@GRAD", "Bias@GRAD"]
 
 
-def _run_bn(inputs, slots, attrs, place):
+def _run_bn(op, inputs, slots, attrs, place):
     """One batch_norm built as the layer builds it: MeanOut/VarianceOut are the persistable
     Mean/Variance variables (so the kernel updates them in place); every output fetched."""
     prog = hr.Program()
@@ -39,15 +39,8 @@ def _run_bn(inputs, slots, attrs, place):
 
 
 def _both(op, inputs, slots, attrs):
-    run = _run_bn if op == "batch_norm" else run_op
-    want = run(op, inputs, slots, attrs, CPU) if run is run_op else run(inputs, slots, attrs, CPU)
-    got = run(op, inputs, slots, attrs, GPU) if run is run_op else run(inputs, slots, attrs, GPU)
-    for slot in slots:
-        w, g = want[slot][0].numpy(), got[slot][0].numpy()
-        assert g.dtype == w.dtype and g.shape == w.shape, slot
-        tol = 2e-6 if w.dtype == np.float32 else 1e-12
-        np.testing.assert_allclose(g, w, rtol=tol, atol=tol, err_msg=slot)
-    return {k: v[0].numpy() for k, v in want.items()}
+    return same_on_cpu_and_cuda(op, inputs, slots, attrs,
+                                run=_run_bn if op == "batch_norm" else None)
 
 
 def _inputs(shape, C, dtype, seed=0):
@@ -88,7 +81,7 @@ def test_no_values_in_training_is_refused():
     ins = _inputs((0, 3, 2, 2), 3, "float32")
     for place in (CPU, GPU):
         with pytest.raises(Exception, match="no values"):
-            _run_bn(ins, OUTS, {}, place)
+            _run_bn("batch_norm", ins, OUTS, {}, place)
 
 
 def test_a_wrong_scale_is_refused():
@@ -96,4 +89,4 @@ def test_a_wrong_scale_is_refused():
     ins["Scale"] = np.ones(4, "float32")
     for place in (CPU, GPU):
         with pytest.raises(Exception, match="Scale"):
-            _run_bn(ins, OUTS, {}, place)
+            _run_bn("batch_norm", ins, OUTS, {}, place)

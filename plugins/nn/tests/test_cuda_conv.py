@@ -2,28 +2,20 @@
 groups, strides, paddings (2 and 4 values, SAME, VALID), dilations, NCHW and NHWC, Bias and
 ResidualData, every gradient, empty batches and the refusals. Shapes stay tiny: the simulator
 runs each thread in Python."""
+from functools import partial
+
 import numpy as np
 import pytest
 
 import headrace as hr
 from headrace.testing import run_op
+from headrace.testing.parity import same_on_cpu_and_cuda
 
 pytestmark = pytest.mark.cuda
 
 CPU, GPU = hr.CPUPlace(), hr.CUDAPlace(0)
 GRADS = ["Input@GRAD", "Filter@GRAD", "Bias@GRAD", "ResidualData@GRAD"]
-
-
-def _both(op, inputs, slots, attrs):
-    want = run_op(op, inputs, slots, attrs, CPU)
-    got = run_op(op, inputs, slots, attrs, GPU)
-    assert sorted(want) == sorted(got)
-    for slot in want:
-        w, g = want[slot][0].numpy(), got[slot][0].numpy()
-        assert g.dtype == w.dtype and g.shape == w.shape, slot
-        tol = 1e-5 if w.dtype == np.float32 else 1e-12
-        np.testing.assert_allclose(g, w, rtol=tol, atol=tol, err_msg=slot)
-    return {k: v[0].numpy() for k, v in want.items()}
+_both = partial(same_on_cpu_and_cuda, tol={"float32": 1e-5, "float64": 1e-12})
 
 
 def _case(attrs, N=2, C=3, H=5, W=5, M=4, k=(3, 3), dtype="float32", fused=False, seed=0):

@@ -7,22 +7,11 @@ import pytest
 
 import headrace as hr
 from headrace.testing import run_op
+from headrace.testing.parity import same_on_cpu_and_cuda as _both
 
 pytestmark = pytest.mark.cuda
 
 CPU, GPU = hr.CPUPlace(), hr.CUDAPlace(0)
-
-
-def _both(op, inputs, slots, attrs):
-    want = run_op(op, inputs, slots, attrs, CPU)
-    got = run_op(op, inputs, slots, attrs, GPU)
-    assert sorted(want) == sorted(got)
-    for slot in want:
-        w, g = want[slot][0].numpy(), got[slot][0].numpy()
-        assert g.dtype == w.dtype and g.shape == w.shape, slot
-        tol = 2e-6 if w.dtype == np.float32 else 1e-12
-        np.testing.assert_allclose(g, w, rtol=tol, atol=tol, err_msg=slot)
-    return {k: v[0].numpy() for k, v in want.items()}
 
 
 def _params(rng, C, dtype, which):

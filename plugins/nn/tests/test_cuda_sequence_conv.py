@@ -2,26 +2,18 @@
 CPU kernel: windows before, around and after the row, trainable padding, empty sequences and
 sequences shorter than the window, every gradient. Shapes stay tiny: the simulator runs each
 thread in Python."""
+from functools import partial
+
 import numpy as np
 import pytest
 
-import headrace as hr
 from headrace.runtime import Tensor
-from headrace.testing import run_op
+from headrace.testing.parity import same_on_cpu_and_cuda
 
 pytestmark = pytest.mark.cuda
 
 
-def _same(op, inputs, outputs, attrs, tol=1e-10):
-    got = [run_op(op, inputs, outputs, attrs, place)
-           for place in (hr.CPUPlace(), hr.CUDAPlace(0))]
-    cpu, gpu = ({s: (np.asarray(v[0].numpy()), v[0].lod) for s, v in g.items()} for g in got)
-    for slot in outputs:
-        (c, clod), (g, glod) = cpu[slot], gpu[slot]
-        assert g.dtype == c.dtype and g.shape == c.shape, slot
-        np.testing.assert_allclose(g, c, rtol=tol, atol=tol, err_msg=slot)
-        assert [list(v) for v in glod] == [list(v) for v in clod], slot
-    return cpu
+_same = partial(same_on_cpu_and_cuda, tol=1e-10)
 
 
 @pytest.mark.parametrize("start, length, trainable", [(-1, 3, False), (-2, 3, True),

@@ -2,37 +2,18 @@
 (with their gradients) on CUDAPlace (Numba's simulator without a GPU) against the CPU kernels,
 over tiny LoD batches with empty sequences, and the CPU kernels' errors. Shapes stay tiny: the
 simulator runs each thread in Python."""
+from functools import partial
+
 import numpy as np
 import pytest
 
-import headrace as hr
 from headrace.runtime import Tensor
-from headrace.testing import run_op
+from headrace.testing.parity import cuda_refuses, same_on_cpu_and_cuda
 
 pytestmark = pytest.mark.cuda
 
 
-def _run(op, inputs, outputs, attrs, place, counts=None):
-    res = run_op(op, inputs, outputs, attrs, place, output_counts=counts)
-    return {s: [(np.asarray(t.numpy()), [list(lv) for lv in t.lod]) for t in v]
-            for s, v in res.items()}
-
-
-def _same(op, inputs, outputs, attrs=None, counts=None, tol=1e-6):
-    """Run on the CPU and on CUDA; the outputs and their LoD must agree. Returns the CPU's."""
-    cpu = _run(op, inputs, outputs, attrs, hr.CPUPlace(), counts)
-    gpu = _run(op, inputs, outputs, attrs, hr.CUDAPlace(0), counts)
-    for slot in outputs:
-        for (c, clod), (g, glod) in zip(cpu[slot], gpu[slot], strict=True):
-            assert g.dtype == c.dtype and g.shape == c.shape, slot
-            np.testing.assert_allclose(g, c, rtol=tol, atol=tol, err_msg=slot)
-            assert glod == clod, slot
-    return cpu
-
-
-def _cuda_error(op, inputs, outputs, attrs, match):
-    with pytest.raises(Exception, match=match):
-        run_op(op, inputs, outputs, attrs, hr.CUDAPlace(0))
+_same = partial(same_on_cpu_and_cuda, tol=1e-6)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -42,20 +23,20 @@ def test_sequence_slice_and_grad(dtype):
     offset = np.array([[1], [0], [2], [0]], "int64")
     length = np.array([[2], [0], [3], [1]], "int64")
     ins = {"X": x, "Offset": offset, "Length": length}
-    out = _same("sequence_slice", ins, ["Out"])["Out"][0][0]
+    out = _same("sequence_slice", ins, ["Out"])["Out"]
     g = rng.standard_normal(out.shape).astype(dtype)
     _same("sequence_slice_grad", {**ins, "Out@GRAD": g}, ["X@GRAD"])
-    _cuda_error("sequence_slice", {**ins, "Length": np.array([[2], [1], [3], [1]])}, ["Out"],
+    cuda_refuses("sequence_slice", {**ins, "Length": np.array([[2], [1], [3], [1]])}, ["Out"],
                 None, "sequence 1 has 0 rows; Offset 0 and Length 1 do not fit")
 
 
 @pytest.mark.parametrize("dtype", ["float32", "int64"])
 def test_sequence_reshape_and_grad(dtype):
     x = Tensor(np.arange(24).reshape(6, 4).astype(dtype), [[0, 2, 2, 6]])
-    out = _same("sequence_reshape", {"X": x}, ["Out"], {"new_dim": 8})["Out"][0][0]
+    out = _same("sequence_reshape", {"X": x}, ["Out"], {"new_dim": 8})["Out"]
     _same("sequence_reshape", {"X": x}, ["Out"], {"new_dim": 4})
     _same("sequence_reshape_grad", {"X": x, "Out@GRAD": out}, ["X@GRAD"], {"new_dim": 8})
-    _cuda_error("sequence_reshape", {"X": x}, ["Out"], {"new_dim": 3},
+    cuda_refuses("sequence_reshape", {"X": x}, ["Out"], {"new_dim": 3},
                 "sequence 0 of X has 2 rows of width 4 = 8 values")
 
 
@@ -73,10 +54,10 @@ def test_sequence_concat_and_grad(dtype):
     xs = [Tensor((rng.standard_normal((4, 2)) * 9).astype(dtype), [[0, 1, 1, 4]]),
           Tensor((rng.standard_normal((3, 2)) * 9).astype(dtype), [[0, 0, 2, 3]]),
           Tensor((rng.standard_normal((0, 2)) * 9).astype(dtype), [[0, 0, 0, 0]])]
-    out = _same("sequence_concat", {"X": xs}, ["Out"])["Out"][0][0]
+    out = _same("sequence_concat", {"X": xs}, ["Out"])["Out"]
     g = (rng.standard_normal(out.shape) * 9).astype(dtype)
     _same("sequence_concat_grad", {"X": xs, "Out@GRAD": g}, ["X@GRAD"], counts={"X@GRAD": 3})
-    _cuda_error("sequence_concat", {"X": [xs[0], Tensor(xs[1].data, [[0, 3]])]}, ["Out"], None,
+    cuda_refuses("sequence_concat", {"X": [xs[0], Tensor(xs[1].data, [[0, 3]])]}, ["Out"], None,
                 "X\\[1\\] has 1 sequences, X\\[0\\] 3")
 
 
@@ -92,7 +73,7 @@ def test_sequence_scatter_and_grad(dtype):
     _same("sequence_scatter_grad", {"Ids": ids, "Updates": upd, "Out@GRAD": g},
           ["X@GRAD", "Updates@GRAD"])
     bad = Tensor(np.array([[1], [4], [1], [0], [0]], "int64"), lod)
-    _cuda_error("sequence_scatter", {"X": x, "Ids": bad, "Updates": upd}, ["Out"], None,
+    cuda_refuses("sequence_scatter", {"X": x, "Ids": bad, "Updates": upd}, ["Out"], None,
                 r"Ids\[1\] = 4 \(sequence 0\) is not a column of a row of X, which has 4")
 
 

@@ -3,12 +3,15 @@ GPU) against the CPU kernels: every pool type over tiny LoD batches with empty s
 MAX's NaN and tie semantics, more rows than a block's lanes and more columns than its tile,
 a bad MaxIndex refused, and the cached device offsets. Shapes stay tiny: the simulator runs
 each thread in Python."""
+from functools import partial
+
 import numpy as np
 import pytest
 
 import headrace as hr
 from headrace.runtime import Tensor
 from headrace.testing import run_op
+from headrace.testing.parity import same_on_cpu_and_cuda
 
 pytestmark = pytest.mark.cuda
 
@@ -16,23 +19,7 @@ POOLS = ["AVERAGE", "SUM", "SQRT", "MAX", "LAST", "FIRST"]
 LOD = [[0, 3, 3, 4, 9, 9]]          # empty sequences inside and at the end
 
 
-def _both(op, inputs, outputs, attrs=None):
-    """The op's outputs on the CPU and on CUDA, as NumPy arrays plus each output's LoD."""
-    got = []
-    for place in (hr.CPUPlace(), hr.CUDAPlace(0)):
-        res = run_op(op, inputs, outputs, attrs, place)
-        got.append({s: (np.asarray(v[0].numpy()), v[0].lod) for s, v in res.items()})
-    return got
-
-
-def _same(op, inputs, outputs, attrs=None, tol=1e-6):
-    cpu, gpu = _both(op, inputs, outputs, attrs)
-    for slot in outputs:
-        (c, clod), (g, glod) = cpu[slot], gpu[slot]
-        assert g.dtype == c.dtype and g.shape == c.shape, slot
-        np.testing.assert_allclose(g, c, rtol=tol, atol=tol, equal_nan=True, err_msg=slot)
-        assert [list(v) for v in glod] == [list(v) for v in clod], slot
-    return cpu, gpu
+_same = partial(same_on_cpu_and_cuda, tol=1e-6, equal_nan=True)
 
 
 @pytest.mark.parametrize("pooltype", POOLS)
@@ -42,9 +29,9 @@ def test_pool_and_grad_match_the_cpu(pooltype, dtype):
     x = rng.standard_normal((9, 2, 3)).astype(dtype)
     x[5, 1, 2] = x[7, 1, 2] = 9.0                     # a tie: the first row is MaxIndex
     attrs = {"pooltype": pooltype, "pad_value": -2.5}
-    cpu, _ = _same("sequence_pool", {"X": Tensor(x, LOD)}, ["Out", "MaxIndex"], attrs)
-    dout = rng.standard_normal(cpu["Out"][0].shape).astype(dtype)
-    _same("sequence_pool_grad", {"X": Tensor(x, LOD), "MaxIndex": cpu["MaxIndex"][0],
+    cpu = _same("sequence_pool", {"X": Tensor(x, LOD)}, ["Out", "MaxIndex"], attrs)
+    dout = rng.standard_normal(cpu["Out"].shape).astype(dtype)
+    _same("sequence_pool_grad", {"X": Tensor(x, LOD), "MaxIndex": cpu["MaxIndex"],
                                  "Out@GRAD": dout}, ["X@GRAD"], attrs)
 
 
@@ -58,9 +45,9 @@ def test_max_nan_semantics_and_long_sequences():
     x[:13, 3] = -np.inf
     x[14, 4] = np.nan
     lod = [[0, 13, 13, 15]]
-    cpu, _ = _same("sequence_pool", {"X": Tensor(x, lod)}, ["Out", "MaxIndex"],
+    cpu = _same("sequence_pool", {"X": Tensor(x, lod)}, ["Out", "MaxIndex"],
                    {"pooltype": "MAX"}, tol=0)
-    assert cpu["MaxIndex"][0][0, 2] == 3 and cpu["MaxIndex"][0][1, 0] == -1
+    assert cpu["MaxIndex"][0, 2] == 3 and cpu["MaxIndex"][1, 0] == -1
 
 
 @pytest.mark.parametrize("pooltype", ["MAX", "SUM"])
@@ -129,9 +116,9 @@ def test_sequence_softmax_and_grad_match_the_cpu(dtype):
     rng = np.random.default_rng(5)
     lod = [[0, 2, 2, 72, 73, 73]]        # a sequence longer than a block, empty ones, one row
     x = (rng.standard_normal((73, 1)) * 4).astype(dtype)
-    cpu, _ = _same("sequence_softmax", {"X": Tensor(x, lod)}, ["Out"])
+    cpu = _same("sequence_softmax", {"X": Tensor(x, lod)}, ["Out"])
     dout = rng.standard_normal((73, 1)).astype(dtype)
-    _same("sequence_softmax_grad", {"X": Tensor(x, lod), "Out": Tensor(cpu["Out"][0], lod),
+    _same("sequence_softmax_grad", {"X": Tensor(x, lod), "Out": Tensor(cpu["Out"], lod),
                                     "Out@GRAD": Tensor(dout, lod)}, ["X@GRAD"])
 
 

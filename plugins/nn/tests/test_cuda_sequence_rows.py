@@ -2,37 +2,18 @@
 kernels: sequence_expand / sequence_expand_as, sequence_pad / sequence_unpad (with their
 gradients), sequence_reverse and sequence_mask, over tiny LoD batches with empty sequences, and
 the CPU kernels' errors. Shapes stay tiny: the simulator runs each thread in Python."""
+from functools import partial
+
 import numpy as np
 import pytest
 
-import headrace as hr
 from headrace.runtime import Tensor
-from headrace.testing import run_op
+from headrace.testing.parity import cuda_refuses, same_on_cpu_and_cuda
 
 pytestmark = pytest.mark.cuda
 
 
-def _run(op, inputs, outputs, attrs, place):
-    res = run_op(op, inputs, outputs, attrs, place)
-    return {s: (np.asarray(v[0].numpy()), [list(lv) for lv in v[0].lod])
-            for s, v in res.items()}
-
-
-def _same(op, inputs, outputs, attrs=None, tol=1e-6):
-    """Run on the CPU and on CUDA; the outputs and their LoD must agree. Returns the CPU's."""
-    cpu = _run(op, inputs, outputs, attrs, hr.CPUPlace())
-    gpu = _run(op, inputs, outputs, attrs, hr.CUDAPlace(0))
-    for slot in outputs:
-        (c, clod), (g, glod) = cpu[slot], gpu[slot]
-        assert g.dtype == c.dtype and g.shape == c.shape, slot
-        np.testing.assert_allclose(g, c, rtol=tol, atol=tol, err_msg=slot)
-        assert glod == clod, slot
-    return cpu
-
-
-def _cuda_error(op, inputs, outputs, attrs, match):
-    with pytest.raises(Exception, match=match):
-        run_op(op, inputs, outputs, attrs, hr.CUDAPlace(0))
+_same = partial(same_on_cpu_and_cuda, tol=1e-6)
 
 
 @pytest.mark.parametrize("x_lod, y_lod, ref_level", [
@@ -46,7 +27,7 @@ def test_sequence_expand_and_grad(x_lod, y_lod, ref_level, dtype):
     x = Tensor(rng.standard_normal((rows, 2, 3)).astype(dtype), x_lod)
     y = Tensor(np.zeros((y_lod[-1][-1], 1), dtype), y_lod)
     attrs = {"ref_level": ref_level}
-    out = _same("sequence_expand", {"X": x, "Y": y}, ["Out"], attrs)["Out"][0]
+    out = _same("sequence_expand", {"X": x, "Y": y}, ["Out"], attrs)["Out"]
     g = rng.standard_normal(out.shape).astype(dtype)
     _same("sequence_expand_grad", {"X": x, "Y": y, "Out@GRAD": g}, ["X@GRAD"], attrs)
 
@@ -56,7 +37,7 @@ def test_sequence_expand_as_and_grad(dtype):
     rng = np.random.default_rng(1)
     x = rng.standard_normal((4, 3)).astype(dtype)
     y = Tensor(np.zeros((7, 1), dtype), [[0, 3, 3, 7, 7]])
-    out = _same("sequence_expand_as", {"X": x, "Y": y}, ["Out"])["Out"][0]
+    out = _same("sequence_expand_as", {"X": x, "Y": y}, ["Out"])["Out"]
     g = rng.standard_normal(out.shape).astype(dtype)
     _same("sequence_expand_as_grad", {"X": x, "Y": y, "Out@GRAD": g}, ["X@GRAD"])
 
@@ -64,9 +45,9 @@ def test_sequence_expand_as_and_grad(dtype):
 def test_sequence_expand_errors_match_the_cpu():
     x = Tensor(np.ones((3, 2)), [[0, 1, 3]])
     y = Tensor(np.ones((4, 1)), [[0, 1, 2, 4]])     # 3 sequences for X's 2 entries
-    _cuda_error("sequence_expand", {"X": x, "Y": y}, ["Out"], {"ref_level": 0},
+    cuda_refuses("sequence_expand", {"X": x, "Y": y}, ["Out"], {"ref_level": 0},
                 "X has 2 entries, Y's LoD level 0 3 sequences")
-    _cuda_error("sequence_expand", {"X": x, "Y": Tensor(np.ones((4, 1)), [[0, 2, 4]])},
+    cuda_refuses("sequence_expand", {"X": x, "Y": Tensor(np.ones((4, 1)), [[0, 2, 4]])},
                 ["Out"], {"ref_level": 3}, "ref_level 3 is not a LoD level")
 
 
@@ -80,7 +61,7 @@ def test_sequence_pad_unpad_and_grads(padded, pad_shape, dtype):
     pad = rng.standard_normal(pad_shape).astype(dtype)
     attrs = {"padded_length": padded}
     cpu = _same("sequence_pad", {"X": x, "PadValue": pad}, ["Out", "Length"], attrs)
-    out, length = cpu["Out"][0], cpu["Length"][0]
+    out, length = cpu["Out"], cpu["Length"]
     g = rng.standard_normal(out.shape).astype(dtype)
     _same("sequence_pad_grad", {"X": x, "Out@GRAD": g}, ["X@GRAD"], attrs)
     _same("sequence_unpad", {"X": out, "Length": length}, ["Out"])
@@ -99,11 +80,11 @@ def test_sequence_pad_of_no_rows_and_unpad_to_none():
 
 def test_sequence_pad_unpad_errors_match_the_cpu():
     x = Tensor(np.ones((5, 2)), [[0, 4, 5]])
-    _cuda_error("sequence_pad", {"X": x, "PadValue": np.ones(1)}, ["Out"],
+    cuda_refuses("sequence_pad", {"X": x, "PadValue": np.ones(1)}, ["Out"],
                 {"padded_length": 3}, "length 4 does not fit padded_length 3")
-    _cuda_error("sequence_pad", {"X": x, "PadValue": np.ones(3)}, ["Out"],
+    cuda_refuses("sequence_pad", {"X": x, "PadValue": np.ones(3)}, ["Out"],
                 {"padded_length": -1}, "one value or one row")
-    _cuda_error("sequence_unpad", {"X": np.ones((2, 3)), "Length": np.array([1, 4])},
+    cuda_refuses("sequence_unpad", {"X": np.ones((2, 3)), "Length": np.array([1, 4])},
                 ["Out"], None, r"one length in \[0, 3\]")
 
 
@@ -128,7 +109,7 @@ def test_sequence_mask_width_from_the_tensor_and_errors():
     x = np.array([1, 4, 0], "int64")
     _same("sequence_mask", {"X": x, "MaxLenTensor": np.array([2], "int32")}, ["Y"])
     _same("sequence_mask", {"X": np.zeros((0,), "int64")}, ["Y"])
-    _cuda_error("sequence_mask", {"X": np.array([2, -3], "int64")}, ["Y"], None,
+    cuda_refuses("sequence_mask", {"X": np.array([2, -3], "int64")}, ["Y"], None,
                 r"negative length \(-3\)")
-    _cuda_error("sequence_mask", {"X": np.array([2, -3], "int64")}, ["Y"], {"maxlen": 4},
+    cuda_refuses("sequence_mask", {"X": np.array([2, -3], "int64")}, ["Y"], {"maxlen": 4},
                 r"negative length \(-3\)")
