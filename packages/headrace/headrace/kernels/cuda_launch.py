@@ -15,7 +15,7 @@ from ..errors import OpError
 __all__ = ["THREADS", "ROW_THREADS", "grid", "launch", "tree_reduce", "TREE_SUM", "TREE_MAX",
            "TREE_MIN", "TREE_PROD", "TREE_NANMAX", "TREE_NANMIN", "split_axis", "flat",
            "empty_like", "device_empty", "float_input", "same_shape_dtype", "new_flag",
-           "check_flag", "device_copy", "device_fill",
+           "check_flag", "device_copy", "copy_into", "device_fill",
            "RNG_STATES", "rng_count", "rng_states", "rng_grid", "reseed_states"]
 
 # Threads of an elementwise block.
@@ -163,7 +163,12 @@ def device_copy(a):
     """A new device array equal to ``a`` (contiguous), copied by a kernel on the executor's
     stream: a copy that is a value of its own (assign, an optimizer state kept as it is), never
     a host round trip (a device-to-device ``copy_to_device`` counts as a copy in the tests)."""
-    out = empty_like(a)
+    return copy_into(a, empty_like(a))
+
+
+def copy_into(a, out):
+    """out[:] = a (contiguous device arrays of one size), one thread per element, each value
+    converted to ``out``'s dtype as a C cast does (cast's kernel); returns ``out``."""
     launch(_copy, out.size, flat(a), flat(out))
     return out
 

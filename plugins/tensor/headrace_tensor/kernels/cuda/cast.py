@@ -9,18 +9,11 @@ import numpy as np
 from numba import cuda
 
 from headrace import dtypes as _dt
-from headrace.kernels.cuda_launch import device_empty, flat, launch
+from headrace.kernels.cuda_launch import copy_into, device_empty, flat, launch
 
 from ._common import dense
 
 DTYPES = ("bool", "int8", "uint8", "int16", "int32", "int64", "float16", "float32", "float64")
-
-
-@cuda.jit
-def _cast(x, out):
-    i = cuda.grid(1)
-    if i < out.size:
-        out[i] = x[i]
 
 
 @cuda.jit
@@ -44,8 +37,10 @@ class Cast:
         if str(a.dtype) not in DTYPES:
             raise TypeError(f"cast: X has dtype {a.dtype}; supported: {', '.join(DTYPES)}")
         out = device_empty(a.shape, self.out_dtype)
-        launch(_to_bool if self.out_dtype == np.bool_ else _cast, out.size, flat(a), flat(out))
-        return (out,)
+        if self.out_dtype == np.bool_:
+            launch(_to_bool, out.size, flat(a), flat(out))
+            return (out,)
+        return (copy_into(a, out),)
 
 
 KERNELS = [("cast", Cast, DTYPES)]
