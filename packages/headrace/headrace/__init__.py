@@ -10,7 +10,7 @@ from .framework import (PROGRAM_VERSION, Block, Operator, Parameter, Program, Va
                         default_main_program, default_startup_program, program_guard)
 from .runtime import (CPUPlace, CUDAPlace, Executor, Scope, Tensor, TensorArray,
                       create_lod_tensor, global_scope, scope_guard)
-from . import clip, initializer, layers, optimizer, regularizer
+from . import clip, initializer, layers, optimizer, profiler, regularizer
 from .evaluate import eval  # the seeds' pd.eval (builtins.eval is untouched)
 from .layer_helper import LayerHelper
 from .param_attr import ParamAttr
@@ -24,6 +24,7 @@ __all__ = [
     "Block", "Operator", "Parameter", "Program", "Variable", "default_main_program",
     "default_startup_program", "program_guard", "CPUPlace", "CUDAPlace", "Executor", "Scope",
     "Tensor", "TensorArray", "create_lod_tensor", "global_scope", "scope_guard", "__version__",
-    "LayerError", "clip", "initializer", "layers", "optimizer", "regularizer", "LayerHelper",
+    "LayerError", "clip", "initializer", "layers", "optimizer", "profiler", "regularizer",
+    "LayerHelper",
     "ParamAttr", "eval",
 ]

@@ -11,6 +11,7 @@ import sys
 
 from .errors import HeadraceError
 from .launch import add_launch_parser
+from .profile_cmd import add_profile_parser
 
 __all__ = ["main"]
 
@@ -155,6 +156,7 @@ def main(argv=None, out=None):
     p.add_argument("--dir", default=".", help="where to create it (default: here)")
     p.set_defaults(run=cmd_new_plugin)
     add_launch_parser(sub)
+    add_profile_parser(sub)
     args = parser.parse_args(argv)
     try:
         return args.run(args, out)

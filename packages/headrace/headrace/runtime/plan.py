@@ -10,6 +10,8 @@ returns arrays in slot order; a LoD kernel takes and returns Tensors; a frame ke
 plans of their own over the same slots; their kernels receive them through
 ``KernelInfo.subplan``.
 """
+from time import perf_counter_ns
+
 import numpy as np
 
 from ..dtypes import FLOAT_DTYPES
@@ -192,15 +194,32 @@ class Plan:
         ``check``: verify each kernel's outputs against their declarations as it goes (the
         executor asks for it once per feed signature: a kernel that returns the wrong dtype or
         rank is caught at its op, not somewhere downstream)."""
+        if check:
+            self.run_each(values, lods, check)
+            return
+        try:
+            _loop.run(self.instrs, values, lods)
+        except OpError:
+            raise
+        except Exception as e:
+            raise self._explain(e, values) from e
+
+    def run_each(self, values, lods, check=False, timer=None):
+        """Run the instructions one at a time: after each, ``_after`` checks it when ``check``
+        is set, and ``timer(instr, start_ns)`` is called right after its kernel returns (the
+        profiler's hook: headrace.profiler)."""
         failed = None
         try:
-            if not check:
-                _loop.run(self.instrs, values, lods)
-                return
             for k, instr in enumerate(self.instrs):
-                failed = k   # the index _explain needs (the loop below runs one at a time)
-                _loop.run([instr], values, lods)
-                self._after(instr, values, check)
+                failed = k   # the index _explain needs (the loop runs one at a time)
+                if timer is None:
+                    _loop.run([instr], values, lods)
+                else:
+                    start = perf_counter_ns()
+                    _loop.run([instr], values, lods)
+                    timer(instr, start)
+                if check:
+                    self._after(instr, values, check)
         except OpError:
             raise
         except Exception as e:
