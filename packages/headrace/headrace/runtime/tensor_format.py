@@ -47,7 +47,7 @@ def format_tensor(host, lod=None, name=None, message=None, place=None, summarize
                   print_lod=True, print_shape=True, print_dtype=True):
     """The text block for host array ``host`` with ``lod`` (list of offset lists); ``name``
     None or empty leaves out the Variable line, ``message`` empty the message line, ``place``
-    None the place line. Ends with a newline."""
+    (the place as text, ``CPUPlace()``) None the place line. Ends with a newline."""
     lines = []
     if name:
         lines.append(f"Variable: {name}")
@@ -58,7 +58,7 @@ def format_tensor(host, lod=None, name=None, message=None, place=None, summarize
                          for level in (lod or []))
         lines.append(f"  - lod: {{{levels}}}")
     if place is not None:
-        lines.append(f"  - place: {place!r}")
+        lines.append(f"  - place: {place}")
     if print_shape:
         lines.append(f"  - shape: [{', '.join(str(int(d)) for d in host.shape)}]")
     if print_dtype:
@@ -89,7 +89,7 @@ class TensorPrinter:
         self.times = 0
         var = info.inputs.get("In", (None,))[0] if info is not None else None
         self.name = var.name if var is not None else "In"
-        self.place = info.place if info is not None else None
+        self.place = repr(info.place) if info is not None and info.place is not None else None
         self._lock = threading.Lock()
 
     def wants_print(self):
