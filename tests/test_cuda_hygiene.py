@@ -14,9 +14,7 @@ REGISTRY = default_registry()
 # Ops with a CPU kernel whose CUDA kernel is not written yet. This list may only shrink: a port
 # removes its ops here (the test fails while a ported op is still listed), and a new op comes
 # with its CUDA kernel or a host_only reason instead of joining the list. Keep it alphabetized.
-CUDA_PENDING = [
-    "rnn", "rnn_grad",
-]
+CUDA_PENDING = []
 
 
 def _kernels(op_type):

@@ -1,8 +1,8 @@
 """lstm, gru, lstmp, rnn and their gradients on CUDAPlace (Numba's simulator without a GPU):
 outputs against the NumPy references (reference/<module>.py) over the attributes the random
 samples of test_cuda_ops may miss, and each gradient kernel against central finite
-differences of the CUDA forward kernel along a random direction per input (two forward runs
-per input: the simulator runs each thread in Python, so a per-element check would take
+differences of the CUDA forward kernel along a random direction per input slot (two forward
+runs per slot: the simulator runs each thread in Python, so a per-element check would take
 minutes). Shapes stay tiny: batch <= 3, hidden <= 3, at most 3 steps."""
 import numpy as np
 import pytest
@@ -23,23 +23,24 @@ def _data(v):
     return np.asarray(v.data if isinstance(v, Tensor) else v)
 
 
-def _matches_reference(op, inputs, attrs, counts=None, tol=1e-10):
-    """Run ``op`` on CUDA; every output the reference gives must agree."""
+def _matches_reference(op, inputs, attrs, counts=None, tol=1e-10, extra=()):
+    """Run ``op`` on CUDA; every output the reference gives must agree. Returns the
+    reference's outputs, and with ``extra`` (more output slots) the CUDA run's too."""
     inputs = {s: v for s, v in inputs.items() if v is not None}
     expected = REFS[op](dict(inputs), attrs)
-    got = run_op(op, inputs, list(expected), attrs, CUDA, output_counts=counts)
+    got = run_op(op, inputs, list(expected) + list(extra), attrs, CUDA, output_counts=counts)
     for slot, exp in expected.items():
         for e, g in zip(exp if isinstance(exp, list) else [exp], got[slot]):
             np.testing.assert_allclose(np.asarray(g.numpy()), _data(e), rtol=tol, atol=tol,
                                        err_msg=f"{op}.{slot}")
             if isinstance(e, Tensor):
                 assert [list(v) for v in g.lod] == [list(v) for v in e.lod], slot
-    return expected
+    return (expected, got) if extra else expected
 
 
 def _directional_gradients(op, inputs, attrs, wrt, outputs, eps=1e-6, seed=0):
     """The analytic gradient of sum(outputs * G) (the op's gradient kernel on CUDA) against
-    central differences of the CUDA forward kernel, along one random direction per input."""
+    central differences of the CUDA forward kernel, along one random direction per slot."""
     rng = np.random.default_rng(seed)
     prog, block, feed, checked, targets = _build(op, inputs, attrs, set(wrt), outputs, None)
     exe = hr.Executor(CUDA)
@@ -58,16 +59,19 @@ def _directional_gradients(op, inputs, attrs, wrt, outputs, eps=1e-6, seed=0):
         vals = exe.run(forward, feed=fd, fetch_list=[t.name for t in targets], scope=Scope())
         return sum(float(np.sum(v * upstream[g.name])) for v, g in zip(vals, g_vars))
 
-    for (slot, i, var), got in zip(checked, analytic):
+    # one direction per slot, its tensors (a duplicable slot's) moved together
+    by_slot = {}
+    for (slot, _, var), got in zip(checked, analytic):
         base = feed[var.name]
-        x = np.asarray(base.data, np.float64)
-        v = rng.standard_normal(x.shape)
-        plus = objective({**feed, var.name: Tensor(x + eps * v, base.lod)})
-        minus = objective({**feed, var.name: Tensor(x - eps * v, base.lod)})
-        numeric = (plus - minus) / (2 * eps)
-        np.testing.assert_allclose(float(np.sum(got * v)), numeric, rtol=1e-6, atol=1e-8,
-                                   err_msg=f"{op}: the gradient of {slot}[{i}] along a "
-                                           f"random direction")
+        v = rng.standard_normal(np.shape(got))
+        by_slot.setdefault(slot, []).append((var.name, base, v, float(np.sum(got * v))))
+    for slot, moves in by_slot.items():
+        fd = [{**feed, **{n: Tensor(np.asarray(b.data, np.float64) + sign * eps * v, b.lod)
+                          for n, b, v, _ in moves}} for sign in (1, -1)]
+        numeric = (objective(fd[0]) - objective(fd[1])) / (2 * eps)
+        np.testing.assert_allclose(sum(m[3] for m in moves), numeric, rtol=1e-6, atol=1e-8,
+                                   err_msg=f"{op}: the gradient of {slot} along a random "
+                                           f"direction")
 
 
 def _lod_input(rng, lens, cols):
@@ -231,3 +235,82 @@ def test_lstmp_gradients_equal_finite_differences():
     _directional_gradients("lstmp", _lstmp_inputs(rng, attrs, "both"), attrs,
                            ["Input", "Weight", "ProjWeight", "H0", "C0"],
                            ["Projection", "Cell"])
+
+
+# --- rnn ----------------------------------------------------------------------------------
+
+def _rnn_inputs(rng, mode, layers, dirs, lens=(3, 0, 2), steps=3, isize=2, hid=2):
+    from headrace_nn.reference.rnn import _weights
+    n = 3 if lens is None else len(lens)
+    ins = {"Input": rng.standard_normal((steps, n, isize)),
+           "PreState": [rng.standard_normal((layers * dirs, n, hid))
+                        for _ in range(2 if mode == "LSTM" else 1)],
+           "WeightList": _weights(rng, mode, isize, hid, layers, dirs, "float64")}
+    if lens is not None:
+        ins["SequenceLength"] = np.array(lens, np.int32)
+    attrs = {"mode": mode, "num_layers": layers, "is_bidirec": dirs == 2, "input_size": isize,
+             "hidden_size": hid}
+    return ins, attrs
+
+
+def _rnn_grad_inputs(rng, ins, attrs, fwd):
+    shape = fwd["Out"].shape
+    return {**ins, "Out": fwd["Out"], "Reserve": fwd["Reserve"],
+            "DropoutState": np.ones(shape, np.uint8),
+            "Out@GRAD": rng.standard_normal(shape),
+            "State@GRAD": [rng.standard_normal(s.shape) for s in ins["PreState"]]}
+
+
+@pytest.mark.parametrize("mode, layers, dirs, lens", [("LSTM", 1, 2, (3, 0, 2)),
+                                                      ("GRU", 2, 2, (1, 3, 2)),
+                                                      ("RNN_TANH", 2, 1, None),
+                                                      ("RNN_RELU", 1, 1, (2, 3, 0))])
+def test_rnn_and_grad_match_the_reference(mode, layers, dirs, lens):
+    rng = np.random.default_rng(10)
+    ins, attrs = _rnn_inputs(rng, mode, layers, dirs, lens)
+    n = len(ins["PreState"])
+    # Reserve from the CUDA run (its layout is the kernel's), the gradient vs the reference
+    fwd, got = _matches_reference("rnn", ins, attrs, counts={"State": n}, extra=["Reserve"])
+    fwd = {"Out": fwd["Out"], "Reserve": got["Reserve"][0].numpy()}
+    _matches_reference("rnn_grad", _rnn_grad_inputs(rng, ins, attrs, fwd), attrs,
+                       counts={"PreState@GRAD": n, "WeightList@GRAD": len(ins["WeightList"])})
+
+
+def test_rnn_dropout_draws_one_mask_per_seed_and_its_gradient_uses_it():
+    rng = np.random.default_rng(11)
+    ins, attrs = _rnn_inputs(rng, "GRU", 2, 1, lens=(3, 2, 3))
+    attrs.update(dropout_prob=0.5, seed=5)
+    outs = ["Out", "DropoutState", "Reserve"]
+    runs = [run_op("rnn", ins, outs, attrs, CUDA, output_counts={"State": 1})
+            for _ in range(2)]
+    (o1, m1, r1), (o2, m2, _) = ([r[s][0].numpy() for s in outs] for r in runs)
+    np.testing.assert_array_equal(m1, m2)   # a seed attribute: the same mask every run
+    assert m1.dtype == np.uint8 and set(np.unique(m1)) <= {0, 1} and 0.2 < m1.mean() < 0.8
+    from headrace_nn.reference.rnn import _forward
+    expect = _forward(ins, attrs, m1)[0]
+    np.testing.assert_allclose(o1, expect, atol=1e-12)
+    np.testing.assert_allclose(o2, expect, atol=1e-12)
+    grad = {**_rnn_grad_inputs(rng, ins, attrs, {"Out": o1, "Reserve": r1}), "DropoutState": m1}
+    _matches_reference("rnn_grad", grad, attrs,
+                       counts={"PreState@GRAD": 1, "WeightList@GRAD": len(ins["WeightList"])})
+
+
+def test_rnn_is_test_and_bad_lengths():
+    rng = np.random.default_rng(12)
+    ins, attrs = _rnn_inputs(rng, "LSTM", 2, 1)
+    attrs.update(dropout_prob=0.7, is_test=True)
+    got = run_op("rnn", ins, ["Out", "DropoutState"], attrs, CUDA, output_counts={"State": 2})
+    np.testing.assert_allclose(got["Out"][0].numpy(),
+                               REFS["rnn"](ins, dict(attrs, dropout_prob=0.0))["Out"],
+                               atol=1e-12)
+    assert (got["DropoutState"][0].numpy() == 1).all()
+    ins["SequenceLength"] = np.array([3, 4, 0], np.int32)
+    with pytest.raises(Exception, match=r"SequenceLength values must be in \[0, 3\]"):
+        run_op("rnn", ins, ["Out"], attrs, CUDA, output_counts={"State": 2})
+
+
+def test_rnn_gradients_equal_finite_differences():
+    rng = np.random.default_rng(13)
+    ins, attrs = _rnn_inputs(rng, "LSTM", 1, 2, lens=(3, 1))
+    _directional_gradients("rnn", ins, attrs, ["Input", "PreState", "WeightList"],
+                           ["Out", "State"])

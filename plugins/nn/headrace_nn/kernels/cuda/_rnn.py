@@ -13,11 +13,12 @@ import numpy as np
 from numba import cuda
 
 from headrace.kernels.cuda_launch import device_empty, float_input, launch
+from headrace.runtime import Tensor
 
 from ..cpu._rnn import ACTIVATIONS, layout
 from ._seq import DeviceLoD, lod_key
 
-__all__ = ["ACTIVATIONS", "Steps", "operand", "gather_rows", "scatter_rows", "unrank",
+__all__ = ["ACTIVATIONS", "Steps", "value", "operand", "gather_rows", "scatter_rows", "unrank",
            "prev_rows", "zeros"]
 
 
@@ -58,10 +59,16 @@ class Layouts:
         return Steps(dev, meta)
 
 
+def value(v):
+    """The device array of input ``v``: a Tensor's data, or ``v`` itself (not getattr(v,
+    "data"): the simulator's arrays answer .data with their host buffer)."""
+    return v.data if isinstance(v, Tensor) else v
+
+
 def operand(v, dtype, shape, op, slot):
     """The device array of input ``v`` (a Tensor or an array), checked as the CPU kernels'
-    ``checked``: ``dtype`` and ``shape`` or a clear error."""
-    a = getattr(v, "data", v)
+    ``checked``: ``dtype`` and ``shape`` or a clear error; flattened."""
+    a = value(v)
     if a is None:
         raise ValueError(f"{op}: {slot} has no value")
     float_input(a, op, slot)

@@ -18,7 +18,8 @@ from headrace.kernels.cuda_gemm import gemm, sum_batches
 from headrace.kernels.cuda_launch import device_empty, float_input, launch
 from headrace.runtime import Tensor
 
-from ._rnn import ACTIVATIONS, Layouts, gather_rows, operand, prev_rows, scatter_rows, unrank
+from ._rnn import (ACTIVATIONS, Layouts, gather_rows, operand, prev_rows, scatter_rows, unrank,
+                   value)
 from .gru_unit import _act, _deriv
 
 DTYPES = ("float32", "float64")
@@ -163,7 +164,7 @@ class GRUGrad(_Options):
         gf = operand(batch_gate, dtype, (total, 3 * d), op, "BatchGate")
         rbf = operand(batch_reset, dtype, (total, d), op, "BatchResetHiddenPrev")
         hbf = operand(batch_hidden, dtype, (total, d), op, "BatchHidden")
-        dhid = None if dhidden is None or getattr(dhidden, "data", dhidden) is None else \
+        dhid = None if dhidden is None or value(dhidden) is None else \
             operand(dhidden, dtype, (rows, d), op, "Hidden@GRAD")
         m = max(st.n_seq, 1) * d
         dg = device_empty((total, 3 * d), dtype)

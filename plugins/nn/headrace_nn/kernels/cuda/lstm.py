@@ -21,7 +21,8 @@ from headrace.kernels.cuda_gemm import gemm, sum_batches
 from headrace.kernels.cuda_launch import device_empty, float_input, launch
 from headrace.runtime import Tensor
 
-from ._rnn import ACTIVATIONS, Layouts, gather_rows, operand, prev_rows, scatter_rows, unrank
+from ._rnn import (ACTIVATIONS, Layouts, gather_rows, operand, prev_rows, scatter_rows, unrank,
+                   value)
 from .gru_unit import _act, _deriv
 
 DTYPES = ("float32", "float64")
@@ -181,7 +182,7 @@ class LSTMGrad(_Options):
         gf = operand(batch_gate, dtype, (total, 4 * d), op, "BatchGate")
         cbf = operand(batch_cell, dtype, (total, d), op, "BatchCellPreAct")
         hid = operand(hidden, dtype, (rows, d), op, "Hidden")
-        dhid, dcel = (None if v is None or getattr(v, "data", v) is None else
+        dhid, dcel = (None if v is None or value(v) is None else
                       operand(v, dtype, (rows, d), op, slot)
                       for v, slot in ((dhidden, "Hidden@GRAD"), (dcell, "Cell@GRAD")))
         m = max(st.n_seq, 1)

@@ -20,7 +20,7 @@ from headrace.kernels.cuda_launch import device_empty, float_input, launch
 from headrace.runtime import Tensor
 
 from ._rnn import (ACTIVATIONS, Layouts, gather_rows, operand, prev_rows, scatter_rows, unrank,
-                   zeros)
+                   value, zeros)
 from .gru_unit import _act, _deriv
 
 DTYPES = ("float32", "float64")
@@ -151,7 +151,7 @@ class _Options:
         self.layouts = Layouts()
 
     def weights(self, op, dtype, weight, proj_weight, bias, d):
-        pw = float_input(getattr(proj_weight, "data", proj_weight), op, "ProjWeight")
+        pw = float_input(value(proj_weight), op, "ProjWeight")
         if pw.ndim != 2 or pw.shape[0] != d or pw.shape[1] == 0:
             raise ValueError(f"{op}: ProjWeight must be [hidden, proj_size] = [{d}, P > 0], "
                              f"found {list(pw.shape)}")
@@ -221,7 +221,7 @@ class LSTMPGrad(_Options):
         op = "lstmp_grad"
         # Paddle's grad op does not read Input: the sequences are Projection's.
         _, rows, st = self.sequences(op, projection, "Projection")
-        g = float_input(getattr(batch_gate, "data", batch_gate), op, "BatchGate")
+        g = float_input(value(batch_gate), op, "BatchGate")
         if g.ndim != 2 or g.shape[1] == 0 or g.shape[1] % 4:
             raise ValueError(f"{op}: BatchGate must be a float [rows, 4 * hidden], found "
                              f"{g.dtype} {list(g.shape)}")
@@ -235,7 +235,7 @@ class LSTMPGrad(_Options):
         acbf = operand(batch_cell_pre_act, dtype, (rows, d), op, "BatchCellPreAct")
         hbf = operand(batch_hidden, dtype, (rows, d), op, "BatchHidden")
         h0r, c0r = self.states(op, dtype, h0, c0, st, d, p)
-        dr, dcb = (None if v is None or getattr(v, "data", v) is None else
+        dr, dcb = (None if v is None or value(v) is None else
                    gather_rows(operand(v, dtype, (rows, cols), op, slot), st.idx, total, cols,
                                dtype).reshape(-1)
                    for v, slot, cols in ((dprojection, "Projection@GRAD", p),
