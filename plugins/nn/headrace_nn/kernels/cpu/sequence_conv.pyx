@@ -24,6 +24,8 @@ import numpy as np
 
 from headrace.runtime.tensor import Tensor
 
+from ..host.sequence_conv import ContextWindow, one_level, x_offsets
+
 cnp.import_array()
 
 DTYPES = ("float32", "float64")
@@ -80,46 +82,27 @@ cdef void _scatter(const real* dcol, const long long* off, Py_ssize_t S, Py_ssiz
 
 
 cdef class _Setting:
-    """The attributes, checked as the op's shape rule checks them (a kernel may be called
-    without the rule: tools and tests build kernels directly)."""
+    """The attributes (the host's ContextWindow) as C ints for the loops, and the inputs'
+    checks."""
     cdef int start, length, up, down
     cdef bint trainable
     cdef str op
 
     def __init__(self, dict attrs, str op):
+        win = ContextWindow(attrs, op)
         self.op = op
-        self.start = attrs.get("contextStart", 0)
-        self.length = attrs["contextLength"]
-        self.trainable = attrs.get("paddingTrainable", False)
-        if attrs.get("contextStride", 1) != 1:
-            raise ValueError(f"{op}: contextStride must be 1 (only 1 is supported), found "
-                             f"{attrs['contextStride']}")
-        if self.length < 1 or self.start + self.length < 1:
-            raise ValueError(f"{op}: contextLength must be >= 1 and the window must reach "
-                             f"its row (contextStart + contextLength >= 1); found "
-                             f"contextStart {self.start}, contextLength {self.length}")
-        if self.trainable and self.start == 0 and self.length == 1:
-            raise ValueError(f"{op}: paddingTrainable with contextStart 0 and contextLength "
-                             f"1 has no padding to train")
-        self.up = max(0, -self.start)
-        self.down = max(0, self.start + self.length - 1)
+        self.start, self.length, self.trainable = win.start, win.length, win.trainable
+        self.up, self.down = win.up, win.down
 
     cdef tuple inputs(self, x, padding, filt):
         """(X data, offsets, PaddingData or None, Filter), checked."""
         lod = getattr(x, "lod", None)
-        if not lod or len(lod) != 1:
-            raise ValueError(f"{self.op}: X must be a batch of sequences with exactly one "
-                             f"LoD level (as Paddle's); found "
-                             f"{len(lod) if lod else 0} levels")
+        one_level(lod, self.op)
         cdef cnp.ndarray a = float_array(x.data, self.op, "X")
         cdef tuple xs = shape_of(a)
         if len(xs) != 2:
             raise ValueError(f"{self.op}: X must be 2-D [T, D], found {list(xs)}")
-        cdef cnp.ndarray off = np.ascontiguousarray(np.asarray(lod[0], np.int64).reshape(-1))
-        if off.size < 1 or off[0] != 0 or off[off.size - 1] != xs[0] or \
-                (np.diff(off) < 0).any():
-            raise ValueError(f"{self.op}: X's LoD {list(lod[0])} must start at 0, not "
-                             f"decrease, and end at X's {xs[0]} rows")
+        cdef cnp.ndarray off = x_offsets(lod, xs[0], self.op)
         cdef cnp.ndarray w = float_array(getattr(filt, "data", filt), self.op, "Filter")
         same_float(a, w, self.op, "X", "Filter")
         ws = shape_of(w)

@@ -3,33 +3,21 @@
 one gather (or scatter)."""
 import numpy as np
 
-from headrace.runtime.tensor import Tensor, lengths_to_offsets
+from headrace.runtime.tensor import Tensor
+
+from ..host.sequence_slice import slice_layout
 
 DTYPES = ("float32", "float64")
 
 
 def _rows(x, offset, length, op):
     data = np.asarray(x.data)
-    if not x.lod:
-        raise ValueError(f"{op}: X must be a batch of sequences (a tensor with LoD)")
-    off = np.asarray(x.lod[len(x.lod) - 1], np.int64)
-    n = len(off) - 1
     start = np.asarray(offset.data if hasattr(offset, "data") else offset).reshape(-1)
     size = np.asarray(length.data if hasattr(length, "data") else length).reshape(-1)
-    if start.size != n or size.size != n:
-        raise ValueError(f"{op}: Offset and Length must hold one value per sequence ({n}); "
-                         f"found {start.size} and {size.size}")
-    start, size = start.astype(np.int64), size.astype(np.int64)
-    lengths = np.diff(off)
-    bad = np.nonzero((start < 0) | (size < 0) | (start + size > lengths))[0]
-    if bad.size:
-        i = int(bad[0])
-        raise ValueError(f"{op}: sequence {i} has {int(lengths[i])} rows; Offset "
-                         f"{int(start[i])} and Length {int(size[i])} do not fit")
+    off, start, size, _, lod = slice_layout(x.lod, start, size, op)
     first = np.concatenate([[0], np.cumsum(size)])[:-1]
     index = np.repeat(off[:-1] + start, size) + np.arange(int(size.sum())) - \
         np.repeat(first, size)
-    lod = [list(level) for level in x.lod[:-1]] + [lengths_to_offsets(size.tolist())]
     return data, index, lod
 
 

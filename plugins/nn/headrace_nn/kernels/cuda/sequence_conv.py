@@ -12,30 +12,36 @@ Col^T @ Out@GRAD over the rebuilt Col.
 The LoD exception: the offsets are copied to the device once per batch layout (cached on the
 kernel object, _seq.DeviceLoD); nothing else crosses between host and device.
 """
-import numpy as np
 from numba import cuda
 
-from headrace.devices.cuda import current_stream
 from headrace.kernels.cuda_gemm import gemm
-from headrace.kernels.cuda_launch import device_empty, float_input, grid
+from headrace.kernels.cuda_launch import device_empty, float_input, launch
 from headrace.runtime import Tensor
 
+from ..host.sequence_conv import ContextWindow, one_level, x_offsets
 from ._seq import DeviceLoD, lod_key, seq_of
 
 DTYPES = ("float32", "float64")
+
+
+@cuda.jit(device=True)
+def _tap(off, S, D, start, L, k):
+    """Col element k's (column e, first row b and rows h of its sequence, position p of the
+    window's row: X's row b + p when 0 <= p < h, else a padding position)."""
+    e = k % D
+    j = (k // D) % L
+    t = k // (D * L)
+    s = seq_of(off, S, t)
+    b = off[s]
+    h = off[s + 1] - b
+    return e, b, h, t - b + start + j
 
 
 @cuda.jit
 def _project(x, pad, off, col, S, D, start, L, up, total, has_pad):
     k = cuda.grid(1)
     if k < total:
-        e = k % D
-        j = (k // D) % L
-        t = k // (D * L)
-        s = seq_of(off, S, t)
-        b = off[s]
-        h = off[s + 1] - b
-        p = t - b + start + j
+        e, b, h, p = _tap(off, S, D, start, L, k)
         if p >= 0 and p < h:
             col[k] = x[(b + p) * D + e]
         elif not has_pad:
@@ -69,13 +75,7 @@ def _dpad(dcol, off, dpad, S, D, start, L, up, total):
     """Each dCol element read from PaddingData, atomically added to its row."""
     k = cuda.grid(1)
     if k < total:
-        e = k % D
-        j = (k // D) % L
-        t = k // (D * L)
-        s = seq_of(off, S, t)
-        b = off[s]
-        h = off[s + 1] - b
-        p = t - b + start + j
+        e, _, h, p = _tap(off, S, D, start, L, k)
         if p < 0:
             cuda.atomic.add(dpad, (up + p) * D + e, dcol[k])
         elif p >= h:
@@ -89,51 +89,25 @@ def _zero(a, n):
         a[k] = 0
 
 
-def _launch(kernel, n, *args):
-    if n:
-        blocks, threads = grid(n)
-        kernel[blocks, threads, current_stream()](*args)
-
-
-class _Setting:
-    """The attributes, checked as the CPU kernel checks them."""
+class _Setting(ContextWindow):
+    """The attributes (the host's ContextWindow), the inputs' checks and the device offsets."""
 
     def __init__(self, attrs, op):
-        self.op = op
-        self.start = attrs.get("contextStart", 0)
-        self.length = attrs["contextLength"]
-        self.trainable = attrs.get("paddingTrainable", False)
-        if attrs.get("contextStride", 1) != 1:
-            raise ValueError(f"{op}: contextStride must be 1 (only 1 is supported), found "
-                             f"{attrs['contextStride']}")
-        if self.length < 1 or self.start + self.length < 1:
-            raise ValueError(f"{op}: contextLength must be >= 1 and the window must reach "
-                             f"its row (contextStart + contextLength >= 1); found "
-                             f"contextStart {self.start}, contextLength {self.length}")
-        if self.trainable and self.start == 0 and self.length == 1:
-            raise ValueError(f"{op}: paddingTrainable with contextStart 0 and contextLength "
-                             f"1 has no padding to train")
-        self.up = max(0, -self.start)
-        self.down = max(0, self.start + self.length - 1)
+        super().__init__(attrs, op)
         self.lod = DeviceLoD()
 
     def inputs(self, x, padding, filt):
         """(X data, device offsets, S, PaddingData or None, Filter), checked."""
         op = self.op
         lod = getattr(x, "lod", None)
-        if not lod or len(lod) != 1:
-            raise ValueError(f"{op}: X must be a batch of sequences with exactly one LoD "
-                             f"level (as Paddle's); found {len(lod) if lod else 0} levels")
+        one_level(lod, op)
         a = float_input(x.data, op, "X")
         if a.ndim != 2:
             raise ValueError(f"{op}: X must be 2-D [T, D], found {list(a.shape)}")
         T, D = a.shape
 
         def build():
-            off = np.asarray(lod[0], np.int64).reshape(-1)
-            if off.size < 1 or off[0] != 0 or off[-1] != T or (np.diff(off) < 0).any():
-                raise ValueError(f"{op}: X's LoD {list(lod[0])} must start at 0, not "
-                                 f"decrease, and end at X's {T} rows")
+            off = x_offsets(lod, T, op)
             return off, off.size - 1
         off, S = self.lod.get((T, lod_key(lod)), build)
         w = float_input(getattr(filt, "data", filt), op, "Filter")
@@ -156,7 +130,7 @@ class _Setting:
         col = device_empty((T, self.length * D), a.dtype)
         n = col.size
         xf = a.reshape(-1)
-        _launch(_project, n, xf, xf if p is None else p.reshape(-1), off, col.reshape(-1), S,
+        launch(_project, n, xf, xf if p is None else p.reshape(-1), off, col.reshape(-1), S,
                 D, self.start, self.length, self.up, n, p is not None)
         return col
 
@@ -211,13 +185,13 @@ class SequenceConvGrad:
             gemm(g.reshape(-1), w.reshape(-1), dcf, T, LD, M, trans_b=True)
             if self.want_x:
                 dx = device_empty((T, D), a.dtype)
-                _launch(_dx, T * D, dcf, off, dx.reshape(-1), S, D, st.start, st.length,
+                launch(_dx, T * D, dcf, off, dx.reshape(-1), S, D, st.start, st.length,
                         T * D)
                 dx = Tensor(dx, [list(x.lod[0])])
             if want_pad:
                 dpad = device_empty((st.up + st.down, D), a.dtype)
-                _launch(_zero, dpad.size, dpad.reshape(-1), dpad.size)
-                _launch(_dpad, T * LD, dcf, off, dpad.reshape(-1), S, D, st.start, st.length,
+                launch(_zero, dpad.size, dpad.reshape(-1), dpad.size)
+                launch(_dpad, T * LD, dcf, off, dpad.reshape(-1), S, D, st.start, st.length,
                         st.up, T * LD)
         if self.want_w:
             dw = device_empty(w.shape, a.dtype)

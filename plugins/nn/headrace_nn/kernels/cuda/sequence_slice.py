@@ -13,12 +13,19 @@ import numpy as np
 from numba import cuda
 
 from headrace.devices.cuda import current_stream
-from headrace.kernels.cuda_launch import device_empty, float_input, grid
-from headrace.runtime.tensor import Tensor, lengths_to_offsets
+from headrace.kernels.cuda_launch import device_empty, float_input, launch
+from headrace.runtime.tensor import Tensor
 
+from ..host.sequence_slice import slice_layout
 from ._seq import DeviceLoD, lod_key, rows_of, seq_of
 
 DTYPES = ("float32", "float64")
+
+
+@cuda.jit(device=True)
+def _split(lists, S):
+    """(X's offsets, Out's offsets, starts): the three arrays of the device lists."""
+    return lists[:S + 1], lists[S + 1:2 * (S + 1)], lists[2 * (S + 1):]
 
 
 @cuda.jit
@@ -26,9 +33,7 @@ def _slice(x, lists, out, S, D, total):
     k = cuda.grid(1)
     if k < total:
         o = k // D
-        off = lists[:S + 1]
-        ooff = lists[S + 1:2 * (S + 1)]
-        start = lists[2 * (S + 1):]
+        off, ooff, start = _split(lists, S)
         s = seq_of(ooff, S, o)
         out[k] = x[(off[s] + start[s] + o - ooff[s]) * D + k % D]
 
@@ -38,9 +43,7 @@ def _slice_grad(g, lists, dx, S, D, total):
     k = cuda.grid(1)
     if k < total:
         r = k // D
-        off = lists[:S + 1]
-        ooff = lists[S + 1:2 * (S + 1)]
-        start = lists[2 * (S + 1):]
+        off, ooff, start = _split(lists, S)
         s = seq_of(off, S, r)
         j = r - off[s] - start[s]
         if j >= 0 and j < ooff[s + 1] - ooff[s]:
@@ -62,27 +65,12 @@ class _Slice:
 
     def _layout(self, x, offset, length, op):
         """(device lists, S, Out's rows, Out's LoD)."""
-        if not x.lod:
-            raise ValueError(f"{op}: X must be a batch of sequences (a tensor with LoD)")
         start, size = _host(offset), _host(length)
         key = (lod_key(x.lod), tuple(start.tolist()), tuple(size.tolist()))
 
         def build():
-            off = np.asarray(x.lod[-1], np.int64)
-            n = len(off) - 1
-            if start.size != n or size.size != n:
-                raise ValueError(f"{op}: Offset and Length must hold one value per sequence "
-                                 f"({n}); found {start.size} and {size.size}")
-            st, sz = start.astype(np.int64), size.astype(np.int64)
-            lengths = np.diff(off)
-            bad = np.nonzero((st < 0) | (sz < 0) | (st + sz > lengths))[0]
-            if bad.size:
-                i = int(bad[0])
-                raise ValueError(f"{op}: sequence {i} has {int(lengths[i])} rows; Offset "
-                                 f"{int(st[i])} and Length {int(sz[i])} do not fit")
-            ooff = lengths_to_offsets(sz.tolist())
-            lod = [list(level) for level in x.lod[:-1]] + [ooff]
-            return np.concatenate([off, ooff, st]), (n, int(ooff[-1]), lod)
+            off, st, _, ooff, lod = slice_layout(x.lod, start, size, op)
+            return np.concatenate([off, ooff, st]), (len(off) - 1, int(ooff[-1]), lod)
         dev, (S, rows, lod) = self.lod.get(key, build)
         return dev, S, rows, lod
 
@@ -94,11 +82,7 @@ class SequenceSlice(_Slice):
         lists, S, rows, lod = self._layout(x, offset, length, name)
         _, D = rows_of(a)
         out = device_empty((rows,) + tuple(a.shape[1:]), a.dtype)
-        total = rows * D
-        if total:
-            blocks, threads = grid(total)
-            _slice[blocks, threads, current_stream()](a.reshape(-1), lists, out.reshape(-1),
-                                                      S, D, total)
+        launch(_slice, rows * D, a.reshape(-1), lists, out.reshape(-1), S, D, rows * D)
         return (Tensor(out, lod),)
 
 
@@ -115,11 +99,7 @@ class SequenceSliceGrad(_Slice):
                              f"{[out_rows] + list(a.shape[1:])}")
         rows, D = rows_of(a)
         dx = device_empty(a.shape, a.dtype)
-        total = rows * D
-        if total:
-            blocks, threads = grid(total)
-            _slice_grad[blocks, threads, current_stream()](g.reshape(-1), lists,
-                                                           dx.reshape(-1), S, D, total)
+        launch(_slice_grad, rows * D, g.reshape(-1), lists, dx.reshape(-1), S, D, rows * D)
         return (Tensor(dx, x.lod),)
 
 
