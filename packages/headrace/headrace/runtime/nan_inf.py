@@ -70,11 +70,13 @@ class NanInfPlan(Plan):
     def _check_start(self, values):
         """The values the run starts with (feeds, persistables from the scope), each named
         with the first op that reads it."""
-        readers = {}
-        for instr in self.instrs:
-            for spec, ids in zip(instr.op.opdef.inputs, instr.in_ids):
-                for i in ids if isinstance(ids, tuple) else (ids,):
-                    readers.setdefault(i, (instr.op, spec.name))
+        readers = self.__dict__.get("_readers")
+        if readers is None:   # slot -> (first op reading it, its input slot), made once
+            readers = self._readers = {}
+            for instr in self.instrs:
+                for spec, ids in zip(instr.op.opdef.inputs, instr.in_ids):
+                    for i in ids if isinstance(ids, tuple) else (ids,):
+                        readers.setdefault(i, (instr.op, spec.name))
         for i, (op, slot) in readers.items():
             if i <= 0 or values[i] is None:
                 continue
