@@ -18,12 +18,11 @@ from headrace.kernels.common cimport contiguous, dtype_name, empty, real, shape_
 from ._common cimport is_nan, recycled
 
 import numpy as np
-from headrace import dtypes
+
+from ..host.reduce import (FLOATS, NUMBERS, kernel_table, normalized_dims, out_shape,
+                           reduce_attrs, runs as merged_runs)
 
 cnp.import_array()
-
-FLOATS = ("float32", "float64")
-NUMBERS = FLOATS + ("int32", "int64")
 
 ctypedef fused num:
     float
@@ -36,7 +35,7 @@ ctypedef fused acc:
     long long
 
 cdef enum:
-    SUM, MEAN, MAX, MIN, PROD, ALL, ANY
+    SUM, MEAN, MAX, MIN, PROD, ALL, ANY   # host/reduce.py's codes, in the same order
 
 
 cdef enum:
@@ -164,10 +163,6 @@ cdef void _logical(bint is_all, const unsigned char* x, unsigned char* out, Py_s
                     q[i] |= p[r * inner + i] != 0
 
 
-cdef object _np_dtype(int code):
-    return None if code == -1 else dtypes.to_numpy(code)
-
-
 cdef class Reduce:
     """One reduction op; ``dims`` None reduces everything (mean, reduce_all, dim=[])."""
     cdef int code
@@ -179,11 +174,7 @@ cdef class Reduce:
 
     def __init__(self, int code, str name, dict attrs):
         self.code, self.name = code, name
-        self.keep_dim = attrs.get("keep_dim", False)
-        dims = attrs.get("dim", [])
-        self.dims = None if attrs.get("reduce_all", False) or not dims else list(dims)
-        self.in_dtype = _np_dtype(attrs.get("in_dtype", -1))
-        self.out_dtype = _np_dtype(attrs.get("out_dtype", -1))
+        self.keep_dim, self.dims, self.in_dtype, self.out_dtype = reduce_attrs(attrs)
 
     def __call__(self, x):
         cdef cnp.ndarray a = contiguous(x)
@@ -208,43 +199,14 @@ cdef class Reduce:
             res = res.astype(result_dtype)
         return (res,)
 
-    cdef list _normalized_dims(self, int nd):
-        if self.dims is None or nd == 0:
-            return list(range(nd))
-        seen = set()
-        for d in self.dims:
-            if not -nd <= d < nd:
-                raise ValueError(f"{self.name}: dim {d} is out of range for X of rank {nd} "
-                                 f"(dim={self.dims})")
-            if d % nd in seen:
-                raise ValueError(f"{self.name}: dim={self.dims} names dimension {d % nd} "
-                                 f"twice")
-            seen.add(d % nd)
-        return sorted(seen)
-
     cdef tuple _plan(self, tuple dims):
         """(Out shape, outer, R, inner, transpose, reduced dims) for X of shape ``dims``;
         ``transpose`` is None or (the run shape to view X as, the order that puts the
         reduced runs last)."""
-        cdef int nd = len(dims), k
-        red = self._normalized_dims(nd)
-        reduced = [False] * nd
-        for k in red:
-            reduced[k] = True
-        if self.keep_dim:
-            shape = tuple([1 if reduced[k] else dims[k] for k in range(nd)])
-        else:
-            # Nothing left is 0-D (Paddle 3; Fluid programs declare [1]).
-            shape = tuple([dims[k] for k in range(nd) if not reduced[k]])
+        red = normalized_dims(self.dims, len(dims), self.name)
+        shape = out_shape(dims, red, self.keep_dim)
         # Runs of alike dims, size-1 dims dropped: [size, reduced] pairs.
-        runs = []
-        for k in range(nd):
-            if dims[k] == 1:
-                continue
-            if runs and runs[len(runs) - 1][1] == reduced[k]:
-                runs[len(runs) - 1][0] *= dims[k]
-            else:
-                runs.append([dims[k], reduced[k]])
+        runs = [[r[0], r[2]] for r in merged_runs(dims, set(red))]
         cdef Py_ssize_t outer = 1, R = 1, inner = 1
         transpose = None
         if sum([1 for r in runs if r[1]]) > 1:
@@ -342,17 +304,6 @@ cdef class Reduce:
             else:
                 _sum_prod(code, <long long*>px, <long long*>po, <long long*>pb, outer, R,
                           inner)
-
-
-def _maker(int code, str name):
-    def make(dict attrs, info=None):
-        return Reduce(code, name, attrs)
-    make.__name__ = name
-    return make
-
-
-def _make_mean(dict attrs, info=None):
-    return Reduce(MEAN, "mean", {"reduce_all": True})
 
 
 # -- gradients --------------------------------------------------------------------------------
@@ -527,30 +478,4 @@ cdef class ReduceGrad(Reduce):
                     _others(<double*>px, <double*>pg, <double*>pd, pb, outer, R, inner)
 
 
-def _grad_maker(int code, str name):
-    def make(dict attrs, info=None):
-        return ReduceGrad(code, name, attrs)
-    make.__name__ = name
-    return make
-
-
-def _make_mean_grad(dict attrs, info=None):
-    return ReduceGrad(MEAN, "mean_grad", {"reduce_all": True})
-
-
-KERNELS = [
-    ("mean", _make_mean, FLOATS),
-    ("reduce_sum", _maker(SUM, "reduce_sum"), NUMBERS + ("bool",)),
-    ("reduce_mean", _maker(MEAN, "reduce_mean"), FLOATS),
-    ("reduce_max", _maker(MAX, "reduce_max"), NUMBERS),
-    ("reduce_min", _maker(MIN, "reduce_min"), NUMBERS),
-    ("reduce_prod", _maker(PROD, "reduce_prod"), NUMBERS),
-    ("reduce_all", _maker(ALL, "reduce_all"), ("bool",)),
-    ("reduce_any", _maker(ANY, "reduce_any"), ("bool",)),
-    ("mean_grad", _make_mean_grad, FLOATS),
-    ("reduce_sum_grad", _grad_maker(SUM, "reduce_sum_grad"), FLOATS),
-    ("reduce_mean_grad", _grad_maker(MEAN, "reduce_mean_grad"), FLOATS),
-    ("reduce_max_grad", _grad_maker(MAX, "reduce_max_grad"), FLOATS),
-    ("reduce_min_grad", _grad_maker(MIN, "reduce_min_grad"), FLOATS),
-    ("reduce_prod_grad", _grad_maker(PROD, "reduce_prod_grad"), FLOATS),
-]
+KERNELS = kernel_table(Reduce, ReduceGrad)

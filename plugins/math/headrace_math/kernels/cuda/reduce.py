@@ -26,22 +26,18 @@ Nothing comes back to the host: the shapes and attrs are host metadata.
 import numpy as np
 from numba import cuda, float64, int64
 
-from headrace import dtypes
 from headrace.devices.cuda import current_stream
 from headrace.kernels.cuda_launch import (ROW_THREADS, TREE_NANMAX, TREE_NANMIN, TREE_PROD,
                                           TREE_SUM, device_empty, device_fill, flat, grid, launch,
                                           tree_reduce)
 
-FLOATS = ("float32", "float64")
-NUMBERS = FLOATS + ("int32", "int64")
+from ..host.reduce import (ALL, ANY, FLOATS, MAX, MEAN, MIN, PROD, SUM, kernel_table,
+                           normalized_dims, out_shape, reduce_attrs, runs as merged_runs)
 
 # Reductions of at most SHORT elements run one thread per output element: a block would leave
 # most of its threads idle through the tree's synchronized steps, and neighbouring threads
 # read neighbouring elements when the reduced dims are not the innermost (coalesced).
 SHORT = 32
-
-# Op codes, as the CPU kernel's.
-SUM, MEAN, MAX, MIN, PROD, ALL, ANY = range(7)
 
 
 @cuda.jit(device=True)
@@ -151,40 +147,12 @@ def _cast_to(a, dtype):
     return out
 
 
-def _np_dtype(code):
-    return None if code == -1 else dtypes.to_numpy(code)
-
-
-def _runs(dims, red):
-    """Merged runs of alike dims, size-1 dims dropped: (sizes, element strides, reduced flags),
-    each padded with a (1, 0, kept) run so no tuple is empty."""
-    nd = len(dims)
-    strides = [1] * nd
-    for k in range(nd - 2, -1, -1):
-        strides[k] = strides[k + 1] * dims[k + 1]
-    runs = []                             # [size, stride of the run's last dim, reduced]
-    for k in range(nd):
-        if dims[k] == 1:
-            continue
-        is_red = k in red
-        if runs and runs[-1][2] == is_red:
-            runs[-1][0] *= dims[k]
-            runs[-1][1] = strides[k]
-        else:
-            runs.append([dims[k], strides[k], is_red])
-    return runs
-
-
 class Reduce:
     """One reduction op; ``dims`` None reduces everything (mean, reduce_all, dim=[])."""
 
     def __init__(self, code, name, attrs):
         self.code, self.name = code, name
-        self.keep_dim = attrs.get("keep_dim", False)
-        dims = attrs.get("dim", [])
-        self.dims = None if attrs.get("reduce_all", False) or not dims else list(dims)
-        self.in_dtype = _np_dtype(attrs.get("in_dtype", -1))
-        self.out_dtype = _np_dtype(attrs.get("out_dtype", -1))
+        self.keep_dim, self.dims, self.in_dtype, self.out_dtype = reduce_attrs(attrs)
         self.cached = None
 
     def __call__(self, x):
@@ -201,29 +169,11 @@ class Reduce:
         res = self._reduce(a)
         return (_cast_to(res, result_dtype),)
 
-    def _normalized_dims(self, nd):
-        if self.dims is None or nd == 0:
-            return list(range(nd))
-        seen = set()
-        for d in self.dims:
-            if not -nd <= d < nd:
-                raise ValueError(f"{self.name}: dim {d} is out of range for X of rank {nd} "
-                                 f"(dim={self.dims})")
-            if d % nd in seen:
-                raise ValueError(f"{self.name}: dim={self.dims} names dimension {d % nd} "
-                                 f"twice")
-            seen.add(d % nd)
-        return sorted(seen)
-
     def _plan(self, dims):
         """(Out shape, reduced dims, runs, kept tuples, reduced tuples, R, outputs)."""
-        red = self._normalized_dims(len(dims))
-        if self.keep_dim:
-            shape = tuple(1 if k in red else d for k, d in enumerate(dims))
-        else:
-            # Nothing left is 0-D (Paddle 3; Fluid programs declare [1]).
-            shape = tuple(d for k, d in enumerate(dims) if k not in red)
-        runs = _runs(dims, set(red))
+        red = normalized_dims(self.dims, len(dims), self.name)
+        shape = out_shape(dims, red, self.keep_dim)
+        runs = merged_runs(dims, set(red))
         kept = [r for r in runs if not r[2]] + [[1, 0, False]]
         redr = [r for r in runs if r[2]] + [[1, 0, True]]
         R = int(np.prod([r[0] for r in redr], dtype=np.int64))
@@ -276,17 +226,6 @@ class Reduce:
         raise TypeError(f"{self.name}: X has dtype {t}, expected " +
                         ("float32 or float64" if self.code == MEAN else
                          "float32, float64, int32 or int64"))
-
-
-def _maker(code, name):
-    def make(attrs, info=None):
-        return Reduce(code, name, attrs)
-    make.__name__ = name
-    return make
-
-
-def _make_mean(attrs, info=None):
-    return Reduce(MEAN, "mean", {"reduce_all": True})
 
 
 # -- gradients --------------------------------------------------------------------------------
@@ -434,30 +373,4 @@ class ReduceGrad(Reduce):
                         f"dtype like X's {a.dtype}")
 
 
-def _grad_maker(code, name):
-    def make(attrs, info=None):
-        return ReduceGrad(code, name, attrs)
-    make.__name__ = name
-    return make
-
-
-def _make_mean_grad(attrs, info=None):
-    return ReduceGrad(MEAN, "mean_grad", {"reduce_all": True})
-
-
-KERNELS = [
-    ("mean", _make_mean, FLOATS),
-    ("reduce_sum", _maker(SUM, "reduce_sum"), NUMBERS + ("bool",)),
-    ("reduce_mean", _maker(MEAN, "reduce_mean"), FLOATS),
-    ("reduce_max", _maker(MAX, "reduce_max"), NUMBERS),
-    ("reduce_min", _maker(MIN, "reduce_min"), NUMBERS),
-    ("reduce_prod", _maker(PROD, "reduce_prod"), NUMBERS),
-    ("reduce_all", _maker(ALL, "reduce_all"), ("bool",)),
-    ("reduce_any", _maker(ANY, "reduce_any"), ("bool",)),
-    ("mean_grad", _make_mean_grad, FLOATS),
-    ("reduce_sum_grad", _grad_maker(SUM, "reduce_sum_grad"), FLOATS),
-    ("reduce_mean_grad", _grad_maker(MEAN, "reduce_mean_grad"), FLOATS),
-    ("reduce_max_grad", _grad_maker(MAX, "reduce_max_grad"), FLOATS),
-    ("reduce_min_grad", _grad_maker(MIN, "reduce_min_grad"), FLOATS),
-    ("reduce_prod_grad", _grad_maker(PROD, "reduce_prod_grad"), FLOATS),
-]
+KERNELS = kernel_table(Reduce, ReduceGrad)
