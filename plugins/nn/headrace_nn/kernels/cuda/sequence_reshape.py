@@ -9,6 +9,8 @@ from numba import cuda
 from headrace.kernels.cuda_launch import device_empty, flat, launch
 from headrace.runtime import Tensor
 
+from ..host.sequence_reshape import ReshapedLoD, check_layout
+
 DTYPES = ("int32", "int64", "float32", "float64")
 
 
@@ -23,28 +25,8 @@ def _checked(x, op):
     a = x.data
     if str(a.dtype) not in DTYPES:
         raise TypeError(f"{op}: X has dtype {a.dtype}, expected one of {', '.join(DTYPES)}")
-    if a.ndim != 2:
-        raise ValueError(f"{op}: X must be a 2-D sequence batch [rows, width], found shape "
-                         f"{list(a.shape)}")
-    if len(x.lod) != 1:
-        raise ValueError(f"{op}: X must have one LoD level (Paddle's sequence_reshape takes "
-                         f"only one), found {len(x.lod)}")
-    off = x.lod[0]
-    if len(off) < 1 or off[0] != 0 or off[-1] != a.shape[0]:
-        raise ValueError(f"{op}: X's LoD {list(off)} does not describe its {a.shape[0]} rows")
+    check_layout(a.shape, x.lod, op)
     return a
-
-
-def _new_lod(off, width, new_dim):
-    o = np.asarray(off, np.int64)
-    lengths = np.diff(o)
-    for i in np.nonzero((lengths < 0) | ((lengths * width) % new_dim != 0))[0][:1]:
-        if lengths[i] < 0:
-            raise ValueError(f"sequence_reshape: X's LoD offsets decrease at sequence {i}")
-        raise ValueError(f"sequence_reshape: sequence {i} of X has {lengths[i]} rows of "
-                         f"width {width} = {lengths[i] * width} values, which do not divide "
-                         f"by new_dim {new_dim}")
-    return [0] + np.cumsum(lengths * width // new_dim).tolist()
 
 
 def _copied(a, shape):
@@ -56,15 +38,12 @@ def _copied(a, shape):
 
 class SequenceReshape:
     def __init__(self, attrs, info=None):
-        self.new_dim = attrs["new_dim"]
-        if self.new_dim < 1:
-            raise ValueError(f"sequence_reshape: new_dim must be >= 1, got {self.new_dim}")
+        self.lod = ReshapedLoD(attrs)
+        self.new_dim = self.lod.new_dim
 
     def __call__(self, x):
         a = _checked(x, "sequence_reshape")
-        width = a.shape[1]
-        lod = [list(x.lod[0])] if width == self.new_dim else \
-            [_new_lod(x.lod[0], width, self.new_dim)]
+        lod = self.lod(x.lod[0], a.shape[1])
         # A copy: Out is a variable of its own, which later ops may write in place.
         return (Tensor(_copied(a, (a.size // self.new_dim, self.new_dim)), lod),)
 
