@@ -5,6 +5,8 @@ compare, logical), mirroring kernels/cpu/_broadcast.pyx.
 space: dims and, per dim, the element stride of X and of Y (0 on a dim it is broadcast over).
 Kernels pass those as by-value tuples padded to MAXDIM, so a launch copies nothing, and turn a
 flat output index into the two operands' offsets with the device function ``offsets``.
+``binary_kernel`` is the one-thread-per-output kernel of a scalar function, compiled once per
+function, and ``same_dtypes`` the operands' dtype check the three families share.
 """
 from numba import cuda
 
@@ -100,3 +102,33 @@ def offsets(i, dims, sx, sy, nd):
         ox += c * sx[d]
         oy += c * sy[d]
     return ox, oy
+
+
+def _binary(fn):
+    @cuda.jit
+    def k(x, y, out, dims, sx, sy, nd):
+        i = cuda.grid(1)
+        if i < out.size:
+            ox, oy = offsets(i, dims, sx, sy, nd)
+            out[i] = fn(x[ox], y[oy])
+    return k
+
+
+_BINARY = {}
+
+
+def binary_kernel(fn):
+    """The kernel (x, y, out, dims, sx, sy, nd) with out[i] = fn(X's and Y's elements at i),
+    one thread per output element; compiled once per scalar function ``fn``."""
+    k = _BINARY.get(fn)
+    if k is None:
+        k = _BINARY[fn] = _binary(cuda.jit(device=True)(fn))
+    return k
+
+
+def same_dtypes(name, x, y, supported):
+    """X and Y must share a dtype among ``supported``; the CPU kernels' errors."""
+    if x.dtype != y.dtype:
+        raise TypeError(f"{name}: X is {x.dtype} but Y is {y.dtype}")
+    if str(x.dtype) not in supported:
+        raise TypeError(f"{name}: dtype {x.dtype} not supported ({', '.join(supported)})")

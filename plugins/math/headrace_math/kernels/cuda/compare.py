@@ -10,19 +10,9 @@ from numba import cuda
 from headrace.devices.cuda import current_stream   # the running executor's stream
 from headrace.kernels.cuda_launch import flat, grid
 
-from ._broadcast import broadcast, offsets
+from ._broadcast import binary_kernel, broadcast, same_dtypes
 
 DTYPES = ("bool", "int8", "uint8", "int16", "int32", "int64", "float32", "float64")
-
-
-def _kernel(fn):
-    @cuda.jit
-    def k(x, y, out, dims, sx, sy, nd):
-        i = cuda.grid(1)
-        if i < out.size:
-            ox, oy = offsets(i, dims, sx, sy, nd)
-            out[i] = fn(x[ox], y[oy])
-    return k
 
 
 _FUNCS = {
@@ -33,26 +23,13 @@ _FUNCS = {
     "equal": lambda a, b: a == b,
     "not_equal": lambda a, b: a != b,
 }
-_COMPILED = {}
-
-
-def _compiled(name):
-    k = _COMPILED.get(name)
-    if k is None:
-        k = _COMPILED[name] = _kernel(cuda.jit(device=True)(_FUNCS[name]))
-    return k
-
-
 class Compare:
     def __init__(self, name, attrs):
         self.name, self.axis = name, attrs.get("axis", -1)
-        self.kernel = _compiled(name)
+        self.kernel = binary_kernel(_FUNCS[name])
 
     def __call__(self, x, y):
-        if x.dtype != y.dtype:
-            raise TypeError(f"{self.name}: X is {x.dtype} but Y is {y.dtype}")
-        if str(x.dtype) not in DTYPES:
-            raise TypeError(f"{self.name}: dtype {x.dtype} not supported ({', '.join(DTYPES)})")
+        same_dtypes(self.name, x, y, DTYPES)
         shape, dims, sx, sy, nd = broadcast(x.shape, y.shape, self.axis, self.name)
         stream = current_stream()
         out = cuda.device_array(shape, dtype="bool", stream=stream)

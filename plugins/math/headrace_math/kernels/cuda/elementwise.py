@@ -16,20 +16,10 @@ from numba import cuda
 from headrace.devices.cuda import current_stream   # the running executor's stream
 from headrace.kernels.cuda_launch import check_flag, flat, grid, new_flag
 
-from ._broadcast import broadcast, offsets
+from ._broadcast import binary_kernel, broadcast, offsets, same_dtypes
 
 FLOATS = ("float32", "float64")
 NUMBERS = ("float32", "float64", "int32", "int64")
-
-
-def _kernel(fn):
-    @cuda.jit
-    def k(x, y, out, dims, sx, sy, nd):
-        i = cuda.grid(1)
-        if i < out.size:
-            ox, oy = offsets(i, dims, sx, sy, nd)
-            out[i] = fn(x[ox], y[oy])
-    return k
 
 
 @cuda.jit
@@ -72,27 +62,13 @@ _FUNCS = {
     "elementwise_pow": lambda a, b: a ** b,     # float32 stays float32 (powf), as the CPU's
 }
 _DTYPES = {name: FLOATS if name == "elementwise_pow" else NUMBERS for name in _FUNCS}
-_COMPILED = {}
-
-
-def _compiled(name):
-    k = _COMPILED.get(name)
-    if k is None:
-        k = _COMPILED[name] = _kernel(cuda.jit(device=True)(_FUNCS[name]))
-    return k
-
-
 class Elementwise:
     def __init__(self, name, attrs, info=None):
         self.name, self.axis, self.info = name, attrs.get("axis", -1), info
-        self.kernel = _compiled(name)
+        self.kernel = binary_kernel(_FUNCS[name])
 
     def __call__(self, x, y):
-        if x.dtype != y.dtype:
-            raise TypeError(f"{self.name}: X is {x.dtype} but Y is {y.dtype}")
-        ok = _DTYPES[self.name]
-        if str(x.dtype) not in ok:
-            raise TypeError(f"{self.name}: dtype {x.dtype} not supported ({', '.join(ok)})")
+        same_dtypes(self.name, x, y, _DTYPES[self.name])
         shape, dims, sx, sy, nd = broadcast(x.shape, y.shape, self.axis, self.name)
         out = cuda.device_array(shape, dtype=x.dtype, stream=current_stream())
         n = out.size

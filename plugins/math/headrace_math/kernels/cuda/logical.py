@@ -9,17 +9,7 @@ from numba import cuda
 from headrace.devices.cuda import current_stream   # the running executor's stream
 from headrace.kernels.cuda_launch import empty_like, flat, launch
 
-from ._broadcast import broadcast, offsets
-
-
-def _kernel(fn):
-    @cuda.jit
-    def k(x, y, out, dims, sx, sy, nd):
-        i = cuda.grid(1)
-        if i < out.size:
-            ox, oy = offsets(i, dims, sx, sy, nd)
-            out[i] = fn(x[ox] != 0, y[oy] != 0)
-    return k
+from ._broadcast import binary_kernel, broadcast
 
 
 @cuda.jit
@@ -29,21 +19,12 @@ def _not(x, out):
         out[i] = x[i] == 0
 
 
+# Each side read as (value != 0), as the CPU kernel reads its bool bytes.
 _FUNCS = {
-    "logical_and": lambda a, b: a and b,
-    "logical_or": lambda a, b: a or b,
-    "logical_xor": lambda a, b: a != b,
+    "logical_and": lambda a, b: (a != 0) and (b != 0),
+    "logical_or": lambda a, b: (a != 0) or (b != 0),
+    "logical_xor": lambda a, b: (a != 0) != (b != 0),
 }
-_COMPILED = {}
-
-
-def _compiled(name):
-    k = _COMPILED.get(name)
-    if k is None:
-        k = _COMPILED[name] = _kernel(cuda.jit(device=True)(_FUNCS[name]))
-    return k
-
-
 def _check_bool(name, slot, a):
     if str(a.dtype) != "bool":
         raise TypeError(f"{name}: {slot} has dtype {a.dtype}, expected bool")
@@ -52,7 +33,7 @@ def _check_bool(name, slot, a):
 class Logical:
     def __init__(self, name):
         self.name = name
-        self.kernel = _compiled(name)
+        self.kernel = binary_kernel(_FUNCS[name])
 
     def __call__(self, x, y):
         _check_bool(self.name, "X", x)
