@@ -6,16 +6,9 @@ import numpy as np
 
 from headrace.runtime.tensor import Tensor, lengths_to_offsets
 
+from ..host.sequence_pad import last_offsets, padded_width
+
 DTYPES = ("float32", "float64")
-
-
-def _offsets(lod, rows, op):
-    if not lod:
-        raise ValueError(f"{op}: X must be a batch of sequences (a tensor with LoD)")
-    off = np.asarray(lod[len(lod) - 1], np.int64)
-    if off[len(off) - 1] != rows:
-        raise ValueError(f"{op}: X's LoD ends at {off[len(off) - 1]}, X has {rows} rows")
-    return off
 
 
 def _positions(lengths, width):
@@ -23,16 +16,6 @@ def _positions(lengths, width):
     seq = np.repeat(np.arange(len(lengths)), lengths)
     first = np.concatenate([[0], np.cumsum(lengths)])[:-1]
     return seq * width + np.arange(int(np.sum(lengths))) - np.repeat(first, lengths)
-
-
-def _width(lengths, int padded, op):
-    longest = int(lengths.max()) if len(lengths) else 0
-    if padded == -1:
-        return longest
-    if longest > padded:
-        raise ValueError(f"{op}: a sequence of length {longest} does not fit padded_length "
-                         f"{padded}")
-    return padded
 
 
 cdef class SequencePad:
@@ -43,8 +26,8 @@ cdef class SequencePad:
 
     def __call__(self, x, pad):
         data = np.asarray(x.data)
-        lengths = np.diff(_offsets(x.lod, data.shape[0], "sequence_pad"))
-        width = _width(lengths, self.padded, "sequence_pad")
+        lengths = np.diff(last_offsets(x.lod, data.shape[0], "sequence_pad"))
+        width = padded_width(lengths, self.padded, "sequence_pad")
         row = data.shape[1:]
         p = np.asarray(pad.data, data.dtype)
         if p.size != 1 and p.shape != row:
@@ -64,7 +47,7 @@ cdef class SequencePadGrad:
 
     def __call__(self, x, dout):
         data = np.asarray(x.data)
-        lengths = np.diff(_offsets(x.lod, data.shape[0], "sequence_pad_grad"))
+        lengths = np.diff(last_offsets(x.lod, data.shape[0], "sequence_pad_grad"))
         g = np.asarray(dout.data)
         if g.dtype != data.dtype:
             raise TypeError(f"sequence_pad_grad: X has dtype {data.dtype}, Out@GRAD {g.dtype}")

@@ -14,6 +14,7 @@ from headrace.devices.cuda import current_stream
 from headrace.kernels.cuda_launch import device_empty, float_input, grid
 from headrace.runtime.tensor import Tensor, lengths_to_offsets
 
+from ..host.sequence_pad import last_offsets, padded_width
 from ._seq import DeviceLoD, lod_key, rows_of, seq_of
 
 DTYPES = ("float32", "float64")
@@ -64,23 +65,11 @@ def _lod_offsets(cache, lod, rows, op):
         raise ValueError(f"{op}: X must be a batch of sequences (a tensor with LoD)")
 
     def build():
-        off = np.asarray(lod[-1], np.int64)
-        if off[-1] != rows:
-            raise ValueError(f"{op}: X's LoD ends at {off[-1]}, X has {rows} rows")
+        off = last_offsets(lod, rows, op)
         if off[0] != 0 or (np.diff(off) < 0).any():
             raise ValueError(f"{op}: X's LoD {list(lod[-1])} must start at 0 and not decrease")
         return off, np.diff(off)
     return cache.get((rows, lod_key(lod[-1:])), build)
-
-
-def _width(lengths, padded, op):
-    longest = int(lengths.max()) if len(lengths) else 0
-    if padded == -1:
-        return longest
-    if longest > padded:
-        raise ValueError(f"{op}: a sequence of length {longest} does not fit padded_length "
-                         f"{padded}")
-    return padded
 
 
 class SequencePad:
@@ -93,7 +82,7 @@ class SequencePad:
         a = float_input(x.data, name, "X")
         rows, D = rows_of(a)
         off, lengths = _lod_offsets(self.lod, x.lod, rows, name)
-        W = _width(lengths, self.padded, name)
+        W = padded_width(lengths, self.padded, name)
         p = getattr(pad, "data", pad)
         row = tuple(a.shape[1:])
         if p.dtype != a.dtype:
