@@ -64,6 +64,17 @@ def _clip(x, out, mn, mx, has_min, has_max, lo_t, hi_t, lo_d, hi_d, bad):
         out[i] = lo if v < lo else (hi if v > hi else v)
 
 
+@cuda.jit(device=True)
+def _sum_pair(below, above, t, sb, sa):
+    """The block's sums of ``sb`` and ``sa`` (thread ``t``'s parts) into below[0], above[0]:
+    two shared-memory trees after one barrier."""
+    below[t] = sb
+    above[t] = sa
+    cuda.syncthreads()
+    tree_reduce(below, t, False)
+    tree_reduce(above, t, False)
+
+
 @cuda.jit
 def _clip_grad_sums(x, g, dx, mn, mx, has_min, has_max, want_dx, lo_t, hi_t, lo_d, hi_d, bad,
                     partial):
@@ -91,11 +102,7 @@ def _clip_grad_sums(x, g, dx, mn, mx, has_min, has_max, want_dx, lo_t, hi_t, lo_
                 sb += g[i]
             elif v > hi:
                 sa += g[i]
-    below[t] = sb
-    above[t] = sa
-    cuda.syncthreads()
-    tree_reduce(below, t, False)
-    tree_reduce(above, t, False)
+    _sum_pair(below, above, t, sb, sa)
     if t == 0:
         partial[0, b] = below[0]
         partial[1, b] = above[0]
@@ -111,11 +118,7 @@ def _clip_grad_finish(partial, dmin, dmax, want_min, want_max):
     for k in range(t, partial.shape[1], ROW_THREADS):
         sb += partial[0, k]
         sa += partial[1, k]
-    below[t] = sb
-    above[t] = sa
-    cuda.syncthreads()
-    tree_reduce(below, t, False)
-    tree_reduce(above, t, False)
+    _sum_pair(below, above, t, sb, sa)
     if t == 0:
         if want_min:
             for k in range(dmin.size):
