@@ -23,6 +23,8 @@ from ._common cimport expect_shape, float_array
 
 import numpy as np
 
+from ..host.dropout import SEED_MASK, DropoutAttrs, stream_seed
+
 cnp.import_array()
 
 DTYPES = ("float32", "float64")
@@ -41,26 +43,14 @@ cdef void _train(const real* x, const real* u, real* out, unsigned char* mask, P
 
 
 cdef class Dropout:
-    cdef double p
+    cdef double p, scale
     cdef bint is_test, upscale, fixed
     cdef object seed, gen
 
     def __init__(self, dict attrs, info=None):
-        self.p = attrs.get("dropout_prob", 0.5)
-        if not 0.0 <= self.p <= 1.0:
-            raise ValueError(f"dropout: dropout_prob must be in [0, 1], got {self.p}")
-        self.is_test = attrs.get("is_test", False)
-        self.upscale = attrs.get("dropout_implementation",
-                                 "downgrade_in_infer") == "upscale_in_train"
-        info_seed = getattr(info, "seed", None) if info is not None else None
-        self.fixed = attrs.get("fix_seed", False)
-        if self.fixed:
-            # fix_seed with seed 0 still fixes the stream (seed 0, or the program's).
-            self.seed = info_seed if info_seed is not None else attrs.get("seed", 0)
-        else:
-            self.seed = info_seed
-        if self.seed is not None:
-            self.seed = int(self.seed) & 0xFFFFFFFFFFFFFFFF  # a negative seed: its bit pattern
+        a = DropoutAttrs(attrs, "dropout")
+        self.p, self.scale, self.is_test, self.upscale = a.p, a.scale, a.is_test, a.upscale
+        self.fixed, self.seed = stream_seed(attrs, info)
         self.gen = np.random.default_rng(self.seed)
 
     def __call__(self, x, seed=None):
@@ -79,7 +69,7 @@ cdef class Dropout:
             if s.size != 1 or s.dtype.kind not in "iu":
                 raise ValueError(f"dropout: Seed must hold one integer, got {s.dtype} "
                                  f"shape {list(s.shape)}")
-            gen = np.random.default_rng(int(s.reshape(-1)[0]) & 0xFFFFFFFFFFFFFFFF)
+            gen = np.random.default_rng(int(s.reshape(-1)[0]) & SEED_MASK)
         elif self.fixed:
             gen = np.random.default_rng(self.seed)
         else:
@@ -88,8 +78,7 @@ cdef class Dropout:
         cdef cnp.ndarray u = gen.random(n, dtype=a.dtype)
         out = empty_like(a)
         mask = cnp.PyArray_EMPTY(cnp.PyArray_NDIM(a), cnp.PyArray_DIMS(a), cnp.NPY_UINT8, 0)
-        # upscale: kept elements / (1 - p); with p = 1 nothing is kept and the scale is moot.
-        cdef double scale = 1.0 / (1.0 - self.p) if self.upscale and self.p < 1.0 else 1.0
+        cdef double scale = self.scale
         if t == cnp.NPY_FLOAT32:
             with nogil:
                 _train(<const float*>cnp.PyArray_DATA(a), <const float*>cnp.PyArray_DATA(u),
@@ -112,16 +101,12 @@ cdef void _grad(const unsigned char* mask, const real* dy, real* dx, Py_ssize_t 
 
 cdef class DropoutGrad:
     """dropout_grad(Out@GRAD, Mask) -> (X@GRAD,)."""
-    cdef double p
+    cdef double p, scale
     cdef bint is_test, upscale, want
 
     def __init__(self, dict attrs, info=None):
-        self.p = attrs.get("dropout_prob", 0.5)
-        if not 0.0 <= self.p <= 1.0:
-            raise ValueError(f"dropout_grad: dropout_prob must be in [0, 1], got {self.p}")
-        self.is_test = attrs.get("is_test", False)
-        self.upscale = attrs.get("dropout_implementation",
-                                 "downgrade_in_infer") == "upscale_in_train"
+        a = DropoutAttrs(attrs, "dropout_grad")
+        self.p, self.scale, self.is_test, self.upscale = a.p, a.scale, a.is_test, a.upscale
         self.want = info is None or info.wants("X@GRAD")
 
     def __call__(self, dout, mask):
@@ -139,7 +124,7 @@ cdef class DropoutGrad:
             return ((g * (1.0 - self.p)).astype(g.dtype),)
         cdef cnp.ndarray dx = empty_like(g)
         cdef Py_ssize_t n = cnp.PyArray_SIZE(g)
-        cdef double scale = 1.0 / (1.0 - self.p) if self.upscale and self.p < 1.0 else 1.0
+        cdef double scale = self.scale
         if cnp.PyArray_TYPE(g) == cnp.NPY_FLOAT32:
             with nogil:
                 _grad(<const unsigned char*>cnp.PyArray_DATA(m), <const float*>cnp.PyArray_DATA(g),

@@ -27,6 +27,8 @@ from headrace.kernels.cuda_launch import (device_copy, device_empty, device_fill
                                           flat, float_input, launch, reseed_states, rng_count,
                                           rng_grid, rng_states)
 
+from ..host.dropout import DropoutAttrs, stream_seed
+
 DTYPES = ("float32", "float64")
 
 
@@ -64,28 +66,21 @@ def _masked(mask, dy, dx, scale):
         dx[i] = dy[i] * scale if mask[i] else 0
 
 
-def _check_p(attrs, op):
-    p = attrs.get("dropout_prob", 0.5)
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"{op}: dropout_prob must be in [0, 1], got {p}")
-    return p
+def _test_mode(a, attrs):
+    """The test-mode result, a plain scaling: ``a`` itself (a copy) for upscale_in_train, else
+    ``a`` * (1 - p) (in float64, then ``a``'s type, as the CPU kernel's)."""
+    if attrs.upscale:
+        return device_copy(a)
+    out = empty_like(a)
+    launch(_scaled, out.size, flat(a), flat(out), 1.0 - attrs.p)
+    return out
 
 
 class Dropout:
     def __init__(self, attrs, info=None):
-        self.p = _check_p(attrs, "dropout")
-        self.is_test = attrs.get("is_test", False)
-        self.upscale = attrs.get("dropout_implementation",
-                                 "downgrade_in_infer") == "upscale_in_train"
-        info_seed = getattr(info, "seed", None) if info is not None else None
-        self.fixed = attrs.get("fix_seed", False)
-        if self.fixed:
-            # fix_seed with seed 0 still fixes the stream (seed 0, or the program's).
-            self.seed = info_seed if info_seed is not None else attrs.get("seed", 0)
-        else:
-            self.seed = info_seed
-        if self.seed is not None:
-            self.seed = int(self.seed) & 0xFFFFFFFFFFFFFFFF  # a negative seed: its bit pattern
+        a = DropoutAttrs(attrs, "dropout")
+        self.p, self.scale, self.is_test, self.upscale = a.p, a.scale, a.is_test, a.upscale
+        self.fixed, self.seed = stream_seed(attrs, info)
         self.states = self.scratch = self.fixed_seed = None
 
     def _states(self, seed, n):
@@ -109,11 +104,7 @@ class Dropout:
         a = float_input(x, "dropout", "X")
         if self.is_test:
             mask = device_fill(device_empty(a.shape, np.uint8), np.uint8(1))
-            if self.upscale:
-                return (device_copy(a), mask)
-            out = empty_like(a)
-            launch(_scaled, out.size, flat(a), flat(out), 1.0 - self.p)
-            return (out, mask)
+            return (_test_mode(a, self), mask)
         if seed is not None and (seed.size != 1 or np.dtype(seed.dtype).kind not in "iu"):
             raise ValueError(f"dropout: Seed must hold one integer, got {seed.dtype} "
                              f"shape {list(seed.shape)}")
@@ -121,12 +112,10 @@ class Dropout:
         mask = device_empty(a.shape, np.uint8)
         if out.size:
             states = self._states(None if seed is None else seed.reshape(1), out.size)
-            # upscale: kept elements / (1 - p); with p = 1 nothing is kept, the scale is moot.
-            scale = 1.0 / (1.0 - self.p) if self.upscale and self.p < 1.0 else 1.0
             t = np.dtype(a.dtype).type
             blocks, threads, total = rng_grid(out.size, states)
             _train[blocks, threads, current_stream()](states, flat(a), flat(out), flat(mask),
-                                                      t(self.p), t(scale),
+                                                      t(self.p), t(self.scale),
                                                       t is np.float64, total)
         return (out, mask)
 
@@ -135,10 +124,8 @@ class DropoutGrad:
     """dropout_grad(Out@GRAD, Mask) -> (X@GRAD,)."""
 
     def __init__(self, attrs, info=None):
-        self.p = _check_p(attrs, "dropout_grad")
-        self.is_test = attrs.get("is_test", False)
-        self.upscale = attrs.get("dropout_implementation",
-                                 "downgrade_in_infer") == "upscale_in_train"
+        a = DropoutAttrs(attrs, "dropout_grad")
+        self.p, self.scale, self.is_test, self.upscale = a.p, a.scale, a.is_test, a.upscale
         self.want = info is None or info.wants("X@GRAD")
 
     def __call__(self, dout, mask):
@@ -154,14 +141,10 @@ class DropoutGrad:
         if not self.want:
             return (None,)
         if self.is_test:
-            if self.upscale:
-                return (device_copy(g),)
-            dx = empty_like(g)
-            launch(_scaled, dx.size, flat(g), flat(dx), 1.0 - self.p)
-            return (dx,)
+            return (_test_mode(g, self),)
         dx = empty_like(g)
-        scale = 1.0 / (1.0 - self.p) if self.upscale and self.p < 1.0 else 1.0
-        launch(_masked, dx.size, flat(mask), flat(g), flat(dx), np.dtype(g.dtype).type(scale))
+        launch(_masked, dx.size, flat(mask), flat(g), flat(dx),
+               np.dtype(g.dtype).type(self.scale))
         return (dx,)
 
 
