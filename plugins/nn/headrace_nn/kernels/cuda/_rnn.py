@@ -12,7 +12,7 @@ make. The step counts stay on the host: they size each step's launches.
 import numpy as np
 from numba import cuda
 
-from headrace.kernels.cuda_launch import device_empty, float_input, launch
+from headrace.kernels.cuda_launch import device_empty, device_fill, float_input, launch
 from headrace.runtime import Tensor
 
 from ..cpu._rnn import ACTIVATIONS, layout
@@ -58,6 +58,17 @@ class Layouts:
         dev, meta = self.cache.get((rows, bool(reverse), lod_key(lod)), build)
         return Steps(dev, meta)
 
+    def sequences(self, op, x, reverse, gates=None, slot="Input", nonempty=False):
+        """(data, rows, hidden, Steps) of ``x``, the Tensor that carries the sequences: float,
+        2-D and, with ``gates``, [rows, gates * hidden] (hidden > 0 with ``nonempty``)."""
+        data = float_input(x.data, op, slot)
+        cols = data.shape[1] if data.ndim == 2 else 0
+        if data.ndim != 2 or (gates and (cols % gates or (nonempty and cols == 0))):
+            what = f"[rows, {gates} * hidden]" if gates else "2-D"
+            raise ValueError(f"{op}: {slot} must be {what}, found {list(data.shape)}")
+        rows = data.shape[0]
+        return data, rows, cols // gates if gates else cols, self.get(x.lod, rows, reverse, op)
+
 
 def value(v):
     """The device array of input ``v``: a Tensor's data, or ``v`` itself (not getattr(v,
@@ -80,16 +91,7 @@ def operand(v, dtype, shape, op, slot):
 
 
 def zeros(shape, dtype):
-    out = device_empty(shape, dtype)
-    launch(_fill_zero, out.size, out.reshape(-1))
-    return out
-
-
-@cuda.jit
-def _fill_zero(out):
-    k = cuda.grid(1)
-    if k < out.size:
-        out[k] = 0
+    return device_fill(device_empty(shape, dtype), np.dtype(dtype).type(0))
 
 
 @cuda.jit

@@ -15,7 +15,7 @@ bias's column sums, Input@GRAD a scatter back to Input's rows.
 from numba import cuda
 
 from headrace.kernels.cuda_gemm import gemm, sum_batches
-from headrace.kernels.cuda_launch import device_empty, float_input, launch
+from headrace.kernels.cuda_launch import device_empty, launch
 from headrace.runtime import Tensor
 
 from ._rnn import (ACTIVATIONS, Layouts, gather_rows, operand, prev_rows, scatter_rows, unrank,
@@ -110,13 +110,8 @@ class _Options:
         self.layouts = Layouts()
 
     def operands(self, op, x, h0, weight, bias):
-        data = float_input(x.data, op, "Input")
-        if data.ndim != 2 or data.shape[1] % 3:
-            raise ValueError(f"{op}: Input must be [rows, 3 * hidden], found "
-                             f"{list(data.shape)}")
-        rows, d = data.shape[0], data.shape[1] // 3
+        data, rows, d, st = self.layouts.sequences(op, x, self.reverse, 3)
         dtype = data.dtype
-        st = self.layouts.get(x.lod, rows, self.reverse, op)
         w = operand(weight, dtype, (d, 3 * d), op, "Weight")
         b = None if bias is None else operand(bias, dtype, (1, 3 * d), op, "Bias")
         h0r = None if h0 is None else gather_rows(operand(h0, dtype, (st.n_seq, d), op, "H0"),

@@ -18,7 +18,7 @@ the carried ones only for the rows the step after had.
 from numba import cuda
 
 from headrace.kernels.cuda_gemm import gemm, sum_batches
-from headrace.kernels.cuda_launch import device_empty, float_input, launch
+from headrace.kernels.cuda_launch import device_empty, launch
 from headrace.runtime import Tensor
 
 from ._rnn import (ACTIVATIONS, Layouts, gather_rows, operand, prev_rows, scatter_rows, unrank,
@@ -28,41 +28,84 @@ from .gru_unit import _act, _deriv
 DTYPES = ("float32", "float64")
 
 
+@cuda.jit(device=True)
+def cell(g, base, D, j, cp, peep, ag, ac, ah, clip, has_pc, has_peep):
+    """Unit j of one row's cell (lstm's and lstmp's): g [4D] at ``base`` holds the row's
+    [candidate, input, forget, output] pre-activations, left activated; cp: c of the step
+    before; clip > 0 clips c (before the output gate's peephole). Returns (c, act(c), o)."""
+    zi = float(g[base + D + j])
+    zf = float(g[base + 2 * D + j])
+    if has_peep and has_pc:
+        zi += peep[j] * cp
+        zf += peep[D + j] * cp
+    cand = _act(ac, float(g[base + j]))
+    i = _act(ag, zi)
+    f = _act(ag, zf)
+    c = i * cand + f * cp
+    if clip > 0:
+        c = min(max(c, -clip), clip)
+    zo = float(g[base + 3 * D + j])
+    if has_peep:
+        zo += peep[2 * D + j] * c
+    o = _act(ag, zo)
+    g[base + j] = cand
+    g[base + D + j] = i
+    g[base + 2 * D + j] = f
+    g[base + 3 * D + j] = o
+    return c, _act(ah, c), o
+
+
+@cuda.jit(device=True)
+def cell_grad(g, dg, pe, base, pe_base, D, j, dh, dc, c, a, cp, peep, ag, ac, ah, clip,
+              has_peep):
+    """Unit j of one row's cell backwards (lstm's and lstmp's): from dh and dc reaching h
+    and c, the gates' pre-activation gradients into dg at ``base`` and the peephole terms
+    into pe at ``pe_base``; a: act(c). A clipped c passes nothing back (Paddle's rule).
+    Returns the gradient of the cell before."""
+    cand = float(g[base + j])
+    i = float(g[base + D + j])
+    f = float(g[base + 2 * D + j])
+    o = float(g[base + 3 * D + j])
+    dgo = dh * a * _deriv(ag, o)
+    if clip > 0 and (c >= clip or c <= -clip):
+        dcc = 0.0
+    else:
+        dcc = dc + dh * o * _deriv(ah, a)
+        if has_peep:
+            dcc += dgo * peep[2 * D + j]
+    dgi = dcc * cand * _deriv(ag, i)
+    dgf = dcc * cp * _deriv(ag, f)
+    dg[base + j] = dcc * i * _deriv(ac, cand)
+    dg[base + D + j] = dgi
+    dg[base + 2 * D + j] = dgf
+    dg[base + 3 * D + j] = dgo
+    dcc = dcc * f
+    if has_peep:
+        dcc += dgi * peep[j] + dgf * peep[D + j]
+        pe[pe_base + j] = dgi * cp
+        pe[pe_base + D + j] = dgf * cp
+        pe[pe_base + 2 * D + j] = dgo * c
+    return dcc
+
+
 @cuda.jit
-def _step(g, cb, hb, hidden, cell, idx, pc, pc_off, peep, s, D, total, ag, ac, ah, has_pc,
+def _step(g, cb, hb, hidden, cell_out, idx, pc, pc_off, peep, s, D, total, ag, ac, ah, has_pc,
           has_peep):
-    """One step's cells: g [rows, 4D] step-major [candidate, input, forget, output]
-    pre-activations in, activated out; c and h to cb/hb (step-major) and Cell/Hidden."""
+    """One step's cells: g [rows, 4D] step-major pre-activations in, activated out; c and h
+    to cb/hb (step-major) and Cell/Hidden."""
     k = cuda.grid(1)
     if k < total:
         r = k // D
         j = k - r * D
         row = s + r
-        base = row * 4 * D
         cp = float(pc[pc_off + r * D + j]) if has_pc else 0.0
-        zi = float(g[base + D + j])
-        zf = float(g[base + 2 * D + j])
-        if has_peep and has_pc:
-            zi += peep[j] * cp
-            zf += peep[D + j] * cp
-        cand = _act(ac, float(g[base + j]))
-        i = _act(ag, zi)
-        f = _act(ag, zf)
-        c = i * cand + f * cp
-        zo = float(g[base + 3 * D + j])
-        if has_peep:
-            zo += peep[2 * D + j] * c
-        o = _act(ag, zo)
-        h = o * _act(ah, c)
-        g[base + j] = cand
-        g[base + D + j] = i
-        g[base + 2 * D + j] = f
-        g[base + 3 * D + j] = o
+        c, a, o = cell(g, row * 4 * D, D, j, cp, peep, ag, ac, ah, 0.0, has_pc, has_peep)
+        h = o * a
         cb[row * D + j] = c
         hb[row * D + j] = h
         out = idx[row] * D + j
         hidden[out] = h
-        cell[out] = c
+        cell_out[out] = c
 
 
 @cuda.jit
@@ -76,38 +119,17 @@ def _step_grad(g, cb, pc, pc_off, dhc, dc, dhid, dcel, idx, peep, dg, pe, s, n_n
         r = k // D
         j = k - r * D
         row = s + r
-        base = row * 4 * D
         carried = r < n_next
-        dh = float(dhc[r * D + j]) if carried else 0.0
-        dcv = float(dc[r * D + j]) if carried else 0.0
+        dh = float(dhc[k]) if carried else 0.0
+        dcv = float(dc[k]) if carried else 0.0
         if has_dhid:
             dh += dhid[idx[row] * D + j]
         if has_dcel:
             dcv += dcel[idx[row] * D + j]
-        cand = float(g[base + j])
-        i = float(g[base + D + j])
-        f = float(g[base + 2 * D + j])
-        o = float(g[base + 3 * D + j])
         c = float(cb[row * D + j])
-        cp = float(pc[pc_off + r * D + j]) if has_pc else 0.0
-        a = _act(ah, c)
-        dgo = dh * a * _deriv(ag, o)
-        dcc = dcv + dh * o * _deriv(ah, a)
-        if has_peep:
-            dcc += dgo * peep[2 * D + j]
-        dgi = dcc * cand * _deriv(ag, i)
-        dgf = dcc * cp * _deriv(ag, f)
-        dg[base + j] = dcc * i * _deriv(ac, cand)
-        dg[base + D + j] = dgi
-        dg[base + 2 * D + j] = dgf
-        dg[base + 3 * D + j] = dgo
-        dcc = dcc * f
-        if has_peep:
-            dcc += dgi * peep[j] + dgf * peep[D + j]
-            pe[row * 3 * D + j] = dgi * cp
-            pe[row * 3 * D + D + j] = dgf * cp
-            pe[row * 3 * D + 2 * D + j] = dgo * c
-        dc[r * D + j] = dcc
+        cp = float(pc[pc_off + k]) if has_pc else 0.0
+        dc[k] = cell_grad(g, dg, pe, row * 4 * D, row * 3 * D, D, j, dh, dcv, c, _act(ah, c),
+                          cp, peep, ag, ac, ah, 0.0, has_peep)
 
 
 class _Options:
@@ -122,13 +144,8 @@ class _Options:
         self.layouts = Layouts()
 
     def operands(self, op, x, h0, c0, weight, bias):
-        data = float_input(x.data, op, "Input")
-        if data.ndim != 2 or data.shape[1] % 4:
-            raise ValueError(f"{op}: Input must be [rows, 4 * hidden], found "
-                             f"{list(data.shape)}")
-        rows, d = data.shape[0], data.shape[1] // 4
+        data, rows, d, st = self.layouts.sequences(op, x, self.reverse, 4)
         dtype = data.dtype
-        st = self.layouts.get(x.lod, rows, self.reverse, op)
         w = operand(weight, dtype, (d, 4 * d), op, "Weight")
         b = operand(bias, dtype, (1, (7 if self.peep else 4) * d), op, "Bias")
         if (h0 is None) != (c0 is None):

@@ -22,45 +22,26 @@ from headrace.runtime import Tensor
 from ._rnn import (ACTIVATIONS, Layouts, gather_rows, operand, prev_rows, scatter_rows, unrank,
                    value, zeros)
 from .gru_unit import _act, _deriv
+from .lstm import cell, cell_grad
 
 DTYPES = ("float32", "float64")
 IDENTITY = ACTIVATIONS["identity"]
 
 
 @cuda.jit
-def _cells(g, cb, acb, hb, cell, idx, pc, pc_off, peep, s, D, total, ag, ac, acell, clip,
+def _cells(g, cb, acb, hb, cell_out, idx, pc, pc_off, peep, s, D, total, ag, ac, acell, clip,
            has_pc, has_peep):
     k = cuda.grid(1)
     if k < total:
         r = k // D
         j = k - r * D
         row = s + r
-        base = row * 4 * D
-        cp = float(pc[pc_off + r * D + j]) if has_pc else 0.0
-        zi = float(g[base + D + j])
-        zf = float(g[base + 2 * D + j])
-        if has_peep and has_pc:
-            zi += peep[j] * cp
-            zf += peep[D + j] * cp
-        cand = _act(ac, float(g[base + j]))
-        i = _act(ag, zi)
-        f = _act(ag, zf)
-        c = cand * i + cp * f
-        if clip > 0:
-            c = min(max(c, -clip), clip)
-        zo = float(g[base + 3 * D + j])
-        if has_peep:
-            zo += peep[2 * D + j] * c   # the clipped c
-        o = _act(ag, zo)
-        a = _act(acell, c)
-        g[base + j] = cand
-        g[base + D + j] = i
-        g[base + 2 * D + j] = f
-        g[base + 3 * D + j] = o
+        cp = float(pc[pc_off + k]) if has_pc else 0.0
+        c, a, o = cell(g, row * 4 * D, D, j, cp, peep, ag, ac, acell, clip, has_pc, has_peep)
         cb[row * D + j] = c
         acb[row * D + j] = a
         hb[row * D + j] = o * a
-        cell[idx[row] * D + j] = c
+        cell_out[idx[row] * D + j] = c
 
 
 @cuda.jit
@@ -99,39 +80,14 @@ def _cells_grad(g, cb, acb, pc, pc_off, dh, dc, dcb, peep, dg, pe, s, n_next, D,
         r = k // D
         j = k - r * D
         row = s + r
-        base = row * 4 * D
-        cand = float(g[base + j])
-        i = float(g[base + D + j])
-        f = float(g[base + 2 * D + j])
-        o = float(g[base + 3 * D + j])
-        c = float(cb[row * D + j])
-        a = float(acb[row * D + j])
-        cp = float(pc[pc_off + r * D + j]) if has_pc else 0.0
-        dhh = float(dh[k])
-        dgo = _deriv(ag, o) * dhh * a
         # dc carries c's gradient from the step after (for its rows); Cell's own joins it
-        dcc = float(dc[k]) if r < n_next else 0.0
+        dcv = float(dc[k]) if r < n_next else 0.0
         if has_dcb:
-            dcc += dcb[row * D + j]
-        if clip > 0 and (c >= clip or c <= -clip):
-            dcc = 0.0
-        else:
-            dcc += _deriv(acell, a) * dhh * o
-            if has_peep:
-                dcc += dgo * peep[2 * D + j]
-        dgi = _deriv(ag, i) * dcc * cand
-        dgf = _deriv(ag, f) * dcc * cp
-        dg[base + j] = _deriv(ac, cand) * dcc * i
-        dg[base + D + j] = dgi
-        dg[base + 2 * D + j] = dgf
-        dg[base + 3 * D + j] = dgo
-        dcc = dcc * f
-        if has_peep:
-            dcc += dgi * peep[j] + dgf * peep[D + j]
-            pe[row * 3 * D + j] = dgi * cp
-            pe[row * 3 * D + D + j] = dgf * cp
-            pe[row * 3 * D + 2 * D + j] = dgo * c
-        dc[k] = dcc
+            dcv += dcb[row * D + j]
+        cp = float(pc[pc_off + k]) if has_pc else 0.0
+        dc[k] = cell_grad(g, dg, pe, row * 4 * D, row * 3 * D, D, j, float(dh[k]), dcv,
+                          float(cb[row * D + j]), float(acb[row * D + j]), cp, peep, ag, ac,
+                          acell, clip, has_peep)
 
 
 class _Options:
@@ -169,12 +125,6 @@ class _Options:
                             st.n_seq, cols, dtype).reshape(-1)
                 for v, slot, cols in ((h0, "H0", p), (c0, "C0", d))]
 
-    def sequences(self, op, x, slot):
-        data = float_input(x.data, op, slot)
-        if data.ndim != 2:
-            raise ValueError(f"{op}: {slot} must be 2-D, found {list(data.shape)}")
-        return data, data.shape[0], self.layouts.get(x.lod, data.shape[0], self.reverse, op)
-
     def cell_before(self, st, t, cbf, c0r, d):
         if t > 0:
             return cbf, st.first[t - 1] * d, True
@@ -185,10 +135,8 @@ class LSTMP(_Options):
 
     def __call__(self, x, h0, c0, weight, proj_weight, bias):
         op = "lstmp"
-        data, rows, st = self.sequences(op, x, "Input")
-        if data.shape[1] == 0 or data.shape[1] % 4:
-            raise ValueError(f"{op}: Input must be [rows, 4 * hidden], found {list(data.shape)}")
-        d, dtype, total = data.shape[1] // 4, data.dtype, st.total
+        data, rows, d, st = self.layouts.sequences(op, x, self.reverse, 4, nonempty=True)
+        dtype, total = data.dtype, st.total
         w, pw, b, p = self.weights(op, dtype, weight, proj_weight, bias, d)
         h0r, c0r = self.states(op, dtype, h0, c0, st, d, p)
         gates = gather_rows(data.reshape(-1), st.idx, total, 4 * d, dtype, bias=b)
@@ -220,7 +168,7 @@ class LSTMPGrad(_Options):
                  batch_cell_pre_act, batch_hidden, h0, c0, dprojection, dcell):
         op = "lstmp_grad"
         # Paddle's grad op does not read Input: the sequences are Projection's.
-        _, rows, st = self.sequences(op, projection, "Projection")
+        _, rows, _, st = self.layouts.sequences(op, projection, self.reverse, slot="Projection")
         g = float_input(value(batch_gate), op, "BatchGate")
         if g.ndim != 2 or g.shape[1] == 0 or g.shape[1] % 4:
             raise ValueError(f"{op}: BatchGate must be a float [rows, 4 * hidden], found "

@@ -243,6 +243,13 @@ class _Stack:
                                                                f"sequence {pos}"), self.info)
         return x, T, N, [s.reshape(-1) for s in states], ws, lens
 
+    def dims(self):
+        """(layers, directions, hidden, mode, gates, Reserve's width, gates * hidden, width *
+        hidden)."""
+        a = self.a
+        G, K = GATES[a.mode], WIDTH[a.mode]
+        return a.layers, a.dirs, a.hid, a.mode, G, K, G * a.hid, K * a.hid
+
     @property
     def dropping(self):
         a = self.a
@@ -291,10 +298,7 @@ class RNN(_Stack):
 
     def __call__(self, x, pre_state, weights, lens):
         x, T, N, states, ws, lens = self.operands("rnn", x, pre_state, weights, lens)
-        a = self.a
-        L, D, H, mode = a.layers, a.dirs, a.hid, a.mode
-        G, K = GATES[mode], WIDTH[mode]
-        GH, KH = G * H, K * H
+        L, D, H, mode, G, K, GH, KH = self.dims()
         dtype = x.dtype
         shape = (T, N, D * H)
         mask = self.draw(shape) if self.dropping else None
@@ -360,10 +364,7 @@ class RNNGrad(_Stack):
                  dstate):
         op = "rnn_grad"
         x, T, N, states, ws, lens = self.operands(op, x, pre_state, weights, lens)
-        a = self.a
-        L, D, H, mode = a.layers, a.dirs, a.hid, a.mode
-        G, K = GATES[mode], WIDTH[mode]
-        GH, KH = G * H, K * H
+        L, D, H, mode, G, K, GH, KH = self.dims()
         dtype = x.dtype
         shape = (T, N, D * H)
         _device(out, dtype, shape, op, "Out")
