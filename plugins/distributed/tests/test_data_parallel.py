@@ -1,0 +1,66 @@
+"""Data-parallel training on two ranks (the issue's acceptance), each job a ``headrace
+launch`` of dp_worker.py: 2 ranks with batch B end with the parameters of 1 process with
+batch 2B (float64, 1e-5 relative), unfused, in gradient buckets, and with synchronized batch
+norm; the serialized-program mode gives the same numbers; a rank killed, raising or building
+another program ends the job quickly with an error naming it."""
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+STEPS, BATCH = 4, 4
+
+
+@pytest.fixture(scope="module")
+def single(tmp_path_factory):
+    out = tmp_path_factory.mktemp("dp") / "single.npz"
+    subprocess.run([sys.executable, f"{HERE}/dp_worker.py", "single", str(out),
+                    "--steps", str(STEPS), "--batch", str(BATCH), "--world", "2"],
+                   check=True, timeout=120)
+    return dict(np.load(out))
+
+
+def _same(got, want):
+    assert sorted(got) == sorted(want)
+    for name, value in want.items():
+        # atol: the conv bias before the batch norm gets a zero gradient up to rounding, so
+        # its values are rounding noise of size 1e-17.
+        np.testing.assert_allclose(got[name], value, rtol=1e-5, atol=1e-12, err_msg=name)
+
+
+def _train(launch, tmp_path, mode):
+    out = tmp_path / f"{mode}.npz"
+    rc, _, err = launch(2, "dp_worker.py", mode, out, "--steps", STEPS, "--batch", BATCH)
+    assert rc == 0, err[-3000:]
+    return dict(np.load(out))
+
+
+def test_two_ranks_match_one_with_twice_the_batch(launch, single, tmp_path):
+    got = _train(launch, tmp_path, "spmd")
+    _same(got, single)
+    # The parameters moved: equality is not that of untrained networks.
+    assert not np.allclose(got["fused/fc_3.w_0"], 0)
+
+
+def test_serialized_program_mode_matches(launch, single, tmp_path):
+    _same(_train(launch, tmp_path, "serialized"), single)
+
+
+@pytest.mark.parametrize("how, says", [("--kill-rank", "rank 1 exited on signal 9"),
+                                       ("--raise-rank", "rank 1 raised an exception"),
+                                       ("--mismatch-rank", "raised an exception")])
+def test_a_failing_rank_ends_the_job_naming_it(launch, tmp_path, how, says):
+    start = time.monotonic()
+    rc, _, err = launch(2, "dp_worker.py", "spmd", tmp_path / "x.npz", "--steps", 200,
+                        "--configs", "unfused", how, 1, timeout=90,
+                        env={"HEADRACE_COLLECTIVE_TIMEOUT": "30"})
+    assert rc != 0
+    assert time.monotonic() - start < 60
+    assert says in err.splitlines()[-1], err[-3000:]
+    if how == "--mismatch-rank":   # every rank raises; the error names the one that differs
+        assert "ProgramMismatchError: ranks [1] run a different main program" in err
+        assert "(128, 32)" in err and "(128, 48)" in err
