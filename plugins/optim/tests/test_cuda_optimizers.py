@@ -7,13 +7,10 @@ import pytest
 
 import headrace as hr
 from headrace.runtime import Executor, Scope, Tensor
+from headrace_optim.reference._cases import initial_state
 
 pytestmark = pytest.mark.cuda
 
-STATE_SLOTS = {"sgd": [], "momentum": ["Velocity"], "adagrad": ["Moment"],
-               "adam": ["Moment1", "Moment2", "Beta1Pow", "Beta2Pow", "Moment2Max"],
-               "adamw": ["Moment1", "Moment2", "Beta1Pow", "Beta2Pow", "Moment2Max"],
-               "rmsprop": ["MeanSquare", "MeanGrad", "Moment"]}
 CASES = [
     ("sgd", {}),
     ("momentum", {"mu": 0.9}),
@@ -32,25 +29,6 @@ CASES = [
     ("rmsprop", {"decay": 0.9, "epsilon": 1e-6, "momentum": 0.3, "centered": True}),
 ]
 IDS = [f"{op}-{i}" for i, (op, _) in enumerate(CASES)]
-POSITIVE = {"Moment2", "Moment2Max", "Moment", "MeanSquare"}
-
-
-def initial_state(op_type, attrs, shape, dtype, rng):
-    state = {"Param": rng.standard_normal(shape).astype(dtype),
-             "LearningRate": np.array([0.05], dtype)}
-    for s in STATE_SLOTS[op_type]:
-        if s in ("Beta1Pow", "Beta2Pow"):
-            beta = attrs.get("beta1", 0.9) if s == "Beta1Pow" else attrs.get("beta2", 0.999)
-            state[s] = np.array([beta], dtype)
-        elif s == "MeanGrad" and not attrs.get("centered"):
-            continue
-        elif s == "Moment2Max" and not attrs.get("amsgrad"):
-            continue
-        elif s in POSITIVE and not (op_type == "rmsprop" and s == "Moment"):
-            state[s] = rng.random(shape).astype(dtype) + 0.1
-        else:
-            state[s] = 0.1 * rng.standard_normal(shape).astype(dtype)
-    return state
 
 
 def step_program(op_type, attrs, state, dtype, extra=None):

@@ -21,7 +21,8 @@ from headrace_optim.reference import momentum as r_momentum
 from headrace_optim.reference import rmsprop as r_rmsprop
 from headrace_optim.reference import sgd as r_sgd
 
-from headrace_optim.reference._cases import OPS, OPTIMIZERS, STATES, build  # noqa: F401
+from headrace_optim.reference._cases import (OPS, OPTIMIZERS, STATE_SLOTS, STATES,  # noqa: F401
+                                             build, initial_state)
 
 
 REFS = {**r_sgd.REFERENCES, **r_momentum.REFERENCES, **r_adam.REFERENCES,
@@ -29,11 +30,6 @@ REFS = {**r_sgd.REFERENCES, **r_momentum.REFERENCES, **r_adam.REFERENCES,
 KERNEL_CLASSES = {"sgd": k_sgd.SGD, "momentum": k_momentum.Momentum, "adam": k_adam.Adam,
                   "adamw": k_adam.AdamW, "adagrad": k_adagrad.Adagrad,
                   "rmsprop": k_rmsprop.RMSProp}
-# op -> (its state slots in input order, attributes of the cases below)
-STATE_SLOTS = {"sgd": [], "momentum": ["Velocity"], "adagrad": ["Moment"],
-               "adam": ["Moment1", "Moment2", "Beta1Pow", "Beta2Pow", "Moment2Max"],
-               "adamw": ["Moment1", "Moment2", "Beta1Pow", "Beta2Pow", "Moment2Max"],
-               "rmsprop": ["MeanSquare", "MeanGrad", "Moment"]}
 CASES = [
     ("sgd", {}),
     ("momentum", {"mu": 0.9}),
@@ -55,9 +51,6 @@ CASES = [
     ("rmsprop", {"decay": 0.9, "epsilon": 1e-6, "momentum": 0.3, "centered": True}),
 ]
 CASE_IDS = [f"{op}-{i}" for i, (op, _) in enumerate(CASES)]
-# Accumulated squares: never negative.
-POSITIVE_STATES = {("adam", "Moment2"), ("adamw", "Moment2"), ("adam", "Moment2Max"),
-                   ("adamw", "Moment2Max"), ("adagrad", "Moment"), ("rmsprop", "MeanSquare")}
 
 
 def defaults(op_type, attrs):
@@ -65,26 +58,6 @@ def defaults(op_type, attrs):
     full = {a.name: a.default for a in opdef.attrs.values() if not a.required}
     full.update(attrs)
     return full
-
-
-def initial_state(op_type, attrs, shape, dtype, rng):
-    """Param, LearningRate and the op's state tensors (valid values: positive squares)."""
-    state = {"Param": rng.standard_normal(shape).astype(dtype),
-             "LearningRate": np.array([0.05], dtype)}
-    for s in STATE_SLOTS[op_type]:
-        if s in ("Beta1Pow", "Beta2Pow"):
-            beta = attrs.get("beta1" if s == "Beta1Pow" else "beta2", 0.9 if s == "Beta1Pow"
-                             else 0.999)
-            state[s] = np.array([np.float32(beta)], dtype)
-        elif s == "MeanGrad" and not attrs.get("centered"):
-            continue
-        elif s == "Moment2Max" and not attrs.get("amsgrad"):
-            continue
-        elif (op_type, s) in POSITIVE_STATES:
-            state[s] = rng.random(shape).astype(dtype) + 0.1
-        else:
-            state[s] = 0.1 * rng.standard_normal(shape).astype(dtype)
-    return state
 
 
 def reference_step(op_type, attrs, state, grad):

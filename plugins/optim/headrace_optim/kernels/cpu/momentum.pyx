@@ -10,6 +10,8 @@ cimport numpy as cnp
 from headrace.kernels.common cimport real
 from ._common cimport dense, like_param, scalar, target
 
+from ..host.momentum import momentum_attrs, refuse_master_param
+
 cnp.import_array()
 
 DTYPES = ("float32", "float64")
@@ -36,21 +38,12 @@ cdef class Momentum:
     cdef bint nesterov, inplace_p, inplace_v
 
     def __init__(self, dict attrs, info=None):
-        self.mu = attrs["mu"]
-        self.nesterov = attrs.get("use_nesterov", False)
-        method = attrs.get("regularization_method", "")
-        if method not in ("", "l2_decay"):
-            raise ValueError(f"momentum: regularization_method {method!r} is not '' or "
-                             f"'l2_decay'")
-        self.decay = attrs.get("regularization_coeff", 0.0) if method == "l2_decay" else 0.0
-        self.rescale = attrs.get("rescale_grad", 1.0)
+        self.mu, self.nesterov, self.decay, self.rescale = momentum_attrs(attrs)
         self.inplace_p = info is not None and info.in_place("Param", "ParamOut")
         self.inplace_v = info is not None and info.in_place("Velocity", "VelocityOut")
 
     def __call__(self, param, grad, learning_rate, velocity, master_param=None):
-        if master_param is not None:
-            raise ValueError("momentum: MasterParam (multi_precision training of a float16 "
-                             "Param) is not supported here")
+        refuse_master_param(master_param)
         cdef cnp.ndarray p = dense(param, "momentum", "Param")
         cdef cnp.ndarray g = like_param(grad, p, "momentum", "Grad")
         cdef cnp.ndarray v = like_param(velocity, p, "momentum", "Velocity")

@@ -13,6 +13,8 @@ from libc.math cimport sqrt
 from headrace.kernels.common cimport real
 from ._common cimport dense, like_param, scalar, target
 
+from ..host.rmsprop import rmsprop_attrs
+
 cnp.import_array()
 
 DTYPES = ("float32", "float64")
@@ -43,15 +45,8 @@ cdef class RMSProp:
     cdef bint centered, mg_out, inplace_p, inplace_ms, inplace_mg, inplace_mom
 
     def __init__(self, dict attrs, info=None):
-        self.eps = attrs.get("epsilon", 1e-10)
-        self.rho = attrs.get("decay", 0.9)
-        self.mu = attrs.get("momentum", 0.0)
-        self.centered = attrs.get("centered", False)
-        self.mg_out = info is None or info.wants("MeanGradOut")
-        self.inplace_p = info is not None and info.in_place("Param", "ParamOut")
-        self.inplace_ms = info is not None and info.in_place("MeanSquare", "MeanSquareOut")
-        self.inplace_mg = info is not None and info.in_place("MeanGrad", "MeanGradOut")
-        self.inplace_mom = info is not None and info.in_place("Moment", "MomentOut")
+        (self.eps, self.rho, self.mu, self.centered, self.mg_out, self.inplace_p,
+         self.inplace_ms, self.inplace_mg, self.inplace_mom) = rmsprop_attrs(attrs, info)
 
     def __call__(self, param, grad, learning_rate, mean_square, mean_grad, moment):
         cdef cnp.ndarray p = dense(param, "rmsprop", "Param")

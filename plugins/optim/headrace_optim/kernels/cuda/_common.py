@@ -61,3 +61,15 @@ def target(a, inplace, reads, own):
                for j, r in enumerate(reads)):
             return a
     return empty_like(a)
+
+
+def one_state_update(op, param, grad, learning_rate, state, slot, inplace_p, inplace_s):
+    """(Param, Grad, the state, LearningRate, ParamOut's array, the state's output array) of an
+    update with one state beside Param (momentum's Velocity, adagrad's Moment), checked in the
+    CPU kernel's order."""
+    p = dense(param, op, "Param")
+    g = like_param(grad, p, op, "Grad")
+    s = like_param(state, p, op, slot)
+    lr = scalar(learning_rate, op, "LearningRate")
+    reads = [p, g, s]
+    return p, g, s, lr, target(p, inplace_p, reads, 0), target(s, inplace_s, reads, 2)

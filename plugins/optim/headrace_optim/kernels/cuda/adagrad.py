@@ -8,7 +8,7 @@ from numba import cuda
 
 from headrace.kernels.cuda_launch import flat, launch
 
-from ._common import dense, like_param, scalar, target
+from ._common import one_state_update
 
 DTYPES = ("float32", "float64")
 
@@ -30,13 +30,8 @@ class Adagrad:
         self.inplace_m = info is not None and info.in_place("Moment", "MomentOut")
 
     def __call__(self, param, grad, learning_rate, moment):
-        p = dense(param, "adagrad", "Param")
-        g = like_param(grad, p, "adagrad", "Grad")
-        m = like_param(moment, p, "adagrad", "Moment")
-        lr = scalar(learning_rate, "adagrad", "LearningRate")
-        reads = [p, g, m]
-        po = target(p, self.inplace_p, reads, 0)
-        mo = target(m, self.inplace_m, reads, 2)
+        p, g, m, lr, po, mo = one_state_update("adagrad", param, grad, learning_rate, moment,
+                                               "Moment", self.inplace_p, self.inplace_m)
         launch(_adagrad, p.size, flat(p), flat(g), flat(m), lr, flat(po), flat(mo),
                p.dtype.type(self.eps))
         return (po, mo)

@@ -13,6 +13,7 @@ from numba import cuda
 
 from headrace.kernels.cuda_launch import device_copy, flat, launch
 
+from ..host.rmsprop import rmsprop_attrs
 from ._common import dense, like_param, scalar, target
 
 DTYPES = ("float32", "float64")
@@ -38,15 +39,8 @@ def _rmsprop(p, g, ms, mg, mom, lr, po, mso, mgo, momo, rho, eps, mu, centered):
 
 class RMSProp:
     def __init__(self, attrs, info=None):
-        self.eps = attrs.get("epsilon", 1e-10)
-        self.rho = attrs.get("decay", 0.9)
-        self.mu = attrs.get("momentum", 0.0)
-        self.centered = bool(attrs.get("centered", False))
-        self.mg_out = info is None or info.wants("MeanGradOut")
-        self.inplace_p = info is not None and info.in_place("Param", "ParamOut")
-        self.inplace_ms = info is not None and info.in_place("MeanSquare", "MeanSquareOut")
-        self.inplace_mg = info is not None and info.in_place("MeanGrad", "MeanGradOut")
-        self.inplace_mom = info is not None and info.in_place("Moment", "MomentOut")
+        (self.eps, self.rho, self.mu, self.centered, self.mg_out, self.inplace_p,
+         self.inplace_ms, self.inplace_mg, self.inplace_mom) = rmsprop_attrs(attrs, info)
 
     def __call__(self, param, grad, learning_rate, mean_square, mean_grad, moment):
         p = dense(param, "rmsprop", "Param")
