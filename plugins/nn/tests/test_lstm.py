@@ -281,6 +281,50 @@ def test_kernels_match_the_reference_on_equal_and_ragged_batches(request, dtype,
                                    atol=tol * 10, err_msg=k)
 
 
+@pytest.mark.parametrize("peep, reverse", [(False, False), (True, True)])
+@pytest.mark.parametrize("grads", ["hidden", "cell", "both"])
+@pytest.mark.parametrize("state", [False, True])
+def test_float32_cells_match_the_reference_with_each_gradient_and_without_states(peep, reverse,
+                                                                                 grads, state):
+    # float32's default activations run the cells in one fused pass per step (_rnn_gemm.h),
+    # specialized by peepholes, by the state before the first step (C0 or zeros) and by which
+    # of Hidden@GRAD / Cell@GRAD reach the op; hidden sizes off the vector width (19, 37),
+    # ragged and empty sequences, both directions.
+    from headrace_nn.kernels.cpu.lstm import LSTM, LSTMGrad
+    from headrace_nn.reference.lstm import lstm as ref, lstm_grad as ref_grad
+    rng = np.random.default_rng(12)
+    attrs = {"use_peepholes": peep, "is_reverse": reverse, "gate_activation": "sigmoid",
+             "cell_activation": "tanh", "candidate_activation": "tanh"}
+    for d, lens in ((19, [3, 0, 5, 1]), (37, [2, 2, 0])):
+        rows, lod = sum(lens), [list(np.cumsum([0] + lens))]
+        f32 = np.float32
+        ins = {"Input": hr.Tensor(rng.standard_normal((rows, 4 * d)).astype(f32), lod),
+               "H0": rng.standard_normal((len(lens), d)).astype(f32) if state else None,
+               "C0": rng.standard_normal((len(lens), d)).astype(f32) if state else None,
+               "Weight": (rng.standard_normal((d, 4 * d)) * 0.3).astype(f32),
+               "Bias": (rng.standard_normal((1, (7 if peep else 4) * d)) * 0.3).astype(f32)}
+        args = [ins[k] for k in ("Input", "H0", "C0", "Weight", "Bias")]
+        got = LSTM(attrs)(*args)
+        want = ref(ins, attrs)
+        for g, k in zip(got, ("Hidden", "Cell", "BatchGate", "BatchCellPreAct")):
+            np.testing.assert_allclose(np.asarray(getattr(g, "data", g)),
+                                       np.asarray(getattr(want[k], "data", want[k])),
+                                       rtol=2e-5, atol=2e-5, err_msg=k)
+        dh, dc = (hr.Tensor(rng.standard_normal((rows, d)).astype(f32), lod)
+                  if grads in (which, "both") else None for which in ("hidden", "cell"))
+        out = LSTMGrad(attrs)(*args, *got, dh, dc)
+        want = ref_grad(dict(ins, Hidden=got[0], Cell=got[1], BatchGate=got[2],
+                             BatchCellPreAct=got[3], **{"Hidden@GRAD": dh, "Cell@GRAD": dc}),
+                        attrs)
+        for g, k in zip(out, ("Input", "H0", "C0", "Weight", "Bias")):
+            if not state and k in ("H0", "C0"):
+                assert g is None
+                continue
+            w = np.asarray(getattr(want[k + "@GRAD"], "data", want[k + "@GRAD"]))
+            np.testing.assert_allclose(np.asarray(getattr(g, "data", g)), w, rtol=2e-4,
+                                       atol=2e-4, err_msg=f"{k} d={d}")
+
+
 PADDLE_PEEPHOLE_LSTM = {  # Paddle 3.3.1's lstm op, is_reverse, in float64 (13 decimals)
     "Hidden": [
         [-0.0702882450433, 0.2487292452508],

@@ -1,9 +1,13 @@
-/* The recurrent kernels' float32 helpers in C: the LSTM cell's gradient (one clone per vector
- * width). Their GEMM is the core's (headrace/kernels/packed_gemm.h). */
+/* The recurrent kernels' float32 helpers in C: the LSTM cells of one step, forward and
+ * backward (one clone per vector width). Their GEMM is the core's
+ * (headrace/kernels/packed_gemm.h). */
 #ifndef HEADRACE_RNN_GEMM_H
 #define HEADRACE_RNN_GEMM_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+#include "headrace/kernels/fastmath.h"
 
 #if defined(__GNUC__) && !defined(__clang__) && (defined(__x86_64__) || defined(__i386__)) \
     && defined(__linux__)
@@ -12,55 +16,174 @@
 #define HR_RNN_CLONES
 #endif
 
-/* One step's gate gradients for sigmoid gates and tanh candidate and cell (the defaults), so
- * the derivatives are plain products the loops vectorize (one clone per vector width). Per
- * row r < n: g the activated gates [candidate, input, forget, output] (row stride 4d), a =
- * tanh(c), pc the cell before; dh, dc (row stride d) hold the gradients reaching h and c and
- * leave dc as the gradient of the cell before; e gets the gates' pre-activation gradients.
- * peep ({W_ic, W_fc, W_oc}) may be NULL; with it, dpeep sums the peepholes' gradients. */
-HR_RNN_CLONES static void hr_lstm_cell_grad(ptrdiff_t n, int d, const float* g, const float* c,
-                                            const float* a, const float* pc, const float* dh,
-                                            float* dc, float* e, const float* peep,
-                                            float* dpeep) {
+/* The cells of one step for the default activations (sigmoid gates, tanh candidate and cell),
+ * each a single pass over its rows with no temporaries: the math is fastmath.h's inline
+ * sigmoid/tanh, so the loops vectorize (restrict: the operands never overlap). Rows r < n are
+ * the step's sequences in rank order; idx[r] is the row of Input's order (Input, Hidden,
+ * Cell and their gradients) that holds sequence r's step. Gate layout per row (stride 4d):
+ * [candidate, input, forget, output]; peep = {W_ic, W_fc, W_oc} or NULL. */
+
+static inline __attribute__((always_inline)) void hr_lstm_row(
+        int d, const float* restrict x, const float* restrict bias, const float* restrict peep,
+        int product, const float* restrict pc, float* restrict g, float* restrict c,
+        float* restrict h, float* restrict hidden, float* restrict cell, const int with_peep,
+        const int with_pc) {
+    /* one pointer per gate block: offsets inside the index make GCC gather and scatter */
+    const float *restrict xi = x + d, *restrict xf = x + 2 * d, *restrict xo = x + 3 * d;
+    const float *restrict bi = bias + d, *restrict bf = bias + 2 * d, *restrict bo = bias + 3 * d;
+    const float *restrict pi = peep, *restrict pf = peep, *restrict po = peep;
+    float *restrict gi = g + d, *restrict gf = g + 2 * d, *restrict go = g + 3 * d;
+    if (with_peep) {
+        pf = peep + d;
+        po = peep + 2 * d;
+    }
+#pragma GCC ivdep
+    for (ptrdiff_t j = 0; j < d; j++) {
+        float zc = x[j] + bias[j], zi = xi[j] + bi[j], zf = xf[j] + bf[j], zo = xo[j] + bo[j];
+        if (product) {   /* the recurrent product h' W, already in g */
+            zc = g[j] + zc;
+            zi = gi[j] + zi;
+            zf = gf[j] + zf;
+            zo = go[j] + zo;
+        }
+        float cp = with_pc ? pc[j] : 0.0f;
+        if (with_peep && with_pc) {
+            zi += pi[j] * cp;
+            zf += pf[j] * cp;
+        }
+        float cand = hr_ftanh(zc), i = hr_fsigmoid(zi), f = hr_fsigmoid(zf);
+        float cv = with_pc ? i * cand + f * cp : i * cand;
+        if (with_peep)
+            zo += po[j] * cv;
+        float o = hr_fsigmoid(zo);
+        float hv = o * hr_ftanh(cv);
+        g[j] = cand;
+        gi[j] = i;
+        gf[j] = f;
+        go[j] = o;
+        c[j] = cv;
+        cell[j] = cv;
+        h[j] = hv;
+        hidden[j] = hv;
+    }
+}
+
+/* Forward: the pre-activations are x[idx[r]] + bias (+ the recurrent product in g when
+ * `product`) (+ the peepholes' terms). g gets the activated gates (BatchGate), c the cells
+ * (BatchCellPreAct), h this step's hidden rows (rank order: the next product's operand),
+ * hidden/cell their rows idx[r]. pc: the cells of the step before (rank order), or NULL (0). */
+HR_RNN_CLONES static void hr_lstm_cells(ptrdiff_t n, int d, const float* x, const int64_t* idx,
+                                        const float* bias, const float* peep, int product,
+                                        const float* pc, float* g, float* c, float* h,
+                                        float* hidden, float* cell) {
     for (ptrdiff_t r = 0; r < n; r++) {
-        const float* gc = g + r * 4 * d;
-        const float* gi = gc + d;
-        const float* gf = gc + 2 * d;
-        const float* go = gc + 3 * d;
-        const float* ar = a + r * d;
+        const float* xr = x + idx[r] * 4 * d;
+        const float* pr = pc == NULL ? NULL : pc + r * d;
+        float* gr = g + r * 4 * d;
+        float* cr = c + r * d;
+        float* hr = h + r * d;
+        float* hid = hidden + idx[r] * d;
+        float* cel = cell + idx[r] * d;
+        if (peep == NULL && pr != NULL)
+            hr_lstm_row(d, xr, bias, peep, product, pr, gr, cr, hr, hid, cel, 0, 1);
+        else if (peep == NULL)
+            hr_lstm_row(d, xr, bias, peep, product, pr, gr, cr, hr, hid, cel, 0, 0);
+        else if (pr != NULL)
+            hr_lstm_row(d, xr, bias, peep, product, pr, gr, cr, hr, hid, cel, 1, 1);
+        else
+            hr_lstm_row(d, xr, bias, peep, product, pr, gr, cr, hr, hid, cel, 1, 0);
+    }
+}
+
+static inline __attribute__((always_inline)) void hr_lstm_row_grad(
+        int d, const float* restrict g, const float* restrict c, const float* restrict pc,
+        const float* restrict dhid, const float* restrict dcell, const float* restrict dh,
+        float* restrict dc, float* restrict e, float* restrict dx, float* restrict db,
+        const float* restrict peep, float* restrict dpeep, const int with_peep,
+        const int with_dhid, const int with_dcell) {
+    /* one pointer per gate block: offsets inside the index make GCC gather and scatter */
+    const float *restrict gi = g + d, *restrict gf = g + 2 * d, *restrict go = g + 3 * d;
+    float *restrict ei = e + d, *restrict ef = e + 2 * d, *restrict eo = e + 3 * d;
+    float *restrict xi = dx + d, *restrict xf = dx + 2 * d, *restrict xo = dx + 3 * d;
+    float *restrict bi = db + d, *restrict bf = db + 2 * d, *restrict bo = db + 3 * d;
+    const float *restrict pi = peep, *restrict pf = peep, *restrict po = peep;
+    float *restrict qi = dpeep, *restrict qf = dpeep, *restrict qo = dpeep;
+    if (with_peep) {
+        pf = peep + d;
+        po = peep + 2 * d;
+        qf = dpeep + d;
+        qo = dpeep + 2 * d;
+    }
+#pragma GCC ivdep
+    for (ptrdiff_t j = 0; j < d; j++) {
+        float o = go[j], i = gi[j], f = gf[j], cand = g[j], cp = pc[j];
+        float at = hr_ftanh(c[j]);
+        float dhh = with_dhid ? dh[j] + dhid[j] : dh[j];
+        float dcc = with_dcell ? dc[j] + dcell[j] : dc[j];
+        float dgo = dhh * at * o * (1.0f - o);
+        dcc = dcc + dhh * o * (1.0f - at * at);
+        if (with_peep)
+            dcc = dcc + dgo * po[j];
+        float dgc = dcc * i * (1.0f - cand * cand);
+        float dgi = dcc * cand * i * (1.0f - i);
+        float dgf = dcc * cp * f * (1.0f - f);
+        e[j] = dgc;
+        ei[j] = dgi;
+        ef[j] = dgf;
+        eo[j] = dgo;
+        dx[j] = dgc;
+        xi[j] = dgi;
+        xf[j] = dgf;
+        xo[j] = dgo;
+        db[j] += dgc;
+        bi[j] += dgi;
+        bf[j] += dgf;
+        bo[j] += dgo;
+        if (with_peep) {
+            dc[j] = dcc * f + dgi * pi[j] + dgf * pf[j];
+            qi[j] += dgi * cp;
+            qf[j] += dgf * cp;
+            qo[j] += dgo * c[j];
+        } else {
+            dc[j] = dcc * f;
+        }
+    }
+}
+
+/* Backward, the forward's cells in one pass: dh (rank order) holds the gradient reaching h
+ * from the step after, dhid/dcell (Input's order, rows idx[r]; either may be NULL) the
+ * gradients of this step's own outputs, dc (rank order) the cell's from the step after and
+ * leaves it as the gradient of the cell before. The gates' pre-activation gradients go to e
+ * (rank order, the operand of the product into dh of the step before) and to dx's rows idx[r]
+ * (Input@GRAD), and are summed into db; with peep, dpeep sums the peepholes' gradients.
+ * pc: the cells of the step before (rank order; zeros at the first step without C0). */
+HR_RNN_CLONES static void hr_lstm_cells_grad(ptrdiff_t n, int d, const float* g, const float* c,
+                                             const float* pc, const int64_t* idx,
+                                             const float* dhid, const float* dcell,
+                                             const float* dh, float* dc, float* e, float* dx,
+                                             float* db, const float* peep, float* dpeep) {
+    for (ptrdiff_t r = 0; r < n; r++) {
+        const float* gr = g + r * 4 * d;
         const float* cr = c + r * d;
         const float* pr = pc + r * d;
         const float* dhr = dh + r * d;
+        const float* hid = dhid == NULL ? NULL : dhid + idx[r] * d;
+        const float* cel = dcell == NULL ? NULL : dcell + idx[r] * d;
         float* dcr = dc + r * d;
-        float* ec = e + r * 4 * d;
-        if (peep == NULL) {
-            for (int j = 0; j < d; j++) {
-                float o = go[j], at = ar[j], i = gi[j], f = gf[j], cand = gc[j];
-                float dgo = dhr[j] * at * o * (1.0f - o);
-                float dcc = dcr[j] + dhr[j] * o * (1.0f - at * at);
-                ec[j] = dcc * i * (1.0f - cand * cand);
-                ec[d + j] = dcc * cand * i * (1.0f - i);
-                ec[2 * d + j] = dcc * pr[j] * f * (1.0f - f);
-                ec[3 * d + j] = dgo;
-                dcr[j] = dcc * f;
-            }
-        } else {
-            for (int j = 0; j < d; j++) {
-                float o = go[j], at = ar[j], i = gi[j], f = gf[j], cand = gc[j], cp = pr[j];
-                float dgo = dhr[j] * at * o * (1.0f - o);
-                float dcc = dcr[j] + dhr[j] * o * (1.0f - at * at) + dgo * peep[2 * d + j];
-                float dgi = dcc * cand * i * (1.0f - i);
-                float dgf = dcc * cp * f * (1.0f - f);
-                ec[j] = dcc * i * (1.0f - cand * cand);
-                ec[d + j] = dgi;
-                ec[2 * d + j] = dgf;
-                ec[3 * d + j] = dgo;
-                dcr[j] = dcc * f + dgi * peep[j] + dgf * peep[d + j];
-                dpeep[j] += dgi * cp;
-                dpeep[d + j] += dgf * cp;
-                dpeep[2 * d + j] += dgo * cr[j];
-            }
-        }
+        float* er = e + r * 4 * d;
+        float* dxr = dx + idx[r] * 4 * d;
+        if (peep != NULL)   /* peepholes: rarer, one general loop */
+            hr_lstm_row_grad(d, gr, cr, pr, hid, cel, dhr, dcr, er, dxr, db, peep, dpeep, 1,
+                             hid != NULL, cel != NULL);
+        else if (hid != NULL && cel != NULL)
+            hr_lstm_row_grad(d, gr, cr, pr, hid, cel, dhr, dcr, er, dxr, db, peep, dpeep, 0, 1,
+                             1);
+        else if (hid != NULL)
+            hr_lstm_row_grad(d, gr, cr, pr, hid, cel, dhr, dcr, er, dxr, db, peep, dpeep, 0, 1,
+                             0);
+        else
+            hr_lstm_row_grad(d, gr, cr, pr, hid, cel, dhr, dcr, er, dxr, db, peep, dpeep, 0,
+                             0, cel != NULL);
     }
 }
 

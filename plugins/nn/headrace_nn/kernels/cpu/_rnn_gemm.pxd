@@ -1,6 +1,8 @@
 # The recurrent kernels' float32 GEMM (the core's packed GEMM, under the names these kernels
 # use; hr_rnn_gemm_ok() is 0 where the CPU lacks AVX-512: callers use BLAS then) and the LSTM
-# cell's gradient in C (_rnn_gemm.h).
+# cells of one step, forward and backward, in C (_rnn_gemm.h).
+cimport numpy as cnp
+
 cdef extern from "headrace/kernels/packed_gemm.h" nogil:
     int hr_rnn_gemm_ok "hr_pgemm_ok"()
     size_t hr_rnn_packed_size "hr_pgemm_packed_size"(int k, int n)
@@ -14,6 +16,10 @@ cdef extern from "headrace/kernels/packed_gemm.h" nogil:
                                     Py_ssize_t ldc, int accumulate)
 
 cdef extern from "_rnn_gemm.h" nogil:
-    void hr_lstm_cell_grad(Py_ssize_t n, int d, const float* g, const float* c, const float* a,
-                           const float* pc, const float* dh, float* dc, float* e,
-                           const float* peep, float* dpeep)
+    void hr_lstm_cells(Py_ssize_t n, int d, const float* x, const cnp.int64_t* idx,
+                       const float* bias, const float* peep, int product, const float* pc,
+                       float* g, float* c, float* h, float* hidden, float* cell)
+    void hr_lstm_cells_grad(Py_ssize_t n, int d, const float* g, const float* c,
+                            const float* pc, const cnp.int64_t* idx, const float* dhid,
+                            const float* dcell, const float* dh, float* dc, float* e, float* dx,
+                            float* db, const float* peep, float* dpeep)

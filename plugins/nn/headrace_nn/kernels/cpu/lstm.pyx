@@ -2,29 +2,32 @@
 """lstm and lstm_grad: the whole time loop in one kernel, in C without the GIL.
 
 The sequences are ranked by length, longest first, and each step is the prefix of the ranking
-still running, so a step is one recurrent GEMM over a contiguous block: the step-major
-BatchGate rows (Input's rows gathered with the bias just before, while the block is in cache),
-then the cells row by row (float32 sigmoid/tanh from the core's vectorized fastmath). h and c
-go straight to their Input-order rows of Hidden and Cell; the next step reads h from a small
-rank-order buffer. The step-major activated gates (BatchGate) and cells (BatchCellPreAct) are
-what the forward pass keeps for the gradient. float32's products against the weight run on
-_rnn_gemm.h's AVX-512 GEMM, the weight packed once per call (BLAS repacks it in every call);
-float64's, and float32's on a CPU without AVX-512, go through BLAS.
+still running, so a step is one recurrent GEMM over a contiguous block of the step-major
+BatchGate rows, then the cells. For float32 and the default activations (sigmoid gates, tanh
+candidate and cell) the cells are one vectorized pass per step (_rnn_gemm.h): Input's rows and
+the bias added to the product as it activates them, h and c straight to their Input-order rows
+of Hidden and Cell and h to a small rank-order buffer the next step's product reads; other
+activations and float64 gather Input's rows with the bias first, the product accumulating onto
+them, then activate row by row. The step-major activated gates (BatchGate) and cells
+(BatchCellPreAct) are what the forward pass keeps for the gradient. float32's products against
+the weight run on the core's packed AVX-512 GEMM (packed_gemm.h), the weight packed once per
+call (BLAS repacks it in every call); float64's, and float32's on a CPU without AVX-512, go
+through BLAS.
 
-The gradient walks the steps back the same way: the step's gate gradients (for the default
-activations by _rnn_gemm.h's vectorized cell) into a rank-order buffer, one GEMM for dh of the
-step before, the rows copied to Input@GRAD (Input's order) and summed into the bias gradient.
-The weight gradient is then one GEMM over all rows at once, from Hidden and Input@GRAD as they
-lie: in Input's order the step before a row is the row before it (after it, reversed), so
-Hidden[:-1]^T dX[1:] is every step's product but the pairs that straddle two sequences; a
-small GEMM takes those out and adds H0's.
+The gradient walks the steps back the same way: the step's gate gradients into a rank-order
+buffer (for the default float32 cells in the same fused pass that adds the step's output
+gradients, writes Input@GRAD's rows and sums the bias gradient), then one GEMM for dh of the
+step before. The weight gradient is then one GEMM over all rows at once, from Hidden and
+Input@GRAD as they lie: in Input's order the step before a row is the row before it (after
+it, reversed), so Hidden[:-1]^T dX[1:] is every step's product but the pairs that straddle two
+sequences; a small GEMM takes those out and adds H0's.
 """
 cimport numpy as cnp
 from libc.string cimport memcpy, memset
 from headrace.kernels.common cimport real
 from ._common cimport act_rows, dact, gemm, mm
-from ._rnn_gemm cimport (hr_lstm_cell_grad, hr_rnn_gemm, hr_rnn_gemm_b, hr_rnn_gemm_ok,
-                         hr_rnn_pack, hr_rnn_packed_size)
+from ._rnn_gemm cimport (hr_lstm_cells, hr_lstm_cells_grad, hr_rnn_gemm, hr_rnn_gemm_b,
+                         hr_rnn_gemm_ok, hr_rnn_pack, hr_rnn_packed_size)
 
 import numpy as np
 
@@ -103,10 +106,19 @@ cdef void _forward(const real* x, const cnp.int64_t* idx, const real* bias, cons
     cdef real* g
     cdef real* c
     cdef real* h
+    # sigmoid gates, tanh candidate and cell in float32: the product first, then one pass
+    # over the cells (_rnn_gemm.h) that adds Input's rows and the bias as it activates them.
+    cdef bint fast = real is float and ag == 0 and ac == 1 and ah == 1
     for t in range(steps):
         s, n = first[t], alive[t]
         ph = h0 if t == 0 else hbuf + ((t - 1) % 2) * hstride
         pc = c0 if t == 0 else cb + first[t - 1] * d
+        if real is float and fast:
+            if ph != NULL:
+                _product(<int>n, d4, d, ph, w, d4, wp, gates + s * d4, False)
+            hr_lstm_cells(n, d, x, idx + s, bias, peep, ph != NULL, pc, gates + s * d4,
+                          cb + s * d, hbuf + (t % 2) * hstride, hidden, cell)
+            continue
         # Input's rows of the step with the bias, then + h' W: the block stays in cache.
         for r in range(n):
             src = x + idx[s + r] * d4
@@ -148,7 +160,7 @@ cdef void _cell_grads(Py_ssize_t n, int d, const real* gates, const real* cb, co
                       const real* pc, const real* dh, real* dc, real* e, const real* peep,
                       real* dpeep, int ag, int ac, int ah) noexcept nogil:
     """One step's gate gradients (into ``e``) and the cell gradient of the step before (into
-    ``dc``), any activations: hr_lstm_cell_grad's arithmetic with the derivatives by code."""
+    ``dc``), any activations: hr_lstm_cells_grad's arithmetic with the derivatives by code."""
     cdef Py_ssize_t r, j
     cdef int d2 = 2 * d, d3 = 3 * d, d4 = 4 * d
     cdef const real* g
@@ -201,32 +213,35 @@ cdef void _backward(const real* gates, const real* cb, const real* dhid, const r
     cdef int d4 = 4 * d
     cdef const real* pc
     cdef real* er
-    # sigmoid gates, tanh candidate and cell: the vectorized cell gradient (_rnn_gemm.h)
-    cdef bint fast = ag == 0 and ac == 1 and ah == 1
+    # sigmoid gates, tanh candidate and cell in float32: the step's cells in one pass
+    # (_rnn_gemm.h) that also gathers this step's output gradients, writes Input@GRAD's rows
+    # and sums the bias gradient.
+    cdef bint fast = real is float and ag == 0 and ac == 1 and ah == 1
     for t in range(steps - 1, -1, -1):
         s, n = first[t], alive[t]
         pc = c0 if t == 0 else cb + first[t - 1] * d
-        memcpy(ahc, cb + s * d, n * d * sizeof(real))
-        act_rows(ah, ahc, n * d)
-        # The gradients from this step's own outputs join those from the step after.
-        for r in range(n):
-            row = idx[s + r]
-            if dhid != NULL:
-                for j in range(d):
-                    dh[r * d + j] += dhid[row * d + j]
-            if dcell != NULL:
-                for j in range(d):
-                    dc[r * d + j] += dcell[row * d + j]
         if real is float and fast:
-            hr_lstm_cell_grad(n, d, gates + s * d4, cb + s * d, ahc, pc, dh, dc, e, peep, dpeep)
+            hr_lstm_cells_grad(n, d, gates + s * d4, cb + s * d, pc, idx + s, dhid, dcell, dh,
+                               dc, e, dx, db, peep, dpeep)
         else:
+            memcpy(ahc, cb + s * d, n * d * sizeof(real))
+            act_rows(ah, ahc, n * d)
+            # The gradients from this step's own outputs join those from the step after.
+            for r in range(n):
+                row = idx[s + r]
+                if dhid != NULL:
+                    for j in range(d):
+                        dh[r * d + j] += dhid[row * d + j]
+                if dcell != NULL:
+                    for j in range(d):
+                        dc[r * d + j] += dcell[row * d + j]
             _cell_grads(n, d, gates + s * d4, cb + s * d, ahc, pc, dh, dc, e, peep, dpeep, ag,
                         ac, ah)
-        for r in range(n):
-            er = e + r * d4
-            for j in range(d4):
-                db[j] += er[j]
-            memcpy(dx + idx[s + r] * d4, er, d4 * sizeof(real))
+            for r in range(n):
+                er = e + r * d4
+                for j in range(d4):
+                    db[j] += er[j]
+                memcpy(dx + idx[s + r] * d4, er, d4 * sizeof(real))
         if t > 0 or want_dh0:
             if real is float and wtp != NULL:   # W^T packed
                 hr_rnn_gemm(<int>n, d, d4, e, d4, 1, wtp, dh, d, 0)
