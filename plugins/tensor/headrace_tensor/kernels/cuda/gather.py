@@ -51,35 +51,39 @@ def raise_bad(flag, total, index, op, who, what_of, info):
 
 # -- gather -----------------------------------------------------------------------------------
 
+@cuda.jit(device=True)
+def _offsets(t, idx, outer, size, n, inner, bad):
+    """Thread ``t`` of [max(outer, 1), n, max(inner, 1)]: (its element's offset in the
+    [outer, size, inner] operand, in the [outer, n, inner] one), or (-1, -1) where nothing
+    moves. Even an empty slice checks its index: a bad one goes to the flag."""
+    w = max(inner, 1)
+    j = t % w
+    i = (t // w) % n
+    o = t // (w * n)
+    v = idx[i]
+    if v < 0 or v >= size:
+        cuda.atomic.min(bad, 0, i)
+    elif o < outer and j < inner:
+        return (o * size + v) * inner + j, (o * n + i) * inner + j
+    return -1, -1
+
+
 @cuda.jit
 def _take(x, idx, out, outer, size, n, inner, total, bad):
-    # Thread (o, i, j) of [max(outer, 1), n, max(inner, 1)]: even an empty slice checks its index.
     t = cuda.grid(1)
     if t < total:
-        w = max(inner, 1)
-        j = t % w
-        i = (t // w) % n
-        o = t // (w * n)
-        v = idx[i]
-        if v < 0 or v >= size:
-            cuda.atomic.min(bad, 0, i)
-        elif o < outer and j < inner:
-            out[(o * n + i) * inner + j] = x[(o * size + v) * inner + j]
+        src, dst = _offsets(t, idx, outer, size, n, inner, bad)
+        if src >= 0:
+            out[dst] = x[src]
 
 
 @cuda.jit
 def _put_add(g, idx, dx, outer, size, n, inner, total, bad):
     t = cuda.grid(1)
     if t < total:
-        w = max(inner, 1)
-        j = t % w
-        i = (t // w) % n
-        o = t // (w * n)
-        v = idx[i]
-        if v < 0 or v >= size:
-            cuda.atomic.min(bad, 0, i)
-        elif o < outer and j < inner:
-            cuda.atomic.add(dx, (o * size + v) * inner + j, g[(o * n + i) * inner + j])
+        dst, src = _offsets(t, idx, outer, size, n, inner, bad)
+        if dst >= 0:
+            cuda.atomic.add(dx, dst, g[src])
 
 
 class _GatherBase:
