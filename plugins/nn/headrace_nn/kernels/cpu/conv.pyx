@@ -37,7 +37,8 @@ from ._common cimport expect_shape, fast_gemm, float_array
 
 import numpy as np
 
-from ..host.conv import ConvAttrs
+from ..host.conv import GRADS, ConvAttrs
+from ..host._common import wanted
 
 cnp.import_array()
 
@@ -230,7 +231,7 @@ cdef class Conv2D:
         geo = self.attrs.geometry(self.name, xs, ws)
         if geo is not self.last:
             (C, H, W, Cg, groups, kh, kw, sh, sw, dh, dw, pt, pl, Ho, Wo, M, Mg,
-             direct) = geo
+             direct) = geo[:18]
             self.geo.C, self.geo.H, self.geo.W, self.geo.Cg = C, H, W, Cg
             self.geo.M, self.geo.Mg, self.geo.groups = M, Mg, groups
             self.geo.kh, self.geo.kw, self.geo.sh, self.geo.sw = kh, kw, sh, sw
@@ -247,8 +248,6 @@ cdef class Conv2D:
             raise TypeError(f"conv2d: Input and Filter must both be float32 or float64, got "
                             f"{x.dtype} and {w.dtype}")
         cdef tuple xs = shape_of(x), ws = shape_of(w)
-        if len(xs) != 4 or len(ws) != 4:
-            raise ValueError(f"conv2d: Input{list(xs)} and Filter{list(ws)} must both be 4-D")
         cdef Geom g
         self._geometry(&g, xs, ws)
         cdef Py_ssize_t N = xs[0]
@@ -451,10 +450,7 @@ cdef class Conv2DGrad(Conv2D):
     def __init__(self, dict attrs, info=None):
         Conv2D.__init__(self, attrs, info)
         self.name = "conv2d_grad"
-        self.want_x = info is None or info.wants("Input@GRAD")
-        self.want_w = info is None or info.wants("Filter@GRAD")
-        self.want_b = info is None or info.wants("Bias@GRAD")
-        self.want_r = info is None or info.wants("ResidualData@GRAD")
+        self.want_x, self.want_w, self.want_b, self.want_r = wanted(info, GRADS)
 
     def __call__(self, input, filter, dout):
         name = "conv2d_grad"
@@ -466,8 +462,6 @@ cdef class Conv2DGrad(Conv2D):
             raise TypeError(f"{name}: Input, Filter and Output@GRAD must have one dtype, got "
                             f"{x.dtype}, {w.dtype} and {dy.dtype}")
         cdef tuple xs = shape_of(x), ws = shape_of(w)
-        if len(xs) != 4 or len(ws) != 4:
-            raise ValueError(f"{name}: Input{list(xs)} and Filter{list(ws)} must both be 4-D")
         cdef Geom g
         self._geometry(&g, xs, ws)
         cdef Py_ssize_t N = xs[0]

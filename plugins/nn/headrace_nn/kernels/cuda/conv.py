@@ -33,7 +33,9 @@ from numba import cuda, float64
 from headrace.kernels.cuda_gemm import gemm, sum_batches
 from headrace.kernels.cuda_launch import device_copy, device_empty, device_fill, flat, launch
 
-from ..host.conv import ConvAttrs
+from ..host._common import wanted
+from ..host.conv import GRADS, ConvAttrs
+from ._pixels import pixel_of
 
 DTYPES = ("float32", "float64")
 # Bytes of one chunk's col buffer (at least one image per chunk).
@@ -77,16 +79,7 @@ def _col2im(dcol, dx, n0, C, H, W, Cg, groups, kh, kw, sh, sw, dh, dw, pt, pl, H
     e = cuda.grid(1)
     if e >= total:
         return
-    if nhwc:
-        ch = e % C
-        xx = (e // C) % W
-        yy = (e // (C * W)) % H
-        b = e // (C * W * H)
-    else:
-        xx = e % W
-        yy = (e // W) % H
-        ch = (e // (W * H)) % C
-        b = e // (W * H * C)
+    yy, xx, b, ch = pixel_of(e, C, H, W, nhwc)
     g = ch // Cg
     c = ch % Cg
     P = Ho * Wo
@@ -153,12 +146,8 @@ class Conv2D:
         if str(x.dtype) not in DTYPES or w.dtype != x.dtype:
             raise TypeError(f"conv2d: Input and Filter must both be float32 or float64, got "
                             f"{x.dtype} and {w.dtype}")
-        xs, ws = tuple(x.shape), tuple(w.shape)
-        if len(xs) != 4 or len(ws) != 4:
-            raise ValueError(f"conv2d: Input{list(xs)} and Filter{list(ws)} must both be 4-D")
-        g = self.attrs.geometry(self.name, xs, ws)
-        N, M, Ho, Wo = xs[0], g.M, g.Ho, g.Wo
-        oshape = (N, Ho, Wo, M) if self.nhwc else (N, M, Ho, Wo)
+        g = self.attrs.geometry(self.name, tuple(x.shape), tuple(w.shape))
+        N, M, Ho, Wo, oshape = x.shape[0], g.M, g.Ho, g.Wo, g.oshape
         if residual is not None and (residual.dtype != x.dtype
                                      or tuple(residual.shape) != oshape):
             raise ValueError(f"conv2d: ResidualData {residual.dtype}{list(residual.shape)} "
@@ -206,10 +195,7 @@ class Conv2DGrad(Conv2D):
     def __init__(self, attrs, info=None):
         super().__init__(attrs, info)
         self.name = "conv2d_grad"
-        self.want_x = info is None or info.wants("Input@GRAD")
-        self.want_w = info is None or info.wants("Filter@GRAD")
-        self.want_b = info is None or info.wants("Bias@GRAD")
-        self.want_r = info is None or info.wants("ResidualData@GRAD")
+        self.want_x, self.want_w, self.want_b, self.want_r = wanted(info, GRADS)
 
     def __call__(self, input, filter, dout):
         name = "conv2d_grad"
@@ -224,11 +210,8 @@ class Conv2DGrad(Conv2D):
             raise TypeError(f"{name}: Input, Filter and Output@GRAD must have one dtype, got "
                             f"{x.dtype}, {w.dtype} and {dy.dtype}")
         xs, ws = tuple(x.shape), tuple(w.shape)
-        if len(xs) != 4 or len(ws) != 4:
-            raise ValueError(f"{name}: Input{list(xs)} and Filter{list(ws)} must both be 4-D")
         g = self.attrs.geometry(self.name, xs, ws)
-        N, M, Ho, Wo = xs[0], g.M, g.Ho, g.Wo
-        oshape = (N, Ho, Wo, M) if self.nhwc else (N, M, Ho, Wo)
+        N, M, Ho, Wo, oshape = xs[0], g.M, g.Ho, g.Wo, g.oshape
         if tuple(dy.shape) != oshape:
             raise ValueError(f"{name}: Output@GRAD{list(dy.shape)} must have Output's shape "
                              f"{list(oshape)}")

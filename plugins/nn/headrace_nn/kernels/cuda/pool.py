@@ -24,6 +24,7 @@ from headrace.kernels.cuda_launch import (device_empty, empty_like, flat, float_
 from headrace.kernels.cuda_rows import rounded
 
 from ..host.pool import PoolAttrs
+from ._pixels import pixel_of, plane_of
 
 DTYPES = ("float32", "float64")
 
@@ -69,19 +70,8 @@ def _pool(x, out, C, H, W, Ho, Wo, kh, kw, sh, sw, pt, pl, adaptive, is_max, exc
         return
     # Output index -> (n, c, oh, ow); ``base`` is X's offset of (n, c, 0, 0) and ``cs`` the
     # stride between neighbouring pixels of one channel.
-    if nhwc:
-        c = o % C
-        ow = (o // C) % Wo
-        oh = (o // (C * Wo)) % Ho
-        n = o // (C * Wo * Ho)
-        base = n * H * W * C + c
-        cs = C
-    else:
-        ow = o % Wo
-        oh = (o // Wo) % Ho
-        p = o // (Wo * Ho)
-        base = p * H * W
-        cs = 1
+    oh, ow, n, c = pixel_of(o, C, Ho, Wo, nhwc)
+    base, cs = plane_of(n, c, C, H, W, nhwc)
     ys, ye = _win(oh, H, Ho, kh, sh, pt, adaptive)
     xs, xe = _win(ow, W, Wo, kw, sw, pl, adaptive)
     cnt = (ye - ys) * (xe - xs)
@@ -116,21 +106,9 @@ def _pool_grad(x, dy, dx, C, H, W, Ho, Wo, kh, kw, sh, sw, pt, pl, adaptive, is_
     i = cuda.grid(1)
     if i >= dx.size:
         return
-    if nhwc:
-        c = i % C
-        xx = (i // C) % W
-        yy = (i // (C * W)) % H
-        n = i // (C * W * H)
-        base = n * H * W * C + c
-        obase = n * Ho * Wo * C + c
-        cs = C
-    else:
-        xx = i % W
-        yy = (i // W) % H
-        p = i // (W * H)
-        base = p * H * W
-        obase = p * Ho * Wo
-        cs = 1
+    yy, xx, n, c = pixel_of(i, C, H, W, nhwc)
+    base, cs = plane_of(n, c, C, H, W, nhwc)
+    obase, _ = plane_of(n, c, C, Ho, Wo, nhwc)
     me = (yy * W + xx) * cs
     acc = float64(0.0)   # holds X's dtype's values: each sum rounded as the CPU's float +=
     oh0, oh1 = _covering(yy, H, Ho, kh, sh, pt, adaptive)

@@ -20,6 +20,15 @@ def four_paddings(paddings):
     return pads
 
 
+def layout_and_algorithm(attrs, op):
+    """(NHWC or not, padding_algorithm's code), refusing an unknown algorithm."""
+    algo = attrs.get("padding_algorithm", "EXPLICIT")
+    code = ALGORITHMS.get(algo, -1)
+    if code < 0:
+        raise ValueError(f"{op}: unknown padding_algorithm {algo!r}")
+    return attrs.get("data_format", "NCHW") == "NHWC", code
+
+
 def plane_paddings(pads, algo, H, W, sh, sw, kh, kw):
     """(top, bottom, left, right) for an H x W plane: ``pads`` as given (EXPLICIT), none
     (VALID), or SAME's out = ceil(in / stride) with the odd unit after (the shape rule's

@@ -4,9 +4,12 @@ extents, every extent checked to fit the C int range the CPU loops and the CUDA 
 arithmetic use)."""
 from typing import NamedTuple
 
-from ._windows import ALGORITHMS, INT_MAX, SAME, four_paddings, plane_paddings
+from ._windows import INT_MAX, SAME, four_paddings, layout_and_algorithm, plane_paddings
 
-__all__ = ["ConvAttrs", "Geometry"]
+__all__ = ["ConvAttrs", "Geometry", "GRADS"]
+
+# conv2d_grad's outputs, in its kernels' order.
+GRADS = ("Input@GRAD", "Filter@GRAD", "Bias@GRAD", "ResidualData@GRAD")
 
 
 class Geometry(NamedTuple):
@@ -30,6 +33,7 @@ class Geometry(NamedTuple):
     M: int          # filters (all groups)
     Mg: int         # filters per group
     direct: bool    # 1x1, stride 1, no padding: the input is its own im2col matrix
+    oshape: tuple   # Output's shape
 
     def scalars(self):
         """C .. Wo: the geometry arguments of the CUDA im2col/col2im kernels."""
@@ -60,16 +64,12 @@ class ConvAttrs:
         self.groups = attrs.get("groups", 1)
         if self.groups < 1:
             raise ValueError(f"conv2d: attribute 'groups' must be >= 1, got {self.groups}")
-        self.nhwc = attrs.get("data_format", "NCHW") == "NHWC"
-        algo = attrs.get("padding_algorithm", "EXPLICIT")
-        self.algo = ALGORITHMS.get(algo, -1)
-        if self.algo < 0:
-            raise ValueError(f"conv2d: unknown padding_algorithm {algo!r}")
+        self.nhwc, self.algo = layout_and_algorithm(attrs, "conv2d")
         self._key = self._geometry = None
 
     def geometry(self, name, xs, ws):
-        """The Geometry of Input shape ``xs`` and Filter shape ``ws`` (4-D tuples); errors
-        name the op ``name``."""
+        """The Geometry of Input shape ``xs`` and Filter shape ``ws`` (tuples, refused unless
+        both are 4-D); errors name the op ``name``."""
         key = (xs, ws)
         if key != self._key:
             self._geometry = self._plan(name, xs, ws)
@@ -77,6 +77,8 @@ class ConvAttrs:
         return self._geometry
 
     def _plan(self, name, xs, ws):
+        if len(xs) != 4 or len(ws) != 4:
+            raise ValueError(f"{name}: Input{list(xs)} and Filter{list(ws)} must both be 4-D")
         if self.nhwc:
             H, W, C = xs[1], xs[2], xs[3]
         else:
@@ -105,5 +107,7 @@ class ConvAttrs:
                              f"paddings and dilations exceed the C int range of the kernel")
         direct = (kh == 1 and kw == 1 and sh == 1 and sw == 1 and
                   pt == 0 and pb == 0 and pl == 0 and pr == 0)
-        return Geometry(C, H, W, Cg, groups, kh, kw, sh, sw, dh, dw, pt, pl,
-                        eh // sh + 1, ew // sw + 1, M, M // groups, direct)
+        Ho, Wo = eh // sh + 1, ew // sw + 1
+        return Geometry(C, H, W, Cg, groups, kh, kw, sh, sw, dh, dw, pt, pl, Ho, Wo, M,
+                        M // groups, direct,
+                        (xs[0], Ho, Wo, M) if self.nhwc else (xs[0], M, Ho, Wo))

@@ -4,7 +4,7 @@ adaptive windows; paddings resolved; the padded plane checked to fit a C int).""
 from typing import NamedTuple
 
 from ...ops._common import pool_out_size
-from ._windows import ALGORITHMS, INT_MAX, four_paddings, plane_paddings
+from ._windows import INT_MAX, four_paddings, layout_and_algorithm, plane_paddings
 
 __all__ = ["PoolAttrs", "PoolPlan"]
 
@@ -60,11 +60,7 @@ class PoolAttrs:
         self.exclusive = attrs.get("exclusive", True)
         self.adaptive = attrs.get("adaptive", False)
         self.ceil_mode = attrs.get("ceil_mode", False)
-        self.nhwc = attrs.get("data_format", "NCHW") == "NHWC"
-        algo = attrs.get("padding_algorithm", "EXPLICIT")
-        self.algo = ALGORITHMS.get(algo, -1)
-        if self.algo < 0:
-            raise ValueError(f"pool2d: unknown padding_algorithm {algo!r}")
+        self.nhwc, self.algo = layout_and_algorithm(attrs, "pool2d")
         self._xs = self._plan = None
 
     def plan(self, xs):
