@@ -7,8 +7,8 @@ from ._common import dtype_attr, enum_name
 
 
 # dtype -> the attribute holding assign_value's data (Paddle's names).
-_VALUE_ATTRS = {"float32": "fp32_values", "int32": "int32_values", "int64": "int64_values",
-                "bool": "bool_values", "float64": "fp64_values"}
+VALUE_ATTRS = {"float32": "fp32_values", "int32": "int32_values", "int64": "int64_values",
+               "bool": "bool_values", "float64": "fp64_values"}
 
 
 def _infer_assign_value(ctx):
@@ -17,10 +17,10 @@ def _infer_assign_value(ctx):
         ctx.fail("attribute 'shape' of a constant must be fully known",
                  expected="dims >= 0", found=f"shape={shape}")
     dtype = enum_name(ctx.attr("dtype"))
-    key = _VALUE_ATTRS[dtype]
+    key = VALUE_ATTRS[dtype]
     values = ctx.attr(key)
     if len(values) != numel(shape):
-        given = [f"{k} has {len(ctx.attr(k))}" for k in _VALUE_ATTRS.values()
+        given = [f"{k} has {len(ctx.attr(k))}" for k in VALUE_ATTRS.values()
                  if k != key and ctx.attr(k)]
         ctx.fail(f"attribute '{key}' must hold one value per element of shape {shape}"
                  + (f" (for dtype {dtype}; {', '.join(given)})" if given else ""),
@@ -34,7 +34,7 @@ assign_value = OpDef(
     attrs=[
         Attr("shape", "ints", [], "shape of Out"),
         dtype_attr("dtype", "float32", "element type of Out: bool, int32, int64, float32 or "
-                   "float64 (VarType enum)", allowed=tuple(_VALUE_ATTRS)),
+                   "float64 (VarType enum)", allowed=tuple(VALUE_ATTRS)),
         Attr("fp32_values", "floats", [], "the data when dtype is float32"),
         Attr("int32_values", "ints", [], "the data when dtype is int32"),
         Attr("int64_values", "longs", [], "the data when dtype is int64"),
