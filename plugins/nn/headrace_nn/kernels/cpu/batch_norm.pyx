@@ -27,6 +27,9 @@ from ._common cimport expect_shape, float_array
 
 import numpy as np
 
+from ..host._common import wanted
+from ..host.batch_norm import GRADS, BatchNormAttrs
+
 cnp.import_array()
 
 DTYPES = ("float32", "float64")
@@ -89,11 +92,9 @@ cdef class BatchNorm:
     cdef double momentum, eps
 
     def __init__(self, dict attrs, info=None):
-        test_mode = attrs.get("is_test", False) and not attrs.get("trainable_statistics", False)
-        self.global_stats = test_mode or attrs.get("use_global_stats", False)
-        self.nhwc = attrs.get("data_layout", "NCHW") == "NHWC"
-        self.momentum = attrs.get("momentum", 0.9)
-        self.eps = attrs.get("epsilon", 1e-5)
+        a = BatchNormAttrs(attrs)
+        self.global_stats, self.nhwc, self.momentum, self.eps = \
+            a.global_stats, a.nhwc, a.momentum, a.eps
 
     def __call__(self, x, scale, bias, mean, variance, momentum_tensor=None):
         cdef cnp.ndarray a = contiguous(x)
@@ -235,13 +236,9 @@ cdef class BatchNormGrad:
     cdef double eps
 
     def __init__(self, dict attrs, info=None):
-        test_mode = attrs.get("is_test", False) and not attrs.get("trainable_statistics", False)
-        self.global_stats = test_mode or attrs.get("use_global_stats", False)
-        self.nhwc = attrs.get("data_layout", "NCHW") == "NHWC"
-        self.eps = attrs.get("epsilon", 1e-5)
-        self.want_x = info is None or info.wants("X@GRAD")
-        self.want_scale = info is None or info.wants("Scale@GRAD")
-        self.want_bias = info is None or info.wants("Bias@GRAD")
+        a = BatchNormAttrs(attrs)
+        self.global_stats, self.nhwc, self.eps = a.global_stats, a.nhwc, a.eps
+        self.want_x, self.want_scale, self.want_bias = wanted(info, GRADS)
 
     def __call__(self, x, scale, bias, mean, variance, saved_mean, saved_variance, dy):
         name = "batch_norm_grad"

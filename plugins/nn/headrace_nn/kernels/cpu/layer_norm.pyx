@@ -8,6 +8,9 @@ from headrace.kernels.common cimport real
 
 import numpy as np
 
+from ..host._common import wanted
+from ..host.layer_norm import GRADS, split_rows
+
 cnp.import_array()
 
 DTYPES = ("float32", "float64")
@@ -15,11 +18,8 @@ DTYPES = ("float32", "float64")
 
 def _rows(x, int axis, op):
     a = np.ascontiguousarray(x)
-    if not (1 <= axis < a.ndim or (a.ndim == 1 and axis == 0)):
-        raise ValueError(f"{op}: begin_norm_axis {axis} leaves X of shape {list(a.shape)} no "
-                         f"rows to normalize")
-    left = int(np.prod(a.shape[:axis], dtype=np.int64))
-    return a, left, a.size // max(left, 1)
+    left, right = split_rows(a.shape, axis, op)
+    return a, left, right
 
 
 def _param(p, right, dtype, op, slot):
@@ -134,9 +134,7 @@ cdef class LayerNormGrad:
 
     def __init__(self, dict attrs, info=None):
         self.eps, self.axis = attrs["epsilon"], attrs["begin_norm_axis"]
-        self.want_x = info is None or info.wants("X@GRAD")
-        self.want_s = info is None or info.wants("Scale@GRAD")
-        self.want_b = info is None or info.wants("Bias@GRAD")
+        self.want_x, self.want_s, self.want_b = wanted(info, GRADS)
 
     def __call__(self, x, scale, bias, mean, variance, dy):
         op = "layer_norm_grad"

@@ -31,6 +31,9 @@ from headrace.kernels.cuda_launch import (ROW_THREADS, device_empty, device_fill
                                           flat, float_input, launch)
 from headrace.kernels.cuda_rows import block_reduce, rounded, row_grid
 
+from ..host._common import wanted
+from ..host.batch_norm import GRADS, BatchNormAttrs
+
 DTYPES = ("float32", "float64")
 
 
@@ -117,17 +120,11 @@ def _param(p, C, x, op, slot):
     return p
 
 
-def _global_stats(attrs):
-    test_mode = attrs.get("is_test", False) and not attrs.get("trainable_statistics", False)
-    return test_mode or attrs.get("use_global_stats", False)
-
-
 class BatchNorm:
     def __init__(self, attrs, info=None):
-        self.global_stats = _global_stats(attrs)
-        self.nhwc = attrs.get("data_layout", "NCHW") == "NHWC"
-        self.momentum = attrs.get("momentum", 0.9)
-        self.eps = attrs.get("epsilon", 1e-5)
+        a = BatchNormAttrs(attrs)
+        self.global_stats, self.nhwc, self.momentum, self.eps = \
+            a.global_stats, a.nhwc, a.momentum, a.eps
         self.inplace_m = info is not None and info.in_place("Mean", "MeanOut")
         self.inplace_v = info is not None and info.in_place("Variance", "VarianceOut")
 
@@ -213,12 +210,9 @@ class BatchNormGrad:
     (X@GRAD, Scale@GRAD, Bias@GRAD); Mean and Variance are read only with global statistics."""
 
     def __init__(self, attrs, info=None):
-        self.global_stats = _global_stats(attrs)
-        self.nhwc = attrs.get("data_layout", "NCHW") == "NHWC"
-        self.eps = attrs.get("epsilon", 1e-5)
-        self.want_x = info is None or info.wants("X@GRAD")
-        self.want_scale = info is None or info.wants("Scale@GRAD")
-        self.want_bias = info is None or info.wants("Bias@GRAD")
+        a = BatchNormAttrs(attrs)
+        self.global_stats, self.nhwc, self.eps = a.global_stats, a.nhwc, a.eps
+        self.want_x, self.want_scale, self.want_bias = wanted(info, GRADS)
 
     def __call__(self, x, scale, bias, mean, variance, saved_mean, saved_variance, dy):
         op = "batch_norm_grad"

@@ -22,17 +22,11 @@ from numba import cuda, float64
 from headrace.kernels.cuda_launch import device_empty, empty_like, flat, float_input, launch
 from headrace.kernels.cuda_rows import rounded
 
+from ..host._common import wanted
+from ..host.layer_norm import GRADS, split_rows
 from ._norm_rows import backward_x, forward
 
 DTYPES = ("float32", "float64")
-
-
-def _rows(x, axis, op):
-    if not (1 <= axis < x.ndim or (x.ndim == 1 and axis == 0)):
-        raise ValueError(f"{op}: begin_norm_axis {axis} leaves X of shape {list(x.shape)} no "
-                         f"rows to normalize")
-    left = int(np.prod(x.shape[:axis], dtype=np.int64))
-    return left, x.size // max(left, 1)
 
 
 def _param(p, right, x, op, slot):
@@ -69,7 +63,7 @@ class LayerNorm:
 
     def __call__(self, x, scale, bias):
         op = "layer_norm"
-        left, right = _rows(x, self.axis, op)
+        left, right = split_rows(tuple(x.shape), self.axis, op)
         _param(scale, right, x, op, "Scale")
         _param(bias, right, x, op, "Bias")
         float_input(x, op, "X")
@@ -86,14 +80,12 @@ class LayerNormGrad:
 
     def __init__(self, attrs, info=None):
         self.eps, self.axis = attrs["epsilon"], attrs["begin_norm_axis"]
-        self.want_x = info is None or info.wants("X@GRAD")
-        self.want_s = info is None or info.wants("Scale@GRAD")
-        self.want_b = info is None or info.wants("Bias@GRAD")
+        self.want_x, self.want_s, self.want_b = wanted(info, GRADS)
 
     def __call__(self, x, scale, bias, mean, variance, dy):
         op = "layer_norm_grad"
         float_input(x, op, "X")
-        left, right = _rows(x, self.axis, op)
+        left, right = split_rows(tuple(x.shape), self.axis, op)
         _param(scale, right, x, op, "Scale")
         _param(bias, right, x, op, "Bias")   # checked: its gradient takes its shape
         if mean.size != left or variance.size != left or tuple(dy.shape) != tuple(x.shape):
