@@ -42,15 +42,15 @@ def _barrier(what):
     wait(comm.Ibarrier(), what, comm)
 
 
-def save_checkpoint(executor, dirname, main_program=None, filename=None):
+def save_checkpoint(executor, dirname, main_program=None, filename=None, scope=None):
     """Rank 0 writes the persistables with headrace.io's all-or-nothing save; every rank
     returns once it is complete (the parameters are the same on every rank)."""
     if world().rank == 0:
-        io.save_persistables(executor, dirname, main_program, filename)
+        io.save_persistables(executor, dirname, main_program, filename, scope=scope)
     _barrier(f"save_checkpoint({dirname!r})")
 
 
-def load_checkpoint(executor, dirname, main_program=None, filename=None):
+def load_checkpoint(executor, dirname, main_program=None, filename=None, scope=None):
     """Every rank loads the checkpoint rank 0 wrote (a shared file system)."""
     _barrier(f"load_checkpoint({dirname!r})")
-    io.load_persistables(executor, dirname, main_program, filename)
+    io.load_persistables(executor, dirname, main_program, filename, scope=scope)

@@ -91,7 +91,19 @@ def run_config(mode, with_bn, bucket, args, env):
             raise RuntimeError(f"rank {env.rank} stops on purpose at step {step}")
         exe.run(main, feed={k: v[lo:hi] for k, v in feed.items()}, fetch_list=[loss],
                 scope=scope)
+    if args.checkpoint:
+        check_checkpoint(exe, main, startup, scope, args.checkpoint)
     return params(main, scope)
+
+
+def check_checkpoint(exe, main, startup, scope, dirname):
+    """Rank 0 saves; every rank loads into a fresh scope and finds the trained values."""
+    dist.save_checkpoint(exe, dirname, main, scope=scope)
+    fresh = hr.Scope()
+    exe.run(startup, scope=fresh)
+    dist.load_checkpoint(exe, dirname, main, scope=fresh)
+    for name, value in params(main, scope).items():
+        np.testing.assert_array_equal(params(main, fresh)[name], value, err_msg=name)
 
 
 def main(argv):
@@ -106,6 +118,7 @@ def main(argv):
     ap.add_argument("--kill-step", type=int, default=2)
     ap.add_argument("--raise-rank", type=int, default=-1)
     ap.add_argument("--mismatch-rank", type=int, default=-1)
+    ap.add_argument("--checkpoint", help="spmd: save to this directory and load it back")
     args = ap.parse_args(argv)
     env = dist.init() if args.mode != "single" else dist.Env(0, 1)
     wanted = args.configs.split(",")

@@ -32,15 +32,18 @@ def _same(got, want):
         np.testing.assert_allclose(got[name], value, rtol=1e-5, atol=1e-12, err_msg=name)
 
 
-def _train(launch, tmp_path, mode):
+def _train(launch, tmp_path, mode, *extra):
     out = tmp_path / f"{mode}.npz"
-    rc, _, err = launch(2, "dp_worker.py", mode, out, "--steps", STEPS, "--batch", BATCH)
+    rc, _, err = launch(2, "dp_worker.py", mode, out, "--steps", STEPS, "--batch", BATCH,
+                        *extra)
     assert rc == 0, err[-3000:]
     return dict(np.load(out))
 
 
 def test_two_ranks_match_one_with_twice_the_batch(launch, single, tmp_path):
-    got = _train(launch, tmp_path, "spmd")
+    # Each configuration also saves a checkpoint from rank 0 that both ranks load back.
+    got = _train(launch, tmp_path, "spmd", "--checkpoint", tmp_path / "ckpt")
+    assert (tmp_path / "ckpt").is_dir()
     _same(got, single)
     # The parameters moved: equality is not that of untrained networks.
     assert not np.allclose(got["fused/fc_3.w_0"], 0)
@@ -64,3 +67,30 @@ def test_a_failing_rank_ends_the_job_naming_it(launch, tmp_path, how, says):
     if how == "--mismatch-rank":   # every rank raises; the error names the one that differs
         assert "ProgramMismatchError: ranks [1] run a different main program" in err
         assert "(128, 32)" in err and "(128, 48)" in err
+
+
+def test_shards_are_disjoint_and_cover_the_epoch():
+    import headrace_distributed as dist
+    parts = [dist.shard_indices(10, epoch=3, seed=1, rank=r, world_size=3) for r in range(3)]
+    assert [len(p) for p in parts] == [3, 3, 3]           # the remainder (1 sample) dropped
+    assert len(set(np.concatenate(parts))) == 9
+    other = dist.shard_indices(10, epoch=4, seed=1, rank=0, world_size=3)
+    assert not np.array_equal(other, parts[0])            # each epoch its own permutation
+    reader = dist.shard_reader(lambda: iter(range(7)), rank=1, world_size=3)
+    assert list(reader()) == [1, 4]
+
+
+def test_a_collective_that_never_completes_times_out(monkeypatch):
+    pytest.importorskip("mpi4py", reason="mpi4py missing: pip install headrace[distributed]")
+    from headrace_distributed import comm
+
+    class Never:                      # a request whose peers never arrive
+        def Test(self):
+            return False
+
+    monkeypatch.setenv("HEADRACE_COLLECTIVE_TIMEOUT", "0.2")
+    start = time.monotonic()
+    with pytest.raises(comm.CollectiveTimeoutError, match=r"c_allreduce_sum \(ring 0\): rank 0 "
+                       r"waited 0.2 s"):
+        comm.wait(Never(), "c_allreduce_sum (ring 0)", comm.world())
+    assert time.monotonic() - start < 5

@@ -19,6 +19,12 @@ def _layout(x, attrs):
     return axes, bshape, x.shape[caxis]
 
 
+def _check_float(op_type, **arrays):
+    for name, a in arrays.items():
+        if a is not None and a.dtype.name not in ("float32", "float64"):
+            raise TypeError(f"{op_type}: {name} must be float32 or float64, got {a.dtype}")
+
+
 def _global_stats(attrs):
     test_mode = attrs["is_test"] and not attrs["trainable_statistics"]
     return bool(test_mode or attrs["use_global_stats"])
@@ -39,6 +45,8 @@ class SyncBatchNorm:
 
     def __call__(self, x, scale, bias, mean, variance, momentum_tensor=None):
         a = self.attrs
+        _check_float("sync_batch_norm", X=x, Scale=scale, Bias=bias, Mean=mean,
+                     Variance=variance)
         if not 2 <= x.ndim <= 5:
             raise ValueError(f"sync_batch_norm: X must be 2-D to 5-D, got shape {x.shape}")
         axes, bshape, channels = _layout(x, a)
@@ -87,6 +95,12 @@ class SyncBatchNormGrad:
 
     def __call__(self, x, scale, bias, mean, variance, saved_mean, saved_inv, dy):
         a = self.attrs
+        _check_float("sync_batch_norm_grad", X=x, Scale=scale, SavedMean=saved_mean,
+                     SavedVariance=saved_inv)
+        if x.dtype != dy.dtype:
+            raise TypeError(f"sync_batch_norm_grad: Y@GRAD is {dy.dtype}, X {x.dtype}")
+        if x.ndim < 2 or x.ndim > 5:
+            raise ValueError(f"sync_batch_norm_grad: X must be 2-D to 5-D, got shape {x.shape}")
         if x.shape != dy.shape:
             raise ValueError(f"sync_batch_norm_grad: Y@GRAD has shape {dy.shape}, X {x.shape}")
         axes, bshape, _ = _layout(x, a)
