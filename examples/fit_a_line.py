@@ -28,12 +28,15 @@ def main(epochs=100, seed=0):
         loss = hr.layers.mean(hr.layers.square_error_cost(pred, target))
         test_prog = main_prog.clone(for_test=True)
         hr.optimizer.SGD(learning_rate=0.5).minimize(loss)
+    # Batches of 32 training rows, in a fixed order, prepared by the loader's reader thread.
+    loader = hr.io.DataLoader.from_generator(feed_list=[feat, target], capacity=4)
+    loader.set_sample_generator(hr.io.reader.from_arrays(x[train], y[train]), batch_size=32,
+                                drop_last=False)
     exe, scope = hr.Executor(), hr.Scope()
     exe.run(startup, scope=scope)
     for _epoch in range(epochs):
-        for i in range(0, len(train), 32):
-            b = train[i:i + 32]
-            exe.run(main_prog, feed={"x": x[b], "y": y[b]}, fetch_list=[loss], scope=scope)
+        for feed in loader():
+            exe.run(main_prog, feed=feed, fetch_list=[loss], scope=scope)
     (mse,) = exe.run(test_prog, feed={"x": x[test], "y": y[test]}, fetch_list=[loss],
                      scope=scope)
     a = np.c_[x[train], np.ones(len(train))]

@@ -4,7 +4,8 @@ The data follow a stated rule that needs memory: tokens are random words from a 
 of 12; a word's tag is 1 when the word "open" (id 0) has been seen more often than "close"
 (id 1) so far in its sentence (a bracket-depth tagger), else 0. Sentences have 3 to 20
 words. A bidirectional context is not needed, a forward GRU is enough; a bag of words (no
-memory) cannot do better than the tag's base rate.
+memory) cannot do better than the tag's base rate. The sentences reach the program through a
+DataLoader, which makes each batch's LoD from the sentences' lengths.
 
     python examples/sequence_tagger.py [--steps 300]
 """
@@ -14,7 +15,6 @@ import numpy as np
 
 import headrace as hr
 from headrace import layers
-from headrace.runtime.tensor import create_lod_tensor
 
 VOCAB, EMBED, HIDDEN = 12, 16, 32
 
@@ -26,13 +26,6 @@ def sentences(rng, n):
         depth = np.cumsum(np.where(words == 0, 1, np.where(words == 1, -1, 0)))
         out.append((words, (depth > 0).astype(np.int64)))
     return out
-
-
-def to_feed(batch):
-    lens = [[len(w) for w, _ in batch]]
-    words = np.concatenate([w for w, _ in batch]).reshape(-1, 1).astype(np.int64)
-    tags = np.concatenate([t for _, t in batch]).reshape(-1, 1)
-    return {"words": create_lod_tensor(words, lens), "tags": create_lod_tensor(tags, lens)}
 
 
 def build():
@@ -53,13 +46,19 @@ def build():
 
 def main(steps=300, batch=32, seed=0, verbose=True):
     rng = np.random.default_rng(seed)
-    held = to_feed(sentences(rng, 200))
+    held_out = sentences(rng, 200)
     prog, test, startup, loss, acc = build()
+    feed_list = [prog.global_block().var("words"), prog.global_block().var("tags")]
+    # A sample is one sentence: (word ids, tags), each a sequence of its own length; the loader
+    # concatenates a batch's sentences into rows and gives them their LoD.
+    loader = hr.io.DataLoader.from_generator(feed_list=feed_list, capacity=4)
+    loader.set_sample_generator(lambda: (s for _ in range(steps * batch)
+                                         for s in sentences(rng, 1)), batch_size=batch)
+    held = hr.io.DataFeeder(feed_list).feed(held_out)
     exe, scope = hr.Executor(), hr.Scope()
     exe.run(startup, scope=scope)
-    for step in range(steps):
-        (value,) = exe.run(prog, feed=to_feed(sentences(rng, batch)), fetch_list=[loss],
-                           scope=scope)
+    for step, feed in enumerate(loader()):
+        (value,) = exe.run(prog, feed=feed, fetch_list=[loss], scope=scope)
         if verbose and step % 50 == 0:
             print(f"step {step:4d}  loss {float(value):.4f}")
     (accuracy,) = exe.run(test, feed=held, fetch_list=[acc], scope=scope)

@@ -49,16 +49,18 @@ def main(epochs=10, seed=0):
         hr.optimizer.Adam(learning_rate=1e-2).minimize(loss)
     assert len([p for p in main_prog.all_parameters() if p.name == "shared_w"]) == 1
 
-    def feed(batch):
-        f = {f"w{k}": batch[:, k:k + 1] for k in range(N_GRAM)}
-        f["next"] = batch[:, N_GRAM:]
-        return f
+    # A sample is one n-gram's N_GRAM + 1 ids, one per feed variable (w0..w3, next).
+    loaders = {}
+    for part, grams_of in (("train", train), ("test", test)):
+        loaders[part] = hr.io.DataLoader.from_generator(feed_list=ctx + [nxt], capacity=4)
+        loaders[part].set_sample_generator(hr.io.reader.map_readers(tuple, grams_of.__iter__),
+                                           batch_size=64, drop_last=False)
     exe, scope = hr.Executor(), hr.Scope()
     exe.run(startup, scope=scope)
     for _epoch in range(epochs):
-        for i in range(0, len(train), 64):
-            exe.run(main_prog, feed=feed(train[i:i + 64]), fetch_list=[loss], scope=scope)
-    (test_acc,) = exe.run(test_prog, feed=feed(test), fetch_list=[acc], scope=scope)
+        for feed in loaders["train"]():
+            exe.run(main_prog, feed=feed, fetch_list=[loss], scope=scope)
+    test_acc = hr.io.test_loop(exe, test_prog, loaders["test"], [acc], scope=scope)[acc.name]
     counts = np.bincount(train[:, -1], minlength=len(vocab))
     baseline = counts.max() / counts.sum()
     print(f"next-word accuracy {float(test_acc):.3f} (unigram baseline {baseline:.3f})")

@@ -330,6 +330,9 @@ def test_reader_decorators():
     assert list(r.firstn(a, 2)()) == [0, 1]
     assert list(r.xmap_readers(lambda i: i * i, lambda: iter(range(20)), 3, 4)()) == \
         [i * i for i in range(20)]
+    assert list(r.from_arrays([1, 2], "ab")()) == [(1, "a"), (2, "b")]
+    with pytest.raises(hr.HeadraceError, match=r"lengths \[2, 3\]"):
+        r.from_arrays([1, 2], "abc")
     calls = []
     cached = r.cache(lambda: (calls.append(1), iter(range(3)))[1])
     assert list(cached()) == list(cached()) == [0, 1, 2] and calls == [1]

@@ -9,7 +9,8 @@ built once and each call of the result starts a fresh pass over the data (one ep
 
 ``shuffle`` takes an optional ``seed`` (Paddle's uses the global ``random`` module): the
 decorated reader owns one generator seeded once, so its passes differ from each other and the
-whole sequence of passes is the same for the same seed.
+whole sequence of passes is the same for the same seed. ``from_arrays`` (not in Paddle) is the
+reader of samples held in arrays.
 """
 import itertools
 import random
@@ -19,7 +20,7 @@ from ..errors import HeadraceError
 from .prefetch import Prefetcher
 
 __all__ = ["ComposeNotAligned", "batch", "buffered", "cache", "chain", "compose", "firstn",
-           "map_readers", "shuffle", "xmap_readers"]
+           "from_arrays", "map_readers", "shuffle", "xmap_readers"]
 
 
 class ComposeNotAligned(HeadraceError, ValueError):
@@ -37,6 +38,19 @@ def _callable(fn, reader):
         raise HeadraceError(f"{fn}: a reader is a callable returning an iterable (a generator "
                             f"function), got {type(reader).__name__} {reader!r}"[:300])
     return reader
+
+
+def from_arrays(*columns):
+    """The reader of the samples ``(columns[0][i], columns[1][i], ...)``: rows of arrays of
+    one length (NumPy arrays, lists), e.g. ``from_arrays(images, labels)``."""
+    lengths = {len(c) for c in columns}
+    if not columns or len(lengths) != 1:
+        raise HeadraceError(f"from_arrays: expected one or more columns of one length, got "
+                            f"lengths {[len(c) for c in columns]}")
+
+    def array_reader():
+        return zip(*columns)
+    return array_reader
 
 
 def batch(reader, batch_size, drop_last=False):
