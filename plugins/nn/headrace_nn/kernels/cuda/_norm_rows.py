@@ -16,7 +16,7 @@ import math
 from numba import cuda, float64
 
 from headrace.devices.cuda import current_stream
-from headrace.kernels.cuda_launch import ROW_THREADS, flat
+from headrace.kernels.cuda_launch import ROW_THREADS, device_empty, empty_like, flat
 from headrace.kernels.cuda_rows import rounded, row_grid, row_lanes, row_total
 
 @cuda.jit
@@ -146,6 +146,18 @@ def backward_x(x, scale, mean, stat, dy, dx, rows, L, S, R, cpr, eps, stat_is_in
             flat(x), flat(x) if scale is None else flat(scale), scale is not None,
             flat(mean), flat(stat), flat(dy), flat(dx), rows, L, S, R, cpr, float(eps),
             stat_is_inv, is32, block)
+
+
+def gradients(x, scale, bias, mean, stat, dy, rows, L, S, R, cpr, N, C, eps, stat_is_inv,
+              op):
+    """(X@GRAD, Scale@GRAD, Bias@GRAD) of group/instance_norm, Scale@GRAD / Bias@GRAD only
+    where Scale / Bias are bound (as their CPU kernels); Scale is checked first."""
+    per_channel(scale, C, op, "Scale")
+    dx = empty_like(x)
+    ds = None if scale is None else device_empty(scale.shape, x.dtype)
+    db = None if bias is None else device_empty(bias.shape, x.dtype)
+    backward(x, scale, mean, stat, dy, dx, ds, db, rows, L, S, R, cpr, N, C, eps, stat_is_inv)
+    return dx, ds, db
 
 
 def backward(x, scale, mean, stat, dy, dx, ds, db, rows, L, S, R, cpr, N, C, eps,

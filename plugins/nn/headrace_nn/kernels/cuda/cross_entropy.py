@@ -15,7 +15,8 @@ from numba import cuda, float64
 
 from headrace.devices.cuda import current_stream
 from headrace.kernels.cuda_launch import (ROW_THREADS, check_flag, flat, float_input, grid,
-                                          new_flag, tree_reduce)
+                                          new_flag)
+from headrace.kernels.cuda_rows import block_reduce
 
 DTYPES = ("float32", "float64")
 
@@ -47,11 +48,9 @@ def _soft(x, lab, y, C):
     s = 0.0
     for c in range(t, C, ROW_THREADS):
         s -= float64(lab[i * C + c]) * math.log(float64(x[i * C + c]))
-    buf[t] = s
-    cuda.syncthreads()
-    tree_reduce(buf, t, False)
+    s = block_reduce(buf, s, False)
     if t == 0:
-        y[i] = buf[0]
+        y[i] = s
 
 
 @cuda.jit
@@ -259,20 +258,13 @@ def _swce(x, lab, sm, loss, C, inner, hard, ignore, use_softmax, bad):
         for c in range(t, C, ROW_THREADS):
             if x[base + c * inner] > m:
                 m = x[base + c * inner]
-        buf[t] = m
-        cuda.syncthreads()
-        tree_reduce(buf, t, True)
-        m = buf[0]
-        cuda.syncthreads()
+        m = block_reduce(buf, m, True)
         s = 0.0
         for c in range(t, C, ROW_THREADS):
             e = math.exp(float64(x[base + c * inner]) - m)
             sm[base + c * inner] = e
             s += e
-        buf[t] = s
-        cuda.syncthreads()
-        tree_reduce(buf, t, False)
-        s = buf[0]
+        s = block_reduce(buf, s, False)
         lse = m + math.log(s)             # log p = x - lse: a hard loss never logs an underflow
         for c in range(t, C, ROW_THREADS):
             sm[base + c * inner] = sm[base + c * inner] / s
@@ -299,11 +291,9 @@ def _swce(x, lab, sm, loss, C, inner, hard, ignore, use_softmax, bad):
                 acc += lab[k] * (lse - x[k])
             else:
                 acc -= lab[k] * math.log(float64(x[k]))
-        buf[t] = acc
-        cuda.syncthreads()
-        tree_reduce(buf, t, False)
+        acc = block_reduce(buf, acc, False)
         if t == 0:
-            loss[row] = buf[0]
+            loss[row] = acc
 
 
 @cuda.jit
@@ -333,10 +323,7 @@ def _swce_grad(sm, lab, dl, dx, C, inner, hard, ignore, use_softmax, bad):
         tot = 0.0
         for c in range(t, C, ROW_THREADS):
             tot += lab[base + c * inner]
-        buf[t] = tot
-        cuda.syncthreads()
-        tree_reduce(buf, t, False)
-        tot = buf[0]
+        tot = block_reduce(buf, tot, False)
         for c in range(t, C, ROW_THREADS):
             k = base + c * inner
             dx[k] = (sm[k] * tot - lab[k]) * d

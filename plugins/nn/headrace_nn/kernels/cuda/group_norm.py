@@ -6,7 +6,7 @@ import numpy as np
 
 from headrace.kernels.cuda_launch import device_empty, empty_like, float_input
 
-from ._norm_rows import backward, forward, per_channel
+from ._norm_rows import forward, gradients, per_channel
 
 DTYPES = ("float32", "float64")
 
@@ -55,13 +55,8 @@ class GroupNormGrad:
             raise ValueError(f"{op}: Mean/Variance must be [{N}, {G}] and Y@GRAD "
                              f"{list(x.shape)}; found {list(mean.shape)}, "
                              f"{list(variance.shape)}, {list(dy.shape)}")
-        per_channel(scale, C, op, "Scale")
-        dx = empty_like(x)
-        ds = None if scale is None else device_empty(scale.shape, x.dtype)
-        db = None if bias is None else device_empty(bias.shape, x.dtype)
-        backward(x, scale, mean, variance, dy, dx, ds, db, N * G, cg * S, S, G, cg, N, C,
-                 self.eps, False)
-        return dx, ds, db
+        return gradients(x, scale, bias, mean, variance, dy, N * G, cg * S, S, G, cg, N, C,
+                         self.eps, False, op)
 
 
 KERNELS = [("group_norm", GroupNorm, DTYPES), ("group_norm_grad", GroupNormGrad, DTYPES)]

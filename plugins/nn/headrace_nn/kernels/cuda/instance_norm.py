@@ -7,7 +7,7 @@ import numpy as np
 
 from headrace.kernels.cuda_launch import device_empty, empty_like, float_input
 
-from ._norm_rows import backward, forward, per_channel
+from ._norm_rows import forward, gradients, per_channel
 
 DTYPES = ("float32", "float64")
 
@@ -51,13 +51,8 @@ class InstanceNormGrad:
             raise ValueError(f"{op}: SavedMean/SavedVariance must hold {N * C} values and "
                              f"Y@GRAD be {list(x.shape)}; found {saved_mean.size}, "
                              f"{saved_inv.size}, {list(dy.shape)}")
-        per_channel(scale, C, op, "Scale")
-        dx = empty_like(x)
-        ds = None if scale is None else device_empty(scale.shape, x.dtype)
-        db = None if bias is None else device_empty(bias.shape, x.dtype)
-        backward(x, scale, saved_mean, saved_inv, dy, dx, ds, db, N * C, S, S, C, 1, N, C,
-                 0.0, True)
-        return dx, ds, db
+        return gradients(x, scale, bias, saved_mean, saved_inv, dy, N * C, S, S, C, 1, N, C,
+                         0.0, True, op)
 
 
 KERNELS = [("instance_norm", InstanceNorm, DTYPES),

@@ -11,7 +11,8 @@ import math
 from numba import cuda, float64
 
 from headrace.devices.cuda import current_stream
-from headrace.kernels.cuda_launch import ROW_THREADS, empty_like, float_input, tree_reduce
+from headrace.kernels.cuda_launch import ROW_THREADS, empty_like, float_input
+from headrace.kernels.cuda_rows import block_reduce
 from headrace.runtime import Tensor
 
 from ._seq import DeviceLoD, lod_key, offsets
@@ -32,18 +33,12 @@ def _softmax(x, off, out):
     for r in range(a + t, b, ROW_THREADS):
         if x[r] > m:
             m = x[r]
-    buf[t] = m
-    cuda.syncthreads()
-    tree_reduce(buf, t, True)
-    m = buf[0]
-    cuda.syncthreads()      # every thread has read the max before buf is reused
+    m = block_reduce(buf, m, True)
     total = 0.0
     for r in range(a + t, b, ROW_THREADS):
         total += math.exp(x[r] - m)
-    buf[t] = total
-    cuda.syncthreads()
-    tree_reduce(buf, t, False)
-    inv = 1.0 / buf[0]
+    total = block_reduce(buf, total, False)
+    inv = 1.0 / total
     for r in range(a + t, b, ROW_THREADS):
         out[r] = math.exp(x[r] - m) * inv
 
@@ -60,10 +55,7 @@ def _softmax_grad(y, dy, off, dx):
     dot = 0.0
     for r in range(a + t, b, ROW_THREADS):
         dot += float64(y[r]) * dy[r]
-    buf[t] = dot
-    cuda.syncthreads()
-    tree_reduce(buf, t, False)
-    dot = buf[0]
+    dot = block_reduce(buf, dot, False)
     for r in range(a + t, b, ROW_THREADS):
         dx[r] = y[r] * (dy[r] - dot)
 

@@ -8,8 +8,8 @@ from numba import cuda, float64
 
 from headrace.devices.cuda import current_stream
 from headrace.kernels.cuda_launch import (ROW_THREADS, empty_like, flat, float_input,
-                                          same_shape_dtype, split_axis,
-                      tree_reduce)
+                                          same_shape_dtype, split_axis)
+from headrace.kernels.cuda_rows import block_reduce
 
 
 @cuda.jit
@@ -23,20 +23,14 @@ def _softmax(x, out, C, inner):
         v = x[base + c * inner]
         if v > m:
             m = v
-    buf[t] = m
-    cuda.syncthreads()
-    tree_reduce(buf, t, True)
-    m = buf[0]
-    cuda.syncthreads()                    # every thread has read the max before buf is reused
+    m = block_reduce(buf, m, True)
     s = 0.0
     for c in range(t, C, ROW_THREADS):
         e = math.exp(x[base + c * inner] - m)     # <= 1: the max subtracted, nothing overflows
         out[base + c * inner] = e
         s += e
-    buf[t] = s
-    cuda.syncthreads()
-    tree_reduce(buf, t, False)
-    inv = 1.0 / buf[0]
+    s = block_reduce(buf, s, False)
+    inv = 1.0 / s
     for c in range(t, C, ROW_THREADS):
         out[base + c * inner] = out[base + c * inner] * inv
 
@@ -51,10 +45,7 @@ def _softmax_grad(y, dy, dx, C, inner):
     for c in range(t, C, ROW_THREADS):
         k = base + c * inner
         s += float64(y[k]) * dy[k]
-    buf[t] = s
-    cuda.syncthreads()
-    tree_reduce(buf, t, False)
-    s = buf[0]
+    s = block_reduce(buf, s, False)
     for c in range(t, C, ROW_THREADS):
         k = base + c * inner
         dx[k] = y[k] * (dy[k] - s)
