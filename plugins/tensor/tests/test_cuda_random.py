@@ -7,8 +7,9 @@ import pytest
 
 import headrace as hr
 from headrace import dtypes as dt
-from headrace.runtime import Executor, Scope, Tensor
+from headrace.runtime import Tensor
 from headrace.testing import run_op
+from headrace_tensor.reference._random_runs import random_program, runs as runs_on
 
 pytestmark = pytest.mark.cuda
 
@@ -19,6 +20,11 @@ N = 2000
 def draw(op_type, attrs, inputs=None):
     (t,) = run_op(op_type, inputs or {}, ["Out"], attrs, GPU)["Out"]
     return np.asarray(t.numpy())
+
+
+def runs(prog, n=3):
+    """"out" of ``n`` runs of ``prog`` by one new executor on the device."""
+    return runs_on(prog, n, place=GPU)
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
@@ -48,20 +54,6 @@ def test_gaussian_moments(dtype):
     assert x.dtype == np.dtype(dtype)
     assert abs(x.mean() - 1.5) < 0.2 and abs(x.std() - 2.0) < 0.2
     assert (np.abs(x - 1.5) > 2.0).mean() == pytest.approx(0.317, abs=0.05)
-
-
-def random_program(op_type, op_seed=0, program_seed=0, shape=(4, 5)):
-    prog = hr.Program()
-    prog.random_seed = program_seed
-    block = prog.global_block()
-    block.create_var(name="out", shape=shape, dtype="float32")
-    block.append_op(op_type, {}, {"Out": "out"}, {"shape": list(shape), "seed": op_seed})
-    return prog
-
-
-def runs(prog, n=3):
-    exe = Executor(GPU)
-    return [exe.run(prog, fetch_list=["out"], scope=Scope())[0] for _ in range(n)]
 
 
 @pytest.mark.parametrize("op_type", ["uniform_random", "gaussian_random"])

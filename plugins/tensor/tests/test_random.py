@@ -114,6 +114,7 @@ from headrace.errors import OpError  # noqa: E402
 from headrace.runtime import Executor, Scope  # noqa: E402
 from headrace.testing import run_op  # noqa: E402
 from headrace_tensor.kernels.cpu import random as krandom  # noqa: E402
+from headrace_tensor.reference._random_runs import random_program, runs  # noqa: E402
 
 N = 200_000
 
@@ -167,20 +168,6 @@ def test_gaussian_statistics(name, mean, std):
 def test_gaussian_std_zero_is_the_mean():
     x = draw("gaussian_random", {"shape": [5], "mean": 2.5, "std": 0.0, "seed": 1})
     np.testing.assert_array_equal(x, np.full(5, 2.5, "float32"))
-
-
-def random_program(op_type, op_seed=0, program_seed=0, shape=(4, 5)):
-    prog = headrace.Program()
-    prog.random_seed = program_seed
-    block = prog.global_block()
-    block.create_var(name="out", shape=shape, dtype="float32")
-    block.append_op(op_type, {}, {"Out": "out"}, {"shape": list(shape), "seed": op_seed})
-    return prog
-
-
-def runs(prog, n=3, exe=None):
-    exe = exe or Executor()
-    return [exe.run(prog, fetch_list=["out"], scope=Scope())[0] for _ in range(n)]
 
 
 @pytest.mark.parametrize("op_type", RANDOM_OPS)

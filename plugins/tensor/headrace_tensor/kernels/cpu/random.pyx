@@ -16,11 +16,18 @@ from ._common cimport int_values, ints_of_list
 
 import numpy as np
 
-from headrace import dtypes as _dt
+from ..host.random import (FLOATS, check_diagonal, float_dtype, gaussian_attrs,
+                           largest_below, out_shape, uniform_attrs)
 
 cnp.import_array()
 
-FLOATS = ("float16", "float32", "float64")
+
+def _ints(t, op, slot):
+    return int_values(t, op, slot)
+
+
+def _ints_of_list(ts, op, slot):
+    return ints_of_list(ts, op, slot)
 
 
 cdef void _affine(real* x, Py_ssize_t n, real scale, real shift) noexcept nogil:
@@ -42,23 +49,6 @@ cdef void _uniform(real* x, Py_ssize_t n, real lo, real width, real below) noexc
         x[i] = v
 
 
-cdef object largest_below(object dtype, double hi):
-    """The largest value of ``dtype`` that is < hi."""
-    with np.errstate(over="ignore"):
-        h = dtype.type(hi)
-    if float(h) >= hi:
-        h = np.nextafter(h, dtype.type(-np.inf))
-    return h
-
-
-cdef object float_dtype(dict attrs, str op):
-    name = _dt.from_proto(attrs["dtype"])
-    if name not in FLOATS:
-        raise TypeError(f"{op}: dtype {attrs['dtype']} ({name}) has no CPU kernel; supported: "
-                        + ", ".join(FLOATS))
-    return np.dtype(name)
-
-
 cdef class _Random:
     """What both random kernels share: output dtype, shape resolution, the Generator."""
     cdef object dtype, gen
@@ -67,24 +57,14 @@ cdef class _Random:
 
     def __init__(self, str op, dict attrs, info):
         self.op = op
-        self.dtype = float_dtype(attrs, op)
+        self.dtype = float_dtype(attrs, op, "CPU")
         self.shape = [int(d) for d in attrs["shape"]]
         seed = getattr(info, "seed", None) if info is not None else None
         self.gen = np.random.default_rng(None if seed is None else
                                          int(seed) & 0xFFFFFFFFFFFFFFFF)
 
     cdef tuple out_shape(self, object shape_tensor, object shape_list):
-        if shape_tensor is not None:
-            dims, src = int_values(shape_tensor, self.op, "ShapeTensor"), "ShapeTensor"
-        elif shape_list:
-            dims, src = ints_of_list(shape_list, self.op, "ShapeTensorList"), "ShapeTensorList"
-        else:
-            dims, src = self.shape, "attribute 'shape'"
-        for d in dims:
-            if d < 0:
-                raise ValueError(f"{self.op}: the output shape from {src} has a negative dim: "
-                                 f"{dims}")
-        return tuple(dims)
+        return out_shape(self.op, self.shape, shape_tensor, shape_list, _ints, _ints_of_list)
 
     cdef cnp.ndarray draw(self, tuple shape, bint normal):
         """Standard uniform [0, 1) or standard normal draws, in float32 for float32/float16
@@ -103,24 +83,15 @@ cdef class UniformRandom(_Random):
 
     def __init__(self, dict attrs, info=None):
         super().__init__("uniform_random", attrs, info)
-        self.lo, self.hi = attrs["min"], attrs["max"]
-        if not self.lo < self.hi:
-            raise ValueError(f"uniform_random: min ({self.lo}) must be less than max "
-                             f"({self.hi})")
-        self.diag_num, self.diag_step = attrs["diag_num"], attrs["diag_step"]
-        self.diag_val = attrs["diag_val"]
-        if self.diag_num < 0 or self.diag_step < 0:
-            raise ValueError(f"uniform_random: diag_num ({self.diag_num}) and diag_step "
-                             f"({self.diag_step}) must be >= 0")
+        (self.lo, self.hi, self.diag_num, self.diag_step,
+         self.diag_val) = uniform_attrs(attrs)
 
     def __call__(self, shape_tensor=None, shape_list=None):
         cdef tuple shape = self.out_shape(shape_tensor, shape_list)
         cdef Py_ssize_t n = 1, i
         for d in shape:
             n *= <Py_ssize_t>d
-        if self.diag_num > 0 and (self.diag_num - 1) * (self.diag_step + 1) >= n:
-            raise ValueError(f"uniform_random: diag_num={self.diag_num}, diag_step="
-                             f"{self.diag_step} run past the end of an output of {n} elements")
+        check_diagonal(self.diag_num, self.diag_step, n)
         cdef cnp.ndarray u = self.draw(shape, False)
         cdef double lo = self.lo, hi = self.hi, below_d
         cdef float below_f
@@ -151,9 +122,7 @@ cdef class GaussianRandom(_Random):
 
     def __init__(self, dict attrs, info=None):
         super().__init__("gaussian_random", attrs, info)
-        self.mean, self.std = attrs["mean"], attrs["std"]
-        if not self.std >= 0:
-            raise ValueError(f"gaussian_random: std must be >= 0, got {self.std}")
+        self.mean, self.std = gaussian_attrs(attrs)
 
     def __call__(self, shape_tensor=None, shape_list=None):
         cdef cnp.ndarray z = self.draw(self.out_shape(shape_tensor, shape_list), True)

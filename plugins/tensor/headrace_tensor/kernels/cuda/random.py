@@ -18,13 +18,12 @@ from numba import cuda
 from numba.cuda.random import (xoroshiro128p_normal_float32, xoroshiro128p_normal_float64,
                                xoroshiro128p_uniform_float32, xoroshiro128p_uniform_float64)
 
-from headrace import dtypes as _dt
 from headrace.devices.cuda import current_stream
 from headrace.kernels.cuda_launch import device_empty, flat, launch, rng_grid, rng_states
 
+from ..host.random import (check_diagonal, float_dtype, gaussian_attrs, largest_below,
+                           out_shape, uniform_attrs)
 from ._common import host_ints, ints_of_list
-
-FLOATS = ("float16", "float32", "float64")
 
 
 @cuda.jit
@@ -65,29 +64,12 @@ def _diag(out, step, val):
         out[i * (step + 1)] = val
 
 
-def largest_below(dtype, hi):
-    """The largest value of ``dtype`` that is < hi."""
-    with np.errstate(over="ignore"):
-        h = dtype.type(hi)
-    if float(h) >= hi:
-        h = np.nextafter(h, dtype.type(-np.inf))
-    return h
-
-
-def float_dtype(attrs, op):
-    name = _dt.from_proto(attrs["dtype"])
-    if name not in FLOATS:
-        raise TypeError(f"{op}: dtype {attrs['dtype']} ({name}) has no CUDA kernel; "
-                        f"supported: " + ", ".join(FLOATS))
-    return np.dtype(name)
-
-
 class _Random:
     """What both random kernels share: output dtype, shape resolution, the device states."""
 
     def __init__(self, op, attrs, info):
         self.op = op
-        self.dtype = float_dtype(attrs, op)
+        self.dtype = float_dtype(attrs, op, "CUDA")
         self.shape = [int(d) for d in attrs["shape"]]
         self.seed = getattr(info, "seed", None) if info is not None else None
         self.states = None
@@ -95,18 +77,8 @@ class _Random:
         self.work = np.dtype(np.float64 if self.dtype == np.float64 else np.float32)
 
     def out_shape(self, shape_tensor, shape_list):
-        if shape_tensor is not None:
-            dims, src = host_ints(shape_tensor, self.op, "ShapeTensor"), "ShapeTensor"
-        elif shape_list:
-            dims, src = ints_of_list(shape_list, self.op, "ShapeTensorList"), \
-                "ShapeTensorList"
-        else:
-            dims, src = self.shape, "attribute 'shape'"
-        for d in dims:
-            if d < 0:
-                raise ValueError(f"{self.op}: the output shape from {src} has a negative dim: "
-                                 f"{dims}")
-        return tuple(dims)
+        return out_shape(self.op, self.shape, shape_tensor, shape_list, host_ints,
+                         ints_of_list)
 
     def generators(self, n):
         # Made at the first call, on the running executor's stream, then kept and advanced.
@@ -121,22 +93,13 @@ class UniformRandom(_Random):
 
     def __init__(self, attrs, info=None):
         super().__init__("uniform_random", attrs, info)
-        self.lo, self.hi = attrs["min"], attrs["max"]
-        if not self.lo < self.hi:
-            raise ValueError(f"uniform_random: min ({self.lo}) must be less than max "
-                             f"({self.hi})")
-        self.diag_num, self.diag_step = attrs["diag_num"], attrs["diag_step"]
-        self.diag_val = attrs["diag_val"]
-        if self.diag_num < 0 or self.diag_step < 0:
-            raise ValueError(f"uniform_random: diag_num ({self.diag_num}) and diag_step "
-                             f"({self.diag_step}) must be >= 0")
+        (self.lo, self.hi, self.diag_num, self.diag_step,
+         self.diag_val) = uniform_attrs(attrs)
 
     def __call__(self, shape_tensor=None, shape_list=None):
         shape = self.out_shape(shape_tensor, shape_list)
         n = int(np.prod(shape, dtype=np.int64))
-        if self.diag_num > 0 and (self.diag_num - 1) * (self.diag_step + 1) >= n:
-            raise ValueError(f"uniform_random: diag_num={self.diag_num}, diag_step="
-                             f"{self.diag_step} run past the end of an output of {n} elements")
+        check_diagonal(self.diag_num, self.diag_step, n)
         out = device_empty(shape, self.dtype)
         if n:
             w = self.work.type
@@ -157,9 +120,7 @@ class GaussianRandom(_Random):
 
     def __init__(self, attrs, info=None):
         super().__init__("gaussian_random", attrs, info)
-        self.mean, self.std = attrs["mean"], attrs["std"]
-        if not self.std >= 0:
-            raise ValueError(f"gaussian_random: std must be >= 0, got {self.std}")
+        self.mean, self.std = gaussian_attrs(attrs)
 
     def __call__(self, shape_tensor=None, shape_list=None):
         out = device_empty(self.out_shape(shape_tensor, shape_list), self.dtype)

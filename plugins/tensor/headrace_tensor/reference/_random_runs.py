@@ -1,0 +1,23 @@
+"""A random op's program and its runs, shared by the CPU and CUDA tests of uniform_random and
+gaussian_random (a private module: reference discovery skips it)."""
+import headrace
+from headrace.runtime import Executor, Scope
+
+
+def random_program(op_type, op_seed=0, program_seed=0, shape=(4, 5)):
+    """One ``op_type`` op into a float32 "out" of ``shape``, with the op's and the program's
+    seeds."""
+    prog = headrace.Program()
+    prog.random_seed = program_seed
+    block = prog.global_block()
+    block.create_var(name="out", shape=shape, dtype="float32")
+    block.append_op(op_type, {}, {"Out": "out"}, {"shape": list(shape), "seed": op_seed})
+    return prog
+
+
+def runs(prog, n=3, exe=None, place=None):
+    """"out" of ``n`` runs of ``prog`` by one executor (``exe``, else a new one on ``place``,
+    else on the default place), each in a fresh scope."""
+    if exe is None:
+        exe = Executor() if place is None else Executor(place)
+    return [exe.run(prog, fetch_list=["out"], scope=Scope())[0] for _ in range(n)]
