@@ -314,3 +314,53 @@ def test_rnn_gradients_equal_finite_differences():
     ins, attrs = _rnn_inputs(rng, "LSTM", 1, 2, lens=(3, 1))
     _directional_gradients("rnn", ins, attrs, ["Input", "PreState", "WeightList"],
                            ["Out", "State"])
+
+
+# --- a training step ----------------------------------------------------------------------
+
+def test_dynamic_lstm_trains_as_on_the_cpu_and_a_step_copies_only_its_feed_and_fetch(
+        monkeypatch):
+    """fc + dynamic_lstm + SGD, initialized once on the CPU: two steps on CUDAPlace give the
+    CPU's losses, and the second step copies only its feed and its fetch (the LoD layout
+    crossed once, in the first)."""
+    from headrace.devices import cuda as dev
+
+    def run(place, count=None):
+        main, startup = hr.Program(), hr.Program()
+        startup.random_seed = 3
+        with hr.program_guard(main, startup):
+            x = hr.layers.data("x", shape=[-1, 4], dtype="float32", lod_level=1)
+            h, _ = hr.layers.dynamic_lstm(hr.layers.fc(x, size=8), size=8)
+            loss = hr.layers.mean(h)
+            hr.optimizer.SGD(learning_rate=0.5).minimize(loss)
+        scope = hr.Scope()
+        hr.Executor(hr.CPUPlace()).run(startup, scope=scope)
+        exe = hr.Executor(place)
+        feed = {"x": Tensor(np.random.default_rng(14).standard_normal((5, 4))
+                            .astype("float32"), [[0, 2, 5]])}
+        losses = []
+        for step in range(2):
+            if count is not None and step == 1:
+                count()
+            losses.append(float(exe.run(main, feed=feed, fetch_list=[loss], scope=scope)[0]))
+        return losses
+
+    copies = {"h2d": 0, "d2h": 0}
+
+    def counter(f, kind):
+        def counted(*args, **kwargs):
+            copies[kind] += 1
+            return f(*args, **kwargs)
+        return counted
+
+    def count():
+        array_type = type(dev.cuda.device_array(1, np.float32))
+        for owner, name, kind in ((dev.cuda, "to_device", "h2d"),
+                                  (array_type, "copy_to_device", "h2d"),
+                                  (array_type, "copy_to_host", "d2h")):
+            monkeypatch.setattr(owner, name, counter(getattr(owner, name), kind))
+
+    cpu, gpu = run(hr.CPUPlace()), run(CUDA, count)
+    np.testing.assert_allclose(gpu, cpu, rtol=1e-5)
+    assert cpu[1] != cpu[0]
+    assert copies == {"h2d": 1, "d2h": 1}, copies
