@@ -49,6 +49,17 @@ def raise_bad(flag, total, index, op, who, what_of, info):
     check_flag(flag, total, report, info)
 
 
+def out_grad(dout, expected, op):
+    """Out@GRAD, a float device array of Out's shape ``expected``."""
+    g = dense(dout, op, "Out@GRAD")
+    if tuple(g.shape) != expected:
+        raise ValueError(f"{op}: Out@GRAD has shape {list(g.shape)}, expected "
+                         f"{list(expected)} (Out's shape)")
+    if str(g.dtype) not in FLOATS:
+        raise TypeError(f"{op}: Out@GRAD has dtype {g.dtype}, expected float32 or float64")
+    return g
+
+
 # -- gather -----------------------------------------------------------------------------------
 
 @cuda.jit(device=True)
@@ -131,12 +142,7 @@ class GatherGrad(_GatherBase):
         op = "gather_grad"
         xs = tuple(x.shape)
         axis, n, outer, size, inner, expected = self._geometry(xs, index, axis_t, op)
-        g = dense(dout, op, "Out@GRAD")
-        if tuple(g.shape) != expected:
-            raise ValueError(f"{op}: Out@GRAD has shape {list(g.shape)}, expected "
-                             f"{list(expected)} (Out's shape)")
-        if str(g.dtype) not in FLOATS:
-            raise TypeError(f"{op}: Out@GRAD has dtype {g.dtype}, expected float32 or float64")
+        g = out_grad(dout, expected, op)
         dx = zeros(xs, g.dtype)
         self._run(_put_add, g, index, dx, axis, n, outer, size, inner, op)
         return (dx,)
@@ -157,28 +163,35 @@ def _nd_offset(idx, i, k, dims, bad):
     return off
 
 
+@cuda.jit(device=True)
+def _nd_offsets(t, idx, k, dims, inner, bad):
+    """Thread ``t`` of [m, max(inner, 1)]: (its element's offset in X's shape, in Out's), or
+    (-1, -1) where nothing moves (a bad index flagged, or an empty slice's check)."""
+    w = max(inner, 1)
+    i = t // w
+    j = t % w
+    off = _nd_offset(idx, i, k, dims, bad)
+    if off >= 0 and j < inner:
+        return off * inner + j, i * inner + j
+    return -1, -1
+
+
 @cuda.jit
 def _take_nd(x, idx, out, k, dims, inner, total, bad):
     t = cuda.grid(1)
     if t < total:
-        w = max(inner, 1)
-        i = t // w
-        j = t % w
-        off = _nd_offset(idx, i, k, dims, bad)
-        if off >= 0 and j < inner:
-            out[i * inner + j] = x[off * inner + j]
+        src, dst = _nd_offsets(t, idx, k, dims, inner, bad)
+        if src >= 0:
+            out[dst] = x[src]
 
 
 @cuda.jit
 def _add_nd(g, idx, dx, k, dims, inner, total, bad):
     t = cuda.grid(1)
     if t < total:
-        w = max(inner, 1)
-        i = t // w
-        j = t % w
-        off = _nd_offset(idx, i, k, dims, bad)
-        if off >= 0 and j < inner:
-            cuda.atomic.add(dx, off * inner + j, g[i * inner + j])
+        dst, src = _nd_offsets(t, idx, k, dims, inner, bad)
+        if dst >= 0:
+            cuda.atomic.add(dx, dst, g[src])
 
 
 class _GatherNdBase:
@@ -223,12 +236,7 @@ class GatherNdGrad(_GatherNdBase):
         op = "gather_nd_grad"
         xs = tuple(x.shape)
         k, m, inner, expected = self._geometry(xs, index, op)
-        g = dense(dout, op, "Out@GRAD")
-        if tuple(g.shape) != expected:
-            raise ValueError(f"{op}: Out@GRAD has shape {list(g.shape)}, expected "
-                             f"{list(expected)} (Out's shape)")
-        if str(g.dtype) not in FLOATS:
-            raise TypeError(f"{op}: Out@GRAD has dtype {g.dtype}, expected float32 or float64")
+        g = out_grad(dout, expected, op)
         dx = zeros(xs, g.dtype)
         self._run(_add_nd, g, index, dx, xs, k, m, inner, op)
         return (dx,)
