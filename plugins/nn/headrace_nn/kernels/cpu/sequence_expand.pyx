@@ -5,6 +5,8 @@ import numpy as np
 
 from headrace.runtime.tensor import Tensor
 
+from ..host.sequence_expand import expansion
+
 DTYPES = ("float32", "float64")
 
 
@@ -13,38 +15,6 @@ def _same_dtype(data, g, op):
     if data.dtype != g.dtype:
         raise TypeError(f"{op}: X has dtype {data.dtype}, Out@GRAD {g.dtype}")
     return g
-
-
-def expansion(x, y, int ref_level, op):
-    """(row index into X of every output row, the output's LoD)."""
-    rows = np.shape(x.data)[0] if np.ndim(x.data) else 0
-    if not y.lod:
-        raise ValueError(f"{op}: Y must be a batch of sequences (a tensor with LoD): its "
-                         f"LoD gives the repeats")
-    level = ref_level if ref_level >= 0 else len(y.lod) + ref_level
-    if not 0 <= level < len(y.lod):
-        raise ValueError(f"{op}: ref_level {ref_level} is not a LoD level of Y (it has "
-                         f"{len(y.lod)})")
-    repeats = np.diff(np.asarray(y.lod[level], np.int64))
-    if x.lod:
-        if len(x.lod) > 1:
-            raise ValueError(f"{op}: X may have one LoD level, it has {len(x.lod)}")
-        starts = np.asarray(x.lod[0], np.int64)
-    else:
-        starts = np.arange(rows + 1, dtype=np.int64)
-    if len(starts) - 1 != len(repeats):
-        raise ValueError(f"{op}: X has {len(starts) - 1} entries, Y's LoD level {level} "
-                         f"{len(repeats)} sequences")
-    if starts[len(starts) - 1] != rows:
-        raise ValueError(f"{op}: X's LoD ends at {starts[len(starts) - 1]}, X has {rows} rows")
-    lengths = np.diff(starts)
-    entry = np.repeat(np.arange(len(repeats)), repeats)          # one per copy
-    copy_len = lengths[entry]
-    first = np.concatenate([[0], np.cumsum(copy_len)])[:-1]
-    total = int(copy_len.sum())
-    index = starts[np.repeat(entry, copy_len)] + np.arange(total) - np.repeat(first, copy_len)
-    lod = [[int(v) for v in np.concatenate([[0], np.cumsum(copy_len)])]]
-    return index, lod
 
 
 cdef class SequenceExpand:

@@ -47,13 +47,19 @@ def lod_key(lod):
     return tuple(tuple(int(v) for v in level) for level in lod)
 
 
+def describes(off, rows):
+    """Whether int64 offsets ``off`` describe ``rows`` rows: they start at 0, never decrease
+    and end at ``rows``."""
+    return off.size >= 1 and off[0] == 0 and off[-1] == rows and not (np.diff(off) < 0).any()
+
+
 def offsets(lod, rows, op, slot="X"):
     """The last LoD level as int64, checked as the CPU kernels check it (start at 0, never
     decrease, end at the row count)."""
     if not lod:
         raise ValueError(f"{op}: {slot} must be a batch of sequences (a tensor with LoD)")
     off = np.asarray(lod[-1], np.int64).reshape(-1)
-    if off.size < 1 or off[0] != 0 or off[-1] != rows or (np.diff(off) < 0).any():
+    if not describes(off, rows):
         raise ValueError(f"{op}: {slot}'s LoD {list(lod[-1])} does not describe its {rows} "
                          f"rows (it must start at 0, not decrease, and end at {rows})")
     return off

@@ -15,7 +15,7 @@ from headrace.devices.cuda import current_stream
 from headrace.kernels.cuda_launch import device_empty, grid
 from headrace.runtime import Tensor
 
-from ._seq import DeviceLoD, lod_key, rows_of, seq_of
+from ._seq import DeviceLoD, describes, lod_key, rows_of, seq_of
 
 DTYPES = ("int32", "int64", "float32", "float64")
 
@@ -68,7 +68,7 @@ class _Concat:
             for i, x in enumerate(xs):
                 off = np.asarray(x.lod[0], np.int64)
                 rows = x.data.shape[0]
-                if len(off) < 1 or off[0] != 0 or off[-1] != rows or (np.diff(off) < 0).any():
+                if not describes(off, rows):
                     raise ValueError(f"{op}: X[{i}]'s LoD {off.tolist()} does not describe "
                                      f"its {rows} rows")
                 if offs and len(off) != len(offs[0]):

@@ -8,11 +8,10 @@ kernel object, _seq.DeviceLoD); nothing else crosses between host and device.
 import numpy as np
 from numba import cuda
 
-from headrace.devices.cuda import current_stream
-from headrace.kernels.cuda_launch import device_empty, grid
+from headrace.kernels.cuda_launch import device_empty, launch
 from headrace.runtime import Tensor
 
-from ._seq import DeviceLoD, lod_key, seq_of
+from ._seq import DeviceLoD, describes, lod_key, seq_of
 
 DTYPES = ("int32", "int64")
 
@@ -48,17 +47,14 @@ class SequenceEnumerate:
 
         def build():
             off = np.asarray(x.lod[0], np.int64)
-            if len(off) < 1 or off[0] != 0 or off[-1] != rows or (np.diff(off) < 0).any():
+            if not describes(off, rows):
                 raise ValueError(f"{op}: X's first LoD level {off.tolist()} does not describe "
                                  f"its {rows} rows")
             return off, off.size - 1
         off, S = self.lod.get((rows, lod_key(x.lod[:1])), build)
         out = device_empty((rows, self.win), a.dtype)
         total = rows * self.win
-        if total:
-            blocks, threads = grid(total)
-            _windows[blocks, threads, current_stream()](a.reshape(-1), off, out.reshape(-1),
-                                                        S, self.win, self.pad, total)
+        launch(_windows, total, a.reshape(-1), off, out.reshape(-1), S, self.win, self.pad, total)
         return (Tensor(out, x.lod),)
 
 

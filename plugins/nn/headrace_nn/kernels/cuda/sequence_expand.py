@@ -15,11 +15,10 @@ crosses between host and device.
 import numpy as np
 from numba import cuda, float64
 
-from headrace.devices.cuda import current_stream
-from headrace.kernels.cuda_launch import device_empty, float_input, grid
+from headrace.kernels.cuda_launch import device_empty, float_input, launch
 from headrace.runtime import Tensor
 
-from ..cpu.sequence_expand import expansion
+from ..host.sequence_expand import expansion
 from ._seq import DeviceLoD, lod_key, rows_of, seq_of
 
 DTYPES = ("float32", "float64")
@@ -96,10 +95,7 @@ class SequenceExpand(_Expand):
         _, D = rows_of(a)
         out = device_empty((out_rows,) + tuple(a.shape[1:]), a.dtype)
         total = out_rows * D
-        if total:
-            blocks, threads = grid(total)
-            _expand[blocks, threads, current_stream()](a.reshape(-1), lists, out.reshape(-1),
-                                                       E, D, total)
+        launch(_expand, total, a.reshape(-1), lists, out.reshape(-1), E, D, total)
         return (Tensor(out, lod),)
 
 
@@ -127,10 +123,7 @@ class SequenceExpandGrad(_Expand):
                              f"{[out_rows] + list(a.shape[1:])}")
         dx = device_empty(a.shape, a.dtype)
         total = rows * D
-        if total:
-            blocks, threads = grid(total)
-            _expand_grad[blocks, threads, current_stream()](g.reshape(-1), lists,
-                                                            dx.reshape(-1), E, D, total)
+        launch(_expand_grad, total, g.reshape(-1), lists, dx.reshape(-1), E, D, total)
         return (dx,) if self.as_ else (Tensor(dx, x.lod),)
 
 

@@ -11,7 +11,7 @@ import numpy as np
 from numba import cuda
 
 from headrace.devices.cuda import current_stream
-from headrace.kernels.cuda_launch import device_empty, float_input, grid
+from headrace.kernels.cuda_launch import device_empty, float_input, grid, launch
 from headrace.runtime.tensor import Tensor, lengths_to_offsets
 
 from ..host.sequence_pad import last_offsets, padded_width
@@ -127,10 +127,7 @@ class SequencePadGrad:
                              f"[{S}, >= longest, {list(a.shape[1:])}]")
         dx = device_empty(a.shape, a.dtype)
         total = rows * D
-        if total:
-            blocks, threads = grid(total)
-            _unpad[blocks, threads, current_stream()](g.reshape(-1), off, dx.reshape(-1), S,
-                                                      W, D, total)
+        launch(_unpad, total, g.reshape(-1), off, dx.reshape(-1), S, W, D, total)
         return (Tensor(dx, x.lod),)
 
 
@@ -173,10 +170,7 @@ class SequenceUnpad(_Unpad):
         rows = int(off[-1])
         out = device_empty((rows,) + tuple(a.shape[2:]), a.dtype)
         total = rows * D
-        if total:
-            blocks, threads = grid(total)
-            _unpad[blocks, threads, current_stream()](a.reshape(-1), off_dev, out.reshape(-1),
-                                                      S, W, D, total)
+        launch(_unpad, total, a.reshape(-1), off_dev, out.reshape(-1), S, W, D, total)
         return (Tensor(out, [list(off)]),)
 
 
@@ -198,10 +192,7 @@ class SequenceUnpadGrad(_Unpad):
         D = int(np.prod(a.shape[2:], dtype=np.int64))
         dx = device_empty(a.shape, a.dtype)
         total = S * W * D
-        if total:
-            blocks, threads = grid(total)
-            _pad_zero[blocks, threads, current_stream()](g.reshape(-1), off_dev,
-                                                         dx.reshape(-1), W, D, total)
+        launch(_pad_zero, total, g.reshape(-1), off_dev, dx.reshape(-1), W, D, total)
         return (dx,)
 
 

@@ -3,22 +3,13 @@ element) into a tensor of the new row width; only the LoD changes, computed on t
 the old one with the CPU kernel's checks (kernels/cpu/sequence_reshape.pyx). No LoD goes to the
 device: the copy does not read it.
 """
-import numpy as np
-from numba import cuda
 
-from headrace.kernels.cuda_launch import device_empty, flat, launch
+from headrace.kernels.cuda_launch import copy_into, device_empty
 from headrace.runtime import Tensor
 
 from ..host.sequence_reshape import ReshapedLoD, check_layout
 
 DTYPES = ("int32", "int64", "float32", "float64")
-
-
-@cuda.jit
-def _copy(src, dst, n):
-    k = cuda.grid(1)
-    if k < n:
-        dst[k] = src[k]
 
 
 def _checked(x, op):
@@ -30,10 +21,8 @@ def _checked(x, op):
 
 
 def _copied(a, shape):
-    out = device_empty(shape, a.dtype)
-    n = int(np.prod(shape, dtype=np.int64))
-    launch(_copy, n, flat(a), flat(out), n)
-    return out
+    """A copy of ``a``'s values in a new array of ``shape`` (as many values)."""
+    return copy_into(a, device_empty(shape, a.dtype))
 
 
 class SequenceReshape:

@@ -9,8 +9,7 @@ kernel object, _seq.DeviceLoD); nothing else crosses between host and device.
 import numpy as np
 from numba import cuda
 
-from headrace.devices.cuda import current_stream
-from headrace.kernels.cuda_launch import device_empty, grid
+from headrace.kernels.cuda_launch import device_empty, launch
 from headrace.runtime import Tensor
 
 from ._seq import DeviceLoD, lod_key, rows_of, seq_of
@@ -48,10 +47,7 @@ class SequenceReverse:
         off, S = self.lod.get((rows, lod_key(x.lod[-1:])), build)
         y = device_empty(a.shape, a.dtype)
         total = rows * D
-        if total:
-            blocks, threads = grid(total)
-            _reverse[blocks, threads, current_stream()](a.reshape(-1), off, y.reshape(-1), S,
-                                                        D, total)
+        launch(_reverse, total, a.reshape(-1), off, y.reshape(-1), S, D, total)
         return (Tensor(y, x.lod),)
 
 

@@ -12,19 +12,13 @@ import numpy as np
 from numba import cuda
 
 from headrace.devices.cuda import current_stream
-from headrace.kernels.cuda_launch import check_flag, device_empty, flat, grid, launch, new_flag
+from headrace.kernels.cuda_launch import (check_flag, device_copy, device_empty, flat, grid,
+                                          new_flag)
 from headrace.runtime import Tensor
 
-from ._seq import DeviceLoD, lod_key, seq_of
+from ._seq import DeviceLoD, describes, lod_key, seq_of
 
 DTYPES = ("int32", "int64", "float32", "float64")
-
-
-@cuda.jit
-def _copy(src, dst, n):
-    k = cuda.grid(1)
-    if k < n:
-        dst[k] = src[k]
 
 
 @cuda.jit
@@ -93,7 +87,7 @@ class _Scatter:
 
         def build():
             off = np.asarray(ids.lod[0], np.int64)
-            if len(off) < 1 or off[0] != 0 or off[-1] != n or (np.diff(off) < 0).any():
+            if not describes(off, n):
                 raise ValueError(f"{op}: Ids' LoD {off.tolist()} does not describe its {n} "
                                  f"rows")
             return off, off.size - 1
@@ -114,17 +108,11 @@ class _Scatter:
         check_flag(bad, n, report, self.info)
 
 
-def _copied(a):
-    out = device_empty(a.shape, a.dtype)
-    launch(_copy, a.size, flat(a), flat(out), a.size)
-    return out
-
-
 class SequenceScatter(_Scatter):
     def __call__(self, x, ids, updates):
         op = "sequence_scatter"
         a, upd, i, off, S, cols, n = self._checked(x.data, ids, updates, op, "X")
-        out = _copied(a)
+        out = device_copy(a)
         if n:
             bad = new_flag(n)
             blocks, threads = grid(n)
@@ -146,7 +134,7 @@ class SequenceScatterGrad(_Scatter):
         op = "sequence_scatter_grad"
         g, upd, i, off, S, cols, n = self._checked(getattr(dout, "data", dout), ids, updates,
                                                    op, "Out@GRAD")
-        dx = _copied(g) if self.want_x else None
+        dx = device_copy(g) if self.want_x else None
         d = device_empty(upd.shape, upd.dtype) if self.want_updates else None
         if n:
             bad = new_flag(n)
