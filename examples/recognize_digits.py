@@ -48,9 +48,10 @@ def main(model="mlp", epochs=20, seed=0, verbose=True):
                               drop_last=False)
     exe, scope = hr.Executor(), hr.Scope()
     exe.run(startup, scope=scope)
-    history = hr.io.train_loop(exe, main_prog, train, [loss, acc], epochs=epochs, scope=scope,
-                               test=(test_prog, test), verbose=verbose)
-    test_acc = history[-1]["test_" + acc.name]
+    history = hr.io.train_loop(exe, main_prog, train, {"loss": loss, "accuracy": acc},
+                               epochs=epochs, scope=scope, test=(test_prog, test),
+                               verbose=verbose)
+    test_acc = history[-1]["test_accuracy"]
     print(f"{model}: test accuracy {test_acc:.4f}")
     return test_acc
 
