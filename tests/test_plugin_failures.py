@@ -18,7 +18,7 @@ from headrace.ops import In, OpDef, Out, PluginWarning, build_registry, hookimpl
 from headrace.ops import plugins as plugins_mod
 from headrace.ops.shape import same_as
 from headrace.runtime import executor as executor_mod
-from headrace.testing.plugin_dists import write_plugin_distribution
+from headrace.testing.plugin_dists import package_plugin, write_plugin_distribution
 
 MATH = "headrace-math:math"
 
@@ -146,28 +146,13 @@ def test_keyboard_interrupt_in_a_hook_takes_back_what_it_added():
 
 # -- BaseException in a kernel package --------------------------------------------------------
 
-def _package_plugin(package, op):
-    class Plugin:
-        @staticmethod
-        @hookimpl
-        def headrace_register_ops(registry):
-            registry.add_op(OpDef(op, inputs=[In("X")], outputs=[Out("Out")],
-                                  infer=same_as("X")))
-
-        @staticmethod
-        @hookimpl
-        def headrace_register_kernels(registry):
-            registry.add_kernel_package(package, "cpu")
-    return Plugin
-
-
 @pytest.mark.parametrize("error", ["SystemExit(2)", "RuntimeError('no')"])
 def test_a_kernel_package_that_raises_is_unavailable_and_the_others_load(path, error):
     package = f"hr_sysexit_kernels_{uuid.uuid4().hex[:8]}"
     _write_package(path, package, {"a": "KERNELS = [('pkg_op', len, None)]\n",
                                    "b": f"raise {error}\n"})
     reg = build_registry(plugins=[(MATH, math_plugin),
-                                  ("third", _package_plugin(package, "pkg_op"))],
+                                  ("third", package_plugin(package, "pkg_op"))],
                          autoload=False)
     with pytest.warns(PluginWarning, match=f"plugin 'third': loading cpu kernels from {package} "
                                            f"failed: {error.split('(')[0]}"):
@@ -186,7 +171,7 @@ def test_keyboard_interrupt_in_a_kernel_import_leaves_the_device_to_load_again(p
         "if not flag.exists():\n    flag.touch()\n    raise KeyboardInterrupt\n"
         "KERNELS = [('pkg_op', len, ['float32'])]\n")})
     reg = build_registry(plugins=[(MATH, math_plugin),
-                                  ("third", _package_plugin(package, "pkg_op"))],
+                                  ("third", package_plugin(package, "pkg_op"))],
                          autoload=False)
     with pytest.raises(KeyboardInterrupt):
         reg.kernel("relu", "cpu", "float32")
@@ -232,7 +217,7 @@ def test_a_malformed_kernels_list_is_the_plugins_error(path, source, error):
     _write_package(path, package, {"a_good": "KERNELS = [('m_op', len, ['float64'])]\n",
                                    "b_bad": source + "\n"})
     reg = build_registry(plugins=[("good", _eager_plugin("good_op")),
-                                  ("bad", _package_plugin(package, "m_op"))], autoload=False)
+                                  ("bad", package_plugin(package, "m_op"))], autoload=False)
     with pytest.warns(PluginWarning) as record:
         with pytest.raises(KernelNotFoundError) as info:
             reg.kernel("m_op", "cpu", "float64")
@@ -248,7 +233,7 @@ def test_a_package_failure_found_in_another_plugins_hook_is_not_that_plugins(pat
     package = f"hr_bad_early_{uuid.uuid4().hex[:8]}"
     _write_package(path, package, {"k": "KERNELS = [('m_op', abs)]\n"})
     with pytest.warns(PluginWarning) as record:
-        reg = build_registry(plugins=[("bad", _package_plugin(package, "m_op")),
+        reg = build_registry(plugins=[("bad", package_plugin(package, "m_op")),
                                       ("late", _eager_plugin("late_op"))], autoload=False)
     (message,) = [str(w.message) for w in record]
     assert message.startswith("headrace plugin 'bad': ") and "KERNELS[0] must be" in message

@@ -1,7 +1,13 @@
 """headrace: a static-graph deep-learning framework.
 
 Build a program with Python calls, run it with an Executor. Public API, re-exported explicitly.
+Diagnostics go to the standard ``logging`` module's ``headrace`` logger (and its children,
+``headrace.ops.plugins``, ``headrace.io``, ...), silent unless the application configures
+logging (a NullHandler, as a library should); warnings a user should act on (a plugin that
+failed) are ``warnings`` pointing at the user's line.
 """
+import logging as _logging
+
 from . import cuda, dtypes, errors, io, ops, unique_name
 from .autodiff import append_backward, gradients
 from .errors import (HeadraceError, LayerError, OpError, ProgramError, ProgramParseError,
@@ -16,6 +22,8 @@ from .layer_helper import LayerHelper
 from .param_attr import ParamAttr
 
 __version__ = "0.1.0"
+
+_logging.getLogger(__name__).addHandler(_logging.NullHandler())
 
 __all__ = [
     "cuda", "dtypes", "errors", "io", "ops", "unique_name", "append_backward", "gradients",

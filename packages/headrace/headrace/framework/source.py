@@ -1,13 +1,34 @@
-"""Where in the user's code an op was created: the innermost frame outside headrace."""
+"""Where in the user's code an op was created, or a warning is to point: the innermost frame
+outside headrace."""
 import linecache
 import sys
 
-__all__ = ["user_callsite"]
+__all__ = ["user_callsite", "user_stacklevel"]
 
 
 def _internal(frame):
-    # headrace itself and its first-party plugins (headrace_math, ...) are not the user's code.
-    return frame.f_globals.get("__name__", "").startswith("headrace")
+    # headrace itself and its first-party plugins (headrace_math, ...) are not the user's code;
+    # nor is pluggy, through which the registry may call a plugin's hooks.
+    return frame.f_globals.get("__name__", "").startswith(("headrace", "pluggy"))
+
+
+def _bootstrap(frame):
+    # The import machinery's frames, which warnings.warn skips when it counts stacklevel.
+    name = frame.f_code.co_filename
+    return "importlib" in name and "_bootstrap" in name
+
+
+def user_stacklevel():
+    """The ``stacklevel`` that makes ``warnings.warn``, called by the caller of this function,
+    blame the innermost frame outside headrace (the user's line that loaded a plugin, ran a
+    program, ...), however deep inside headrace the warning is raised; the outermost frame when
+    every frame is headrace's (the ``headrace`` command)."""
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None and (_internal(frame) or _bootstrap(frame)):
+        frame = frame.f_back
+        if not _bootstrap(frame):
+            level += 1
+    return level
 
 
 def user_callsite():

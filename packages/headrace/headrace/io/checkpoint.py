@@ -22,6 +22,7 @@ import ctypes
 import errno
 import hashlib
 import json
+import logging
 import os
 import secrets
 import shutil
@@ -32,6 +33,8 @@ from .atomic import _fsync_dir
 from .tensor_stream import ModelFileError, read_regular
 
 __all__ = ["SaveError", "DirectorySave", "MANIFEST", "member_path", "read_member"]
+
+_log = logging.getLogger(__name__)
 
 MANIFEST = ".headrace-manifest.json"
 NAME_MAX = 255
@@ -237,6 +240,8 @@ class DirectorySave:
                 self._commit_swap(entries)
             else:
                 self._commit_in_place(entries)
+            _log.info("saved %d file(s) into %s (%s)", len(entries), self.target,
+                      "swapped in whole" if self._swaps else "renamed into place one by one")
         except OSError as e:
             raise self._error("cannot commit the save", e) from None
         finally:

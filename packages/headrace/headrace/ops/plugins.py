@@ -19,22 +19,24 @@ re-raised: no registry is returned, and the default registry is published only o
 import contextlib
 import difflib
 import importlib
+import logging
 import os
 import re
 import threading
-import warnings
 from importlib import metadata
 
 import pluggy
 
 from ..errors import PluginError
 from . import hookspecs
-from .registry import PluginWarning, Registry
+from .registry import PluginWarning, Registry, plugin_warning
 
 __all__ = ["ENTRY_POINT_GROUP", "AUTOLOAD_ENV", "CORE_PLUGIN", "CORE_PLUGIN_NAME", "FIRST_PARTY",
            "PluginWarning",
            "build_registry", "default_registry", "set_default_registry", "registry_guard",
            "discover"]
+
+_log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "headrace.plugins"
 # The core's own plugin, loaded by module name first of all (as pytest loads its essential
@@ -74,8 +76,8 @@ def _distribution(name):
 
 def _report(registry, name, error):
     registry.failed[name] = error
-    warnings.warn(f"headrace plugin {name!r} failed and was skipped: "
-                  f"{type(error).__name__}: {error}", PluginWarning, stacklevel=3)
+    plugin_warning(f"headrace plugin {name!r} failed and was skipped: "
+                   f"{type(error).__name__}: {error}")
 
 
 def _check_hooks(pm, plugin, name):
@@ -156,8 +158,10 @@ def build_registry(plugins=(), autoload=None):
                 registry.withdraw_plugin(name)
                 _report(registry, name, e)
     registry.plugins = [n for n in order if n not in registry.failed]
+    _log.debug("registry built: plugins %s%s", ", ".join(registry.plugins),
+               f"; failed: {', '.join(registry.failed)}" if registry.failed else "")
     for error in registry._deferred:
-        warnings.warn(f"headrace {error}", PluginWarning, stacklevel=2)
+        plugin_warning(f"headrace {error}")
     registry._deferred = []
     return registry
 

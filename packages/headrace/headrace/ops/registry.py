@@ -11,6 +11,7 @@ done under a lock, and a device's packages leave ``_pending`` only once their ke
 """
 import contextlib
 import difflib
+import logging
 import os
 import threading
 import warnings
@@ -20,13 +21,22 @@ from .definition import OpDef
 from .package import iter_op_modules, uncompiled_modules
 from .kernel import Device, Kernel, KernelOverride, check_kernel_args, kernel_entries
 
-__all__ = ["Registry", "PluginWarning"]
+__all__ = ["Registry", "PluginWarning", "plugin_warning"]
+
+_log = logging.getLogger(__name__)
 
 KERNELS_HOOK = "headrace_register_kernels"
 
 
 class PluginWarning(UserWarning):
     """A plugin (or one of its kernel packages) failed and was skipped."""
+
+
+def plugin_warning(message):
+    """Warn ``message`` as a PluginWarning that points at the user's line (the frame outside
+    headrace that loaded the plugin or ran the program), however deep the load happened."""
+    from ..framework.source import user_stacklevel   # here: the framework imports this package
+    warnings.warn(message, PluginWarning, stacklevel=user_stacklevel())
 
 
 def _did_you_mean(name, known):
@@ -256,7 +266,7 @@ class Registry:
             self._deferred.extend(failures)
         else:
             for error in failures:
-                warnings.warn(f"headrace {error}", PluginWarning, stacklevel=4)
+                plugin_warning(f"headrace {error}")
 
     def _load_pending(self, device):
         failures = []
@@ -274,6 +284,8 @@ class Registry:
                 self.unavailable.setdefault(device, []).append(error)
                 if not isinstance(e, ImportError):  # a missing optional dependency is no bug
                     failures.append(error)
+                else:
+                    _log.info("%s kernels unavailable: %s", device, error)
             self._drop_pending(device, entry)
         return failures
 
@@ -292,6 +304,7 @@ class Registry:
                     self.add_kernel(op_type, device, maker, dtypes, kind=kind,
                                     override=override)
                     found += 1
+            _log.debug("%s: %d %s kernels from %s", who, found, device, package)
             if not found:  # else its ops would fail later with "registered kernels: none"
                 raise PluginError(
                     f"{who}: no kernels listed (no module with a KERNELS list was found: "

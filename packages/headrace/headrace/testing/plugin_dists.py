@@ -2,9 +2,12 @@
 order, conflicts with the first-party plugins) without ``pip install``."""
 import pathlib
 
+from ..ops.definition import In, OpDef, Out
+from ..ops.hookspecs import hookimpl
 from ..ops.plugins import ENTRY_POINT_GROUP
+from ..ops.shape import same_as
 
-__all__ = ["write_plugin_distribution"]
+__all__ = ["write_plugin_distribution", "package_plugin"]
 
 
 def write_plugin_distribution(folder, dist, modules, entry_point="ops"):
@@ -27,3 +30,21 @@ def write_plugin_distribution(folder, dist, modules, entry_point="ops"):
             (where / "__init__.py").touch()
         (where / f"{leaf}.py").write_text(source)
     return f"{dist}:{entry_point}"
+
+
+def package_plugin(package, op, device="cpu"):
+    """A plugin object (for ``build_registry(plugins=[(name, plugin)])``) that defines op
+    ``op`` (X -> Out, Out shaped as X) and names ``package`` as its ``device`` kernel package,
+    imported on the device's first use: how tests make a kernel package fail late."""
+    class Plugin:
+        @staticmethod
+        @hookimpl
+        def headrace_register_ops(registry):
+            registry.add_op(OpDef(op, inputs=[In("X")], outputs=[Out("Out")],
+                                  infer=same_as("X")))
+
+        @staticmethod
+        @hookimpl
+        def headrace_register_kernels(registry):
+            registry.add_kernel_package(package, device)
+    return Plugin
