@@ -10,7 +10,7 @@ from headrace.kernels.common cimport check_plain, contiguous
 
 import numpy as np
 
-from headrace.runtime.tensor import Tensor, TensorArray
+from ..host.assign import each_tensor
 
 cnp.import_array()
 
@@ -36,9 +36,7 @@ cdef class Assign:
     def __call__(self, x):
         if isinstance(x, list):
             # Tensor arrays: each element copied with its LoD; unwritten positions stay None.
-            return (TensorArray(None if t is None else
-                                Tensor(copy_of(t.data), [list(l) for l in t.lod])
-                                for t in x),)
+            return (each_tensor(x, lambda d: copy_of(d)),)
         return (copy_of(x),)
 
 

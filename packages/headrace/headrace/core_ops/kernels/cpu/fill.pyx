@@ -16,8 +16,8 @@ from headrace.kernels.common cimport empty
 import numpy as np
 
 from headrace.kernels.scalars import checked_scalar
-from headrace.runtime.tensor import Tensor, TensorArray
 
+from ..host.assign import each_tensor
 from ..host.fill import ALL_DTYPES, constant_attrs, out_dtype, output_shape
 
 cnp.import_array()
@@ -88,9 +88,7 @@ cdef class FillZerosLike:
             # gradient either: nothing, not zeros of an unknown shape.
             return (None,)
         if isinstance(x, list):
-            return (TensorArray(None if t is None else
-                                Tensor(zeros_of(t.data), [list(l) for l in t.lod])
-                                for t in x),)
+            return (each_tensor(x, zeros_of),)
         return (zeros_of(x),)
 
 

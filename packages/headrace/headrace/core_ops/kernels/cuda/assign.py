@@ -7,7 +7,8 @@ later update in place, which must not write through into X's array.
 import numpy as np
 
 from headrace.kernels.cuda_launch import device_copy
-from headrace.runtime.tensor import Tensor, TensorArray
+
+from ..host.assign import each_tensor
 
 ALL_DTYPES = ("bool", "int8", "uint8", "int16", "int32", "int64", "float16", "float32",
               "float64", "complex64", "complex128")
@@ -27,9 +28,7 @@ class Assign:
     def __call__(self, x):
         if isinstance(x, list):
             # Tensor arrays: each element copied with its LoD; unwritten positions stay None.
-            return (TensorArray(None if t is None else
-                                Tensor(_copy_of(t.data), [list(l) for l in t.lod])
-                                for t in x),)
+            return (each_tensor(x, _copy_of),)
         return (_copy_of(x),)
 
 

@@ -18,8 +18,8 @@ from headrace.devices.cuda import to_host
 from headrace.kernels.cuda_launch import (device_empty, device_fill, empty_like, flat,
                                           launch, new_flag, check_flag)
 from headrace.kernels.scalars import checked_scalar
-from headrace.runtime.tensor import Tensor, TensorArray
 
+from ..host.assign import each_tensor
 from ..host.fill import ALL_DTYPES, constant_attrs, out_dtype, output_shape
 
 
@@ -110,9 +110,7 @@ class FillZerosLike:
             # A value that never existed (a branch that did not run) has no gradient either.
             return (None,)
         if isinstance(x, list):
-            return (TensorArray(None if t is None else
-                                Tensor(_zeros_of(t.data), [list(l) for l in t.lod])
-                                for t in x),)
+            return (each_tensor(x, _zeros_of),)
         return (_zeros_of(x),)
 
 
