@@ -19,7 +19,6 @@ import numpy as np
 
 import headrace as hr
 from headrace import layers
-from headrace.runtime.tensor import create_lod_tensor
 
 VOCAB, EMBED, HIDDEN = 30, 16, 32
 
@@ -39,12 +38,6 @@ def sentences(rng, n, span=None):
         words[at[0]], words[at[1]] = 0, 1
         out.append((words, int(at[1] < at[0])))
     return out
-
-
-def to_feed(batch):
-    words = np.concatenate([w for w, _ in batch]).reshape(-1, 1).astype(np.int64)
-    return {"words": create_lod_tensor(words, [[len(w) for w, _ in batch]]),
-            "label": np.array([[y] for _, y in batch], np.int64)}
 
 
 # The rule each model learns: where "not" and "good" may lie (see sentences).
@@ -87,13 +80,18 @@ def build(model="lstm"):
 def main(steps=300, batch=32, seed=0, verbose=True, model="lstm"):
     rng = np.random.default_rng(seed)
     span = SPAN[model]
-    held = to_feed(sentences(rng, 300, span))
+    held_out = sentences(rng, 300, span)
     prog, test, startup, loss, acc = build(model)
+    # A sample is (word ids, label): the loader gives each batch's sentences their LoD.
+    feed_list = [prog.global_block().var("words"), prog.global_block().var("label")]
+    loader = hr.io.DataLoader.from_generator(feed_list=feed_list, capacity=4)
+    loader.set_sample_generator(lambda: (s for _ in range(steps * batch)
+                                         for s in sentences(rng, 1, span)), batch_size=batch)
+    held = hr.io.DataFeeder(feed_list).feed(held_out)
     exe, scope = hr.Executor(), hr.Scope()
     exe.run(startup, scope=scope)
-    for step in range(steps):
-        (value,) = exe.run(prog, feed=to_feed(sentences(rng, batch, span)),
-                           fetch_list=[loss], scope=scope)
+    for step, feed in enumerate(loader()):
+        (value,) = exe.run(prog, feed=feed, fetch_list=[loss], scope=scope)
         if verbose and step % 50 == 0:
             print(f"step {step:4d}  loss {float(value):.4f}")
     (accuracy,) = exe.run(test, feed=held, fetch_list=[acc], scope=scope)
