@@ -88,6 +88,27 @@ def zeros(shape, dtype):
     return out
 
 
+@cuda.jit(device=True)
+def _tile_base(j, xdims, gstr):
+    """g's offset of element ``j`` of the first tile."""
+    base = 0
+    r = j
+    for k in range(len(xdims) - 1, -1, -1):
+        base += (r % xdims[k]) * gstr[k]
+        r //= xdims[k]
+    return base
+
+
+@cuda.jit(device=True)
+def _tile_offset(base, m, xdims, reps, gstr):
+    """g's offset of the element at ``base`` in tile ``m``."""
+    off = base
+    for k in range(len(reps) - 1, -1, -1):
+        off += (m % reps[k]) * xdims[k] * gstr[k]
+        m //= reps[k]
+    return off
+
+
 @cuda.jit
 def _sum_tiles(g, out, xdims, reps, gstr, M):
     # One block per element j of the tile; its threads stride over the M tiles, accumulate in
@@ -95,20 +116,11 @@ def _sum_tiles(g, out, xdims, reps, gstr, M):
     buf = cuda.shared.array(ROW_THREADS, float64)
     j = cuda.blockIdx.x
     t = cuda.threadIdx.x
-    base = 0
-    r = j
-    for k in range(len(xdims) - 1, -1, -1):
-        base += (r % xdims[k]) * gstr[k]
-        r //= xdims[k]
+    base = _tile_base(j, xdims, gstr)
     acc = 0.0
     m = t
     while m < M:
-        off = base
-        q = m
-        for k in range(len(reps) - 1, -1, -1):
-            off += (q % reps[k]) * xdims[k] * gstr[k]
-            q //= reps[k]
-        acc += g[off]
+        acc += g[_tile_offset(base, m, xdims, reps, gstr)]
         m += ROW_THREADS
     buf[t] = acc
     cuda.syncthreads()
@@ -122,19 +134,10 @@ def _sum_tiles_serial(g, out, xdims, reps, gstr, M, nx):
     # Few copies per element: one thread per element of the tile, a serial float64 sum.
     j = cuda.grid(1)
     if j < nx:
-        base = 0
-        r = j
-        for k in range(len(xdims) - 1, -1, -1):
-            base += (r % xdims[k]) * gstr[k]
-            r //= xdims[k]
+        base = _tile_base(j, xdims, gstr)
         acc = 0.0
         for m in range(M):
-            off = base
-            q = m
-            for k in range(len(reps) - 1, -1, -1):
-                off += (q % reps[k]) * xdims[k] * gstr[k]
-                q //= reps[k]
-            acc += g[off]
+            acc += g[_tile_offset(base, m, xdims, reps, gstr)]
         out[j] = acc
 
 
