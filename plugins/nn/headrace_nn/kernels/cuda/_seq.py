@@ -53,6 +53,18 @@ def describes(off, rows):
     return off.size >= 1 and off[0] == 0 and off[-1] == rows and not (np.diff(off) < 0).any()
 
 
+def level_offsets(cache, level, rows, refusal):
+    """(device offsets, sequence count) of one LoD ``level`` of a tensor of ``rows`` rows,
+    copied once per layout through ``cache`` (a DeviceLoD); ``refusal(off)`` is the error
+    raised when the level does not describe the rows."""
+    def build():
+        off = np.asarray(level, np.int64)
+        if not describes(off, rows):
+            raise refusal(off)
+        return off, off.size - 1
+    return cache.get((rows, tuple(int(v) for v in level)), build)
+
+
 def offsets(lod, rows, op, slot="X"):
     """The last LoD level as int64, checked as the CPU kernels check it (start at 0, never
     decrease, end at the row count)."""

@@ -71,6 +71,16 @@ def _im2col(x, col, n0, C, H, W, Cg, groups, kh, kw, sh, sw, dh, dw, pt, pl, Ho,
         col[e] = x[((n * C + c) * H + ih) * W + iw]
 
 
+@cuda.jit(device=True)
+def _reader(pos, pad, tap, dil, stride, n):
+    """The output position (of ``n`` along one axis) whose window's ``tap`` reads input
+    position ``pos``, or -1 when none does."""
+    t = pos + pad - tap * dil
+    if t < 0 or t % stride != 0 or t // stride >= n:
+        return -1
+    return t // stride
+
+
 @cuda.jit
 def _col2im(dcol, dx, n0, C, H, W, Cg, groups, kh, kw, sh, sw, dh, dw, pt, pl, Ho, Wo, nhwc,
             total):
@@ -87,18 +97,12 @@ def _col2im(dcol, dx, n0, C, H, W, Cg, groups, kh, kw, sh, sw, dh, dw, pt, pl, H
     base = (b * groups + g) * K * P
     s = float64(0.0)
     for i in range(kh):
-        t = yy + pt - i * dh
-        if t < 0 or t % sh != 0:
-            continue
-        oh = t // sh
-        if oh >= Ho:
+        oh = _reader(yy, pt, i, dh, sh, Ho)
+        if oh < 0:
             continue
         for j in range(kw):
-            u = xx + pl - j * dw
-            if u < 0 or u % sw != 0:
-                continue
-            ow = u // sw
-            if ow >= Wo:
+            ow = _reader(xx, pl, j, dw, sw, Wo)
+            if ow < 0:
                 continue
             s += dcol[base + ((c * kh + i) * kw + j) * P + oh * Wo + ow]
     dx[n0 * C * H * W + e] = s

@@ -5,13 +5,12 @@ level). One thread per element of Out, its sequence found by a binary search of 
 The LoD exception: the offsets are copied to the device once per batch layout (cached on the
 kernel object, _seq.DeviceLoD); nothing else crosses between host and device.
 """
-import numpy as np
 from numba import cuda
 
 from headrace.kernels.cuda_launch import device_empty, launch
 from headrace.runtime import Tensor
 
-from ._seq import DeviceLoD, describes, lod_key, seq_of
+from ._seq import DeviceLoD, level_offsets, seq_of
 
 DTYPES = ("int32", "int64")
 
@@ -45,13 +44,8 @@ class SequenceEnumerate:
             raise ValueError(f"{op}: X must be a batch of sequences (a tensor with LoD)")
         rows = a.shape[0]
 
-        def build():
-            off = np.asarray(x.lod[0], np.int64)
-            if not describes(off, rows):
-                raise ValueError(f"{op}: X's first LoD level {off.tolist()} does not describe "
-                                 f"its {rows} rows")
-            return off, off.size - 1
-        off, S = self.lod.get((rows, lod_key(x.lod[:1])), build)
+        off, S = level_offsets(self.lod, x.lod[0], rows, lambda off: ValueError(
+            f"{op}: X's first LoD level {off.tolist()} does not describe its {rows} rows"))
         out = device_empty((rows, self.win), a.dtype)
         total = rows * self.win
         launch(_windows, total, a.reshape(-1), off, out.reshape(-1), S, self.win, self.pad, total)

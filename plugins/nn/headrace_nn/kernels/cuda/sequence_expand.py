@@ -24,13 +24,18 @@ from ._seq import DeviceLoD, lod_key, rows_of, seq_of
 DTYPES = ("float32", "float64")
 
 
+@cuda.jit(device=True)
+def _split(lists, E):
+    """(X's entry starts, the repeats' offsets, Out's entry starts): the device lists."""
+    return lists[:E + 1], lists[E + 1:2 * (E + 1)], lists[2 * (E + 1):]
+
+
 @cuda.jit
 def _expand(x, lists, out, E, D, total):
     k = cuda.grid(1)
     if k < total:
         o = k // D
-        starts = lists[:E + 1]
-        ostart = lists[2 * (E + 1):]
+        starts, _, ostart = _split(lists, E)
         e = seq_of(ostart, E, o)
         n = starts[e + 1] - starts[e]
         out[k] = x[(starts[e] + (o - ostart[e]) % n) * D + k % D]
@@ -41,9 +46,7 @@ def _expand_grad(dy, lists, dx, E, D, total):
     k = cuda.grid(1)
     if k < total:
         r = k // D
-        starts = lists[:E + 1]
-        rep = lists[E + 1:2 * (E + 1)]
-        ostart = lists[2 * (E + 1):]
+        starts, rep, ostart = _split(lists, E)
         e = seq_of(starts, E, r)
         n = starts[e + 1] - starts[e]
         row = ostart[e] + r - starts[e]

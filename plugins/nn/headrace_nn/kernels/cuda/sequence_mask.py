@@ -12,8 +12,9 @@ from numba import cuda, int64
 
 from headrace import dtypes as _dt
 from headrace.devices.cuda import current_stream
-from headrace.kernels.cuda_launch import (ROW_THREADS, check_flag, device_empty, flat, grid,
-                                          new_flag)
+from headrace.kernels.cuda_launch import (ROW_THREADS, TREE_MAX, TREE_MIN, check_flag,
+                                          device_empty, flat, grid, new_flag)
+from headrace.kernels.cuda_rows import block_reduce
 
 DTYPES = ("int32", "int64")
 
@@ -31,21 +32,11 @@ def _min_max(x, n, res):
             a = x[i]
         if x[i] > b:
             b = x[i]
-    lo[t] = a
-    hi[t] = b
-    cuda.syncthreads()
-    step = ROW_THREADS // 2
-    while step > 0:
-        if t < step:
-            if lo[t + step] < lo[t]:
-                lo[t] = lo[t + step]
-            if hi[t + step] > hi[t]:
-                hi[t] = hi[t + step]
-        cuda.syncthreads()
-        step //= 2
+    a = block_reduce(lo, a, TREE_MIN)
+    b = block_reduce(hi, b, TREE_MAX)
     if t == 0:
-        res[0] = lo[0]
-        res[1] = hi[0]
+        res[0] = a
+        res[1] = b
 
 
 @cuda.jit

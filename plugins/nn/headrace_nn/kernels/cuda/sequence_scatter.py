@@ -16,7 +16,7 @@ from headrace.kernels.cuda_launch import (check_flag, device_copy, device_empty,
                                           new_flag)
 from headrace.runtime import Tensor
 
-from ._seq import DeviceLoD, describes, lod_key, seq_of
+from ._seq import DeviceLoD, level_offsets, lod_key, seq_of
 
 DTYPES = ("int32", "int64", "float32", "float64")
 
@@ -85,13 +85,8 @@ class _Scatter:
                              f"{updates.lod}")
         n = i.shape[0]
 
-        def build():
-            off = np.asarray(ids.lod[0], np.int64)
-            if not describes(off, n):
-                raise ValueError(f"{op}: Ids' LoD {off.tolist()} does not describe its {n} "
-                                 f"rows")
-            return off, off.size - 1
-        off, S = self.lod.get((n, lod_key(ids.lod)), build)
+        off, S = level_offsets(self.lod, ids.lod[0], n, lambda off: ValueError(
+            f"{op}: Ids' LoD {off.tolist()} does not describe its {n} rows"))
         if S > rows:
             raise ValueError(f"{op}: Ids has {S} sequences but X only {rows} rows; sequence i "
                              f"updates row i")
