@@ -101,6 +101,19 @@ def _direct_kernel(fn):
     return k
 
 
+@cuda.jit(device=True)
+def _walk(r, dims, so, sx, sy, n, po, px, py):
+    """Flat index ``r`` over the ``n`` ``dims`` added to the offsets (po, px, py) in Out, X and
+    Y with their strides ``so``, ``sx``, ``sy``."""
+    for q in range(n - 1, -1, -1):
+        c = r % dims[q]
+        r //= dims[q]
+        po += c * so[q]
+        px += c * sx[q]
+        py += c * sy[q]
+    return po, px, py
+
+
 def _reduce_kernel(fn):
     # One block per element j of the broadcast operand: j's coordinates over the kept dims
     # (kd) give its base offsets in Out/X/Y; its M output positions are the coordinates over
@@ -110,29 +123,11 @@ def _reduce_kernel(fn):
         buf = cuda.shared.array(ROW_THREADS, float64)
         j = cuda.blockIdx.x
         t = cuda.threadIdx.x
-        bo = 0
-        bx = 0
-        by = 0
-        r = j
-        for q in range(nk - 1, -1, -1):
-            c = r % kd[q]
-            r //= kd[q]
-            bo += c * ko[q]
-            bx += c * kx[q]
-            by += c * ky[q]
+        bo, bx, by = _walk(j, kd, ko, kx, ky, nk, 0, 0, 0)
         acc = 0.0
         m = t
         while m < M:
-            po = bo
-            px = bx
-            py = by
-            r = m
-            for q in range(nr - 1, -1, -1):
-                c = r % rd[q]
-                r //= rd[q]
-                po += c * ro[q]
-                px += c * rx[q]
-                py += c * ry[q]
+            po, px, py = _walk(m, rd, ro, rx, ry, nr, bo, bx, by)
             acc += fn(float64(x[px]), float64(y[py]), float64(o[po]), float64(d[po]))
             m += ROW_THREADS
         buf[t] = acc
