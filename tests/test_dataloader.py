@@ -212,10 +212,12 @@ def test_buffered_reads_ahead_in_order_and_passes_errors_on():
         raise ValueError("late")
     with pytest.raises(ValueError, match="late"):
         list(hr.io.reader.buffered(fails, 2)())
-    it = hr.io.reader.buffered(lambda: iter(range(10 ** 9)), 3)()
-    next(it)
-    it.close()
-    assert not reader_threads()
+    for ahead in (hr.io.reader.buffered(lambda: iter(range(10 ** 9)), 3),
+                  hr.io.reader.xmap_readers(abs, lambda: iter(range(10 ** 9)), 2, 4)):
+        it = ahead()
+        next(it)
+        it.close()      # what a loop left early does to the generator
+        assert not reader_threads()
 
 
 # -- LoD batches ----------------------------------------------------------------------------------
@@ -390,9 +392,11 @@ def test_train_loop_draws_its_bar_when_asked(capsys):
     exe, scope = hr.Executor(), hr.Scope()
     exe.run(startup, scope=scope)
     train = loader_for([x, y]).set_sample_generator(lambda: iter(samples), 8)
-    hr.io.train_loop(exe, main, train, [loss], scope=scope, progress=True, verbose=False)
+    hr.io.train_loop(exe, main, train, [loss], epochs=2, scope=scope, progress=True,
+                     verbose=False)
     out, err = capsys.readouterr()
-    assert out == "" and "\repoch 1/1: " in err and "batch/s" in err   # tqdm's frames
+    assert out == "" and "\repoch 1/2: " in err and "batch/s" in err   # tqdm's frames
+    assert "/5 [" in err.split("epoch 2/2")[1]   # the second pass knows its length
 
 
 def test_data_feeder_feeds_a_run():

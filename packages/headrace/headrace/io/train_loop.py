@@ -51,7 +51,7 @@ def _fetches(fetch_list):
     return fetches
 
 
-def _bar(desc, enabled):
+def _bar(desc, enabled, total):
     if enabled is None:
         enabled = getattr(sys.stderr, "isatty", lambda: False)()
     if not enabled:
@@ -60,7 +60,7 @@ def _bar(desc, enabled):
         from tqdm import tqdm
     except ImportError:   # the bar is a nicety; the metrics are returned and printed anyway
         return None
-    return tqdm(desc=desc, unit="batch", leave=False, file=sys.stderr)
+    return tqdm(desc=desc, total=total, unit="batch", leave=False, file=sys.stderr)
 
 
 def _run_pass(exe, program, loader, fetches, scope, bar):
@@ -118,7 +118,9 @@ def train_loop(exe, program, loader, fetch_list, epochs=1, scope=None, test=None
         raise HeadraceError("train_loop: argument 'test' must be (test_program, test_loader)")
     history = []
     for e in range(1, epochs + 1):
-        bar = _bar(f"epoch {e}/{epochs}", progress)
+        # A generator's length is unknown until a pass ends: from the second epoch on, the
+        # bar shows the first pass's batch count as its total (and so a time left).
+        bar = _bar(f"epoch {e}/{epochs}", progress, history[0]["batches"] if history else None)
         try:
             metrics = {"epoch": e, **_run_pass(exe, program, loader, fetches, scope, bar)}
         finally:
