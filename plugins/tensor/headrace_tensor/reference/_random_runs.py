@@ -1,5 +1,7 @@
-"""A random op's program and its runs, shared by the CPU and CUDA tests of uniform_random and
-gaussian_random (a private module: reference discovery skips it)."""
+"""A random op's program and its runs, and the shape-tensor check, shared by the CPU and CUDA
+tests of uniform_random and gaussian_random (a private module: reference discovery skips it)."""
+import numpy as np
+
 import headrace
 from headrace.runtime import Executor, Scope
 
@@ -21,3 +23,15 @@ def runs(prog, n=3, exe=None, place=None):
     if exe is None:
         exe = Executor() if place is None else Executor(place)
     return [exe.run(prog, fetch_list=["out"], scope=Scope())[0] for _ in range(n)]
+
+
+def check_shape_tensors(draw):
+    """The output shape from ShapeTensor (a 0 dim included) and from ShapeTensorList (over an
+    attribute with -1); ``draw(op_type, attrs, inputs)`` runs one op on a device and returns
+    Out as a NumPy array."""
+    x = draw("uniform_random", {"shape": [], "seed": 1},
+             {"ShapeTensor": np.array([3, 0, 2], "int64")})
+    assert x.shape == (3, 0, 2)
+    x = draw("gaussian_random", {"shape": [-1, 2], "seed": 1},
+             {"ShapeTensorList": [np.array([4], "int32"), np.array([2], "int32")]})
+    assert x.shape == (4, 2)
