@@ -24,7 +24,8 @@ import numpy as np
 
 from headrace.runtime.tensor import Tensor
 
-from ..host.sequence_conv import ContextWindow, one_level, x_offsets
+from ..host._common import wanted
+from ..host.sequence_conv import GRADS, ContextWindow, one_level, x_offsets
 
 cnp.import_array()
 
@@ -157,9 +158,7 @@ cdef class SequenceConvGrad:
 
     def __init__(self, dict attrs, info=None):
         self.setting = _Setting(attrs, "sequence_conv_grad")
-        self.want_x = info is None or info.wants("X@GRAD")
-        self.want_pad = info is None or info.wants("PaddingData@GRAD")
-        self.want_w = info is None or info.wants("Filter@GRAD")
+        self.want_x, self.want_pad, self.want_w = wanted(info, GRADS)
 
     def __call__(self, x, padding, filt, dout):
         cdef _Setting st = self.setting

@@ -9,6 +9,8 @@ import numpy as np
 
 from headrace.runtime.tensor import Tensor
 
+from ..host._common import wanted
+
 cnp.import_array()
 
 DTYPES = ("int32", "int64", "float32", "float64")
@@ -146,8 +148,7 @@ cdef class SequenceScatterGrad:
     cdef bint want_x, want_updates
 
     def __init__(self, dict attrs, info=None):
-        self.want_x = info is None or info.wants("X@GRAD")
-        self.want_updates = info is None or info.wants("Updates@GRAD")
+        self.want_x, self.want_updates = wanted(info, ("X@GRAD", "Updates@GRAD"))
 
     def __call__(self, ids, updates, dout):
         op = "sequence_scatter_grad"

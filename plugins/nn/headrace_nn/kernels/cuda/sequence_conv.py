@@ -15,10 +15,11 @@ kernel object, _seq.DeviceLoD); nothing else crosses between host and device.
 from numba import cuda
 
 from headrace.kernels.cuda_gemm import gemm
-from headrace.kernels.cuda_launch import device_empty, float_input, launch
+from headrace.kernels.cuda_launch import device_empty, device_fill, float_input, launch
 from headrace.runtime import Tensor
 
-from ..host.sequence_conv import ContextWindow, one_level, x_offsets
+from ..host._common import wanted
+from ..host.sequence_conv import GRADS, ContextWindow, one_level, x_offsets
 from ._seq import DeviceLoD, lod_key, seq_of
 
 DTYPES = ("float32", "float64")
@@ -80,13 +81,6 @@ def _dpad(dcol, off, dpad, S, D, start, L, up, total):
             cuda.atomic.add(dpad, (up + p) * D + e, dcol[k])
         elif p >= h:
             cuda.atomic.add(dpad, (up + p - h) * D + e, dcol[k])
-
-
-@cuda.jit
-def _zero(a, n):
-    k = cuda.grid(1)
-    if k < n:
-        a[k] = 0
 
 
 class _Setting(ContextWindow):
@@ -165,9 +159,7 @@ class SequenceConvGrad:
 
     def __init__(self, attrs, info=None):
         self.setting = _Setting(attrs, "sequence_conv_grad")
-        self.want_x = info is None or info.wants("X@GRAD")
-        self.want_pad = info is None or info.wants("PaddingData@GRAD")
-        self.want_w = info is None or info.wants("Filter@GRAD")
+        self.want_x, self.want_pad, self.want_w = wanted(info, GRADS)
 
     def __call__(self, x, padding, filt, dout):
         st = self.setting
@@ -190,7 +182,7 @@ class SequenceConvGrad:
                 dx = Tensor(dx, [list(x.lod[0])])
             if want_pad:
                 dpad = device_empty((st.up + st.down, D), a.dtype)
-                launch(_zero, dpad.size, dpad.reshape(-1), dpad.size)
+                device_fill(dpad, dpad.dtype.type(0))
                 launch(_dpad, T * LD, dcf, off, dpad.reshape(-1), S, D, st.start, st.length,
                         st.up, T * LD)
         if self.want_w:

@@ -16,6 +16,7 @@ from headrace.kernels.cuda_launch import (check_flag, device_copy, device_empty,
                                           new_flag)
 from headrace.runtime import Tensor
 
+from ..host._common import wanted
 from ._seq import DeviceLoD, level_offsets, lod_key, seq_of
 
 DTYPES = ("int32", "int64", "float32", "float64")
@@ -122,8 +123,7 @@ class SequenceScatterGrad(_Scatter):
 
     def __init__(self, attrs, info=None):
         super().__init__(attrs, info)
-        self.want_x = info is None or info.wants("X@GRAD")
-        self.want_updates = info is None or info.wants("Updates@GRAD")
+        self.want_x, self.want_updates = wanted(info, ("X@GRAD", "Updates@GRAD"))
 
     def __call__(self, ids, updates, dout):
         op = "sequence_scatter_grad"

@@ -3,7 +3,10 @@ kernels/cuda/sequence_conv.py: the context window's attributes (checked as the o
 checks them: a kernel may be built without the rule, by tools and tests) and X's offsets."""
 import numpy as np
 
-__all__ = ["ContextWindow", "one_level", "x_offsets"]
+__all__ = ["ContextWindow", "GRADS", "one_level", "x_offsets"]
+
+# sequence_conv_grad's outputs, in its kernels' order.
+GRADS = ("X@GRAD", "PaddingData@GRAD", "Filter@GRAD")
 
 
 class ContextWindow:
