@@ -73,7 +73,8 @@ def test_the_command(tmp_path, capsys):
             pass
     assert cli.main(["new-plugin", "myops", "--dir", str(tmp_path)], out=Out()) == 0
     assert "pip install" in "".join(out) and (tmp_path / "myops" / "setup.py").is_file()
-    assert cli.main(["new-plugin", "myops", "--dir", str(tmp_path)]) == 1
+    # An existing directory is the user's to change: a usage error, exit status 2.
+    assert cli.main(["new-plugin", "myops", "--dir", str(tmp_path)]) == 2
     assert "already exists" in capsys.readouterr().err
 
 

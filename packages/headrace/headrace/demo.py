@@ -1,11 +1,16 @@
 """``headrace demo``: train a small CNN on scikit-learn's handwritten digits, end to end.
 
 The 8x8 digits ship inside scikit-learn (no download). The demo builds the network with the
-layers API, trains it with Adam, reports loss and accuracy per epoch under a progress bar,
-evaluates the held-out test split, saves the inference model, reloads it into a fresh scope
-and checks that the reloaded model predicts exactly what the trained one does.
+layers API, trains it with Adam, reports loss and accuracy per epoch (under a progress bar when
+it writes to a terminal), evaluates the held-out test split, saves the inference model,
+reloads it into a fresh scope and checks that the reloaded model predicts exactly what the
+trained one does. Without ``out_dir`` the model goes to a temporary directory that is removed
+before ``run`` returns; with one, the directory is checked before training starts, so a path
+where nothing can be saved fails at once rather than after the training.
 """
+import contextlib
 import os
+import sys
 import tempfile
 import time
 
@@ -14,9 +19,10 @@ import numpy as np
 from . import io, layers, optimizer
 from .errors import HeadraceError
 from .framework import Program, program_guard
+from .io.checkpoint import DirectorySave
 from .runtime import CPUPlace, Executor, Scope
 
-__all__ = ["build", "load_digits", "run"]
+__all__ = ["build", "check_out_dir", "load_digits", "run"]
 
 
 def load_digits(test_fraction=0.2, seed=0):
@@ -57,18 +63,56 @@ def build(seed=1):
     return main, startup, test_program, loss, acc, logits
 
 
-def _progress(iterable, desc, total):
+def _progress(iterable, desc, total, enabled):
+    if not enabled:
+        return iterable, None
     try:
         from tqdm import tqdm
     except ImportError:  # the bar is a nicety; the figures are printed anyway
         return iterable, None
-    bar = tqdm(iterable, desc=desc, total=total, leave=False, unit="batch")
+    bar = tqdm(iterable, desc=desc, total=total, leave=False, unit="batch", file=sys.stderr)
     return bar, bar
 
 
-def run(epochs=15, batch_size=32, seed=1, out_dir=None, quiet=False, place=None):
+def _terminal():
+    """The bar redraws itself with carriage returns: only where both streams are terminals,
+    never into a log or a pipe."""
+    return all(getattr(s, "isatty", lambda: False)() for s in (sys.stdout, sys.stderr))
+
+
+def check_out_dir(out_dir):
+    """Raise a HeadraceError (SaveError) naming ``out_dir`` unless a save into it can start:
+    the save's own preparation, and one file written where the save will write, then removed
+    (nothing is left behind, and an existing model there is untouched)."""
+    probe = DirectorySave(out_dir)
+    try:
+        probe.write(".headrace-demo-trial", "a trial file (--out is checked before training)", b"")
+    finally:
+        probe.abort()
+
+
+def run(epochs=15, batch_size=32, seed=1, out_dir=None, quiet=False, place=None,
+        progress=None):
     """Train on ``place`` (default the CPU), evaluate, save, reload and compare; return a dict
-    of the results."""
+    of the results. ``progress``: draw tqdm bars (default: when stdout and stderr are both
+    terminals and not ``quiet``). ``model_dir`` in the result is None when the model went to
+    a temporary directory, removed before returning."""
+    if out_dir is not None:
+        check_out_dir(out_dir)
+    with contextlib.ExitStack() as stack:
+        model_dir = out_dir
+        if model_dir is None:
+            tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="headrace-digits-"))
+            model_dir = os.path.join(tmp, "model")   # the save's hidden siblings stay inside
+        result = _run(epochs, batch_size, seed, model_dir, quiet, place,
+                      _terminal() and not quiet if progress is None else progress,
+                      kept=out_dir is not None)
+    if out_dir is None:
+        result["model_dir"] = None
+    return result
+
+
+def _run(epochs, batch_size, seed, model_dir, quiet, place, progress, kept):
     say = (lambda *a: None) if quiet else print
     t0 = time.perf_counter()
     x_train, y_train, x_test, y_test = load_digits()
@@ -80,7 +124,7 @@ def run(epochs=15, batch_size=32, seed=1, out_dir=None, quiet=False, place=None)
     for epoch in range(1, epochs + 1):
         order = rng.permutation(len(x_train))
         batches = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
-        it, bar = _progress(batches, f"epoch {epoch}/{epochs}", len(batches))
+        it, bar = _progress(batches, f"epoch {epoch}/{epochs}", len(batches), progress)
         losses, accs = [], []
         for b in it:
             l, a = exe.run(main, feed={"img": x_train[b], "label": y_train[b]},
@@ -97,22 +141,22 @@ def run(epochs=15, batch_size=32, seed=1, out_dir=None, quiet=False, place=None)
                              fetch_list=[logits], scope=scope)
     test_acc = float(np.mean(np.argmax(test_logits, axis=1) == y_test[:, 0]))
     say(f"test accuracy: {test_acc:.4f} on {len(x_test)} held-out images")
-    out_dir = out_dir or tempfile.mkdtemp(prefix="headrace-digits-")
-    io.save_inference_model(out_dir, ["img"], [logits], exe, main_program=test_program,
+    io.save_inference_model(model_dir, ["img"], [logits], exe, main_program=test_program,
                             model_filename="digits.pdmodel", params_filename="digits.pdiparams",
                             scope=scope)
     fresh = Scope()
-    program, feeds, fetches = io.load_inference_model(out_dir, exe,
+    program, feeds, fetches = io.load_inference_model(model_dir, exe,
                                                       model_filename="digits.pdmodel",
                                                       params_filename="digits.pdiparams",
                                                       scope=fresh)
     (reloaded,) = exe.run(program, feed={feeds[0]: x_test}, fetch_list=fetches, scope=fresh)
     same = bool(np.array_equal(np.argmax(reloaded, 1), np.argmax(test_logits, 1)))
     close = bool(np.allclose(reloaded, test_logits, rtol=1e-5, atol=1e-5))
-    say(f"saved the inference model to {out_dir}; reloaded in a fresh scope: predictions "
+    where = model_dir if kept else "a temporary directory (removed at the end)"
+    say(f"saved the inference model to {where}; reloaded in a fresh scope: predictions "
         f"{'match' if same and close else 'DIFFER'}")
     seconds = time.perf_counter() - t0
     say(f"done in {seconds:.1f} s")
     return {"test_accuracy": test_acc, "reload_matches": same and close, "seconds": seconds,
-            "model_dir": out_dir,
-            "files": sorted(n for n in os.listdir(out_dir) if not n.startswith("."))}
+            "model_dir": model_dir,
+            "files": sorted(n for n in os.listdir(model_dir) if not n.startswith("."))}

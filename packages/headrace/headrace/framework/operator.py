@@ -12,6 +12,7 @@ from ..ops.definition import COMMON_ATTRS
 from ..ops.grad import EMPTY
 from ..ops.infer import InferContext
 from ..proto import framework_pb2 as pb
+from .printable import printable
 from .source import user_callsite
 from .variable import (KINDS, Declared, Variable, declaring_block, normalize_lod_level,
                        normalize_shape)
@@ -236,20 +237,24 @@ class Operator(metaclass=Declared):
     # -- text ------------------------------------------------------------------------------
     def to_string(self, show_bookkeeping=False):
         """``Out=[y] = mul(X=[x], Y=[w]) {x_num_col_dims=1, ...}``"""
+        # Names come from the file as they are: escaped, so that none can forge a line
+        # (attribute values are shown as repr, escaped already).
         def slots(vs):
-            return ", ".join(f"{v.parameter}=[{', '.join(v.arguments)}]" for v in vs)
+            return ", ".join(f"{printable(v.parameter)}=[{', '.join(map(printable, v.arguments))}]"
+                             for v in vs)
         shown = []
         for a in self.desc.attrs:
             if a.name in COMMON_ATTRS and not show_bookkeeping:
                 continue
             kind, value = attr_codec.decode(a)
+            name = printable(a.name)
             if kind is None:
-                shown.append(f"{a.name}=<attr type {a.type}>")
+                shown.append(f"{name}=<attr type {a.type}>")
             elif kind in ("block", "blocks"):
-                shown.append(f"{a.name}=block{value}")
+                shown.append(f"{name}=block{value}")
             else:
-                shown.append(f"{a.name}={value!r}")
-        text = f"{slots(self.desc.outputs)} = {self.type}({slots(self.desc.inputs)})"
+                shown.append(f"{name}={value!r}")
+        text = f"{slots(self.desc.outputs)} = {printable(self.type)}({slots(self.desc.inputs)})"
         return text + (f" {{{', '.join(shown)}}}" if shown else "")
 
     def __repr__(self):

@@ -10,6 +10,7 @@ from ..ops.infer import VarMeta
 from ..proto import framework_pb2 as pb
 from . import defaults
 from .math_ops import VariableMathMixin
+from .printable import printable
 
 __all__ = ["Variable", "Parameter", "KINDS", "Declared", "declaring_block"]
 
@@ -270,14 +271,15 @@ class Variable(VariableMathMixin, metaclass=Declared):
 
     def to_string(self):
         """One readable line: name, dtype[shape], flags."""
+        name = printable(self.name)   # as it came from the file: escaped, it forges no line
         if self.kind in _TENSOR_KINDS:
-            s = f"{self.name} : {self.dtype}{list(self.shape)}"
+            s = f"{name} : {self.dtype}{list(self.shape)}"
             if self.kind != "lod_tensor":
                 s += f" ({self.kind})"
             if self.lod_level:
                 s += f" lod_level={self.lod_level}"
         else:
-            s = f"{self.name} : {self.kind}"
+            s = f"{name} : {self.kind}"
         flags = [f for f in ("persistable", "stop_gradient", "need_check_feed") if
                  getattr(self.desc, f)]
         flags = ["data" if f == "need_check_feed" else f for f in flags]
