@@ -22,6 +22,7 @@ import numpy as np
 from numba import cuda, float64
 
 from headrace.kernels.cuda_launch import device_fill, empty_like, flat, float_input, launch
+from headrace.kernels.cuda_math import sigmoid as _sigmoid
 
 DTYPES = ("float32", "float64")
 
@@ -34,15 +35,6 @@ MAX_LOG = 709.782712893384          # log of the largest double
 
 
 # -- shared device helpers --------------------------------------------------------------------
-
-@cuda.jit(device=True)
-def _sigmoid(v):
-    # Split on the sign so exp never overflows, as the CPU kernel does.
-    if v >= 0:
-        return 1.0 / (1.0 + math.exp(-v))
-    e = math.exp(v)
-    return e / (1.0 + e)
-
 
 @cuda.jit(device=True)
 def _clip(v, lo, hi):

@@ -7,17 +7,9 @@ from numba import cuda
 
 from headrace.devices.cuda import current_stream
 from headrace.kernels.cuda_launch import device_empty, float_input, grid
+from headrace.kernels.cuda_math import sigmoid as _sigmoid
 
 DTYPES = ("float32", "float64")
-
-
-@cuda.jit(device=True)
-def _sigmoid(v):
-    # Split on the sign so exp never overflows.
-    if v >= 0:
-        return 1.0 / (1.0 + math.exp(-v))
-    e = math.exp(v)
-    return e / (1.0 + e)
 
 
 @cuda.jit
