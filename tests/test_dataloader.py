@@ -241,6 +241,9 @@ def test_variable_length_samples_make_a_lod_batch_that_a_sequence_op_reads():
     assert first.data.dtype == np.int64 and first.data.shape == (8, 1)
     np.testing.assert_array_equal(first.data[:, 0], [3, 1, 4, 1, 5, 9, 2, 6])
     assert batches[1]["words"].lod == [[0, 0, 2]]   # an empty sentence keeps its place
+    (plain,) = list(loader_for([words, label]).set_sample_list_generator(
+        lambda: iter([[([], 0), ([7, 8], 1)]]))())   # an empty list is no float64 to refuse
+    assert plain["words"].lod == [[0, 0, 2]] and plain["words"].data.dtype == np.int64
     sums = [exe.run(main, feed=b, fetch_list=[total])[0][:, 0] for b in batches]
     np.testing.assert_array_equal(np.concatenate(sums), [sum(s) for s in sentences])
 
@@ -278,7 +281,7 @@ def test_two_level_lod_from_nested_samples():
     ((np.zeros((2, 3)), 1), r"sample #1 in batch #0 does not have one field per feed variable"
                             r"\n  expected: a tuple of 3 \(x, label, words\)\n  found:    tuple "
                             r"of 2"),
-    ((np.zeros((2, 3)), "one", [1]), r"variable 'label' .* wrong dtype"),
+    ((np.zeros((2, 3)), "one", [1]), r"variable 'label' .* wrong dtype\n.*\n  found:    text"),
 ])
 def test_a_sample_that_does_not_fit_names_the_variable(sample, pattern):
     _, x, label, words = data_vars()
@@ -290,6 +293,25 @@ def test_a_sample_that_does_not_fit_names_the_variable(sample, pattern):
     with pytest.raises(FeedError, match=pattern):
         list(loader())
     assert not reader_threads()
+
+
+def test_rows_that_differ_where_the_variable_leaves_the_size_open_are_named():
+    main = hr.Program()
+    with hr.program_guard(main, hr.Program()):
+        free = hr.layers.data("free", shape=[-1, -1], dtype="float32", append_batch_size=False)
+        seqs = hr.layers.data("seqs", shape=[-1, -1], dtype="float32", lod_level=1,
+                              append_batch_size=False)
+    dense = loader_for([free]).set_sample_list_generator(
+        lambda: iter([[(np.zeros(3),), (np.zeros(3),), (np.zeros(4),)]]))
+    with pytest.raises(FeedError, match=r"variable 'free' \(field 0 of sample #2 in batch #0\) "
+                                        r"differs in row shape from sample #0.*\n  expected: "
+                                        r"\[3\]\n  found:    \[4\]"):
+        list(dense())
+    ragged = loader_for([seqs]).set_sample_list_generator(
+        lambda: iter([[(np.zeros((2, 3)),), (np.zeros((1, 5)),)]]))
+    with pytest.raises(FeedError, match=r"variable 'seqs' .*sequence #1 in batch #0.* "
+                                        r"differs in row shape"):
+        list(ragged())
 
 
 def test_a_batch_that_does_not_fit_names_the_variable():

@@ -78,11 +78,13 @@ class _Column:
             self.fail(at, "is ragged (its items differ in length or shape)",
                       f"{self.var.dtype} rows of shape {list(self.row)} (lod_level "
                       f"{self.lod_level})", f"{e}"[:200])
-        if arr.dtype != self.dtype and not (
+        # An empty list is float64 to NumPy: nothing to convert, so no dtype to refuse.
+        if arr.dtype != self.dtype and arr.size and not (
                 arr.dtype.kind in "biuf" and np.can_cast(arr.dtype, self.dtype, "same_kind")):
+            kind = arr.dtype.kind
             self.fail(at, "has the wrong dtype", f"{self.dtype.name} (or a type that converts "
-                      f"within its kind)", f"{arr.dtype.name}" + (
-                          " (ragged or mixed nested values)" if arr.dtype.kind == "O" else ""))
+                      f"within its kind)", "text" if kind in "US" else
+                      "ragged or mixed nested values" if kind == "O" else arr.dtype.name)
         return arr
 
     def rows(self, value, at, first):
@@ -131,18 +133,25 @@ class _Column:
         """The batch of this column from its samples' fields (already converted)."""
         if self.lod_level:
             lengths, pieces = fields
-            rows = (np.concatenate(pieces) if pieces else
+            rows = (self._joined(np.concatenate, pieces, at_batch, "sequence") if pieces else
                     np.zeros((0,) + tuple(max(d, 0) for d in self.row)))
             lod = [lengths_to_offsets(level) for level in lengths]
             check_lod(lod, rows.shape[0], f"variable '{self.name}'")
             return Tensor(rows.astype(self.dtype, copy=False), lod)
+        return self._joined(np.stack, fields, at_batch, "sample").astype(self.dtype, copy=False)
+
+    def _joined(self, join, parts, at_batch, what):
+        """``join(parts)``; parts whose rows differ in shape (a -1 in the variable's row shape
+        lets each sample choose) are named."""
         try:
-            return np.stack(fields).astype(self.dtype, copy=False)
+            return join(parts)
         except ValueError:
-            odd = next(k for k, f in enumerate(fields) if f.shape != fields[0].shape)
-            self.fail(f"sample #{odd} in {at_batch}", "differs in shape from sample #0 of its "
-                      "batch (rows of one batch must share a shape)", list(fields[0].shape),
-                      list(fields[odd].shape))
+            row = parts[0].shape[1:] if what == "sequence" else parts[0].shape
+            odd = next(k for k, p in enumerate(parts)
+                       if (p.shape[1:] if what == "sequence" else p.shape) != row)
+            self.fail(f"{what} #{odd} in {at_batch}", f"differs in row shape from {what} #0 "
+                      f"of its batch (the rows of one batch must share a shape)", list(row),
+                      list(parts[odd].shape[1:] if what == "sequence" else parts[odd].shape))
 
     def batch_part(self, value, at):
         """This column's part of a batch from a batch generator."""
