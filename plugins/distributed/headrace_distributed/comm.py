@@ -16,7 +16,8 @@ import time
 from headrace.errors import HeadraceError
 
 __all__ = ["INSTALL_HINT", "DistributedError", "CollectiveTimeoutError", "mpi", "world",
-           "communicator", "new_ring", "rings", "collective_timeout", "wait"]
+           "communicator", "new_ring", "rings", "collective_timeout", "wait", "collective",
+           "STATS"]
 
 INSTALL_HINT = "pip install headrace[distributed]"
 TIMEOUT_ENV = "HEADRACE_COLLECTIVE_TIMEOUT"
@@ -134,3 +135,25 @@ def wait(request, what, comm):
                     f"other {comm.size - 1} rank(s) of its communicator; one of them died, hung "
                     f"or runs a different program ({TIMEOUT_ENV} sets the limit)")
             time.sleep(0.0002)
+
+
+class _Stats:
+    """Time the collective ops' kernels spent in MPI on this rank (start to completion, the
+    wait for slower peers included): what bench_distributed.py reports as communication."""
+
+    def __init__(self):
+        self.calls, self.seconds = 0, 0.0
+
+    def reset(self):
+        self.calls, self.seconds = 0, 0.0
+
+
+STATS = _Stats()
+
+
+def collective(start, *args, what, comm, **kwargs):
+    """``start(*args, **kwargs)`` (a nonblocking MPI call) then :func:`wait` for it, timed."""
+    t0 = time.perf_counter()
+    wait(start(*args, **kwargs), what, comm)
+    STATS.calls += 1
+    STATS.seconds += time.perf_counter() - t0

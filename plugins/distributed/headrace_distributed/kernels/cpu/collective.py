@@ -6,7 +6,7 @@ fused gradient buffer) runs in place (MPI_IN_PLACE) when the array is writable.
 """
 import numpy as np
 
-from headrace_distributed.comm import communicator, mpi, wait
+from headrace_distributed.comm import collective, communicator, mpi
 
 DTYPES = ("float32", "float64", "int32", "int64")
 
@@ -37,11 +37,12 @@ class AllReduce(_Collective):
         comm, MPI = self.comm(), mpi()
         x = _buffer(x)
         if self.inplace and x.flags.writeable:
-            wait(comm.Iallreduce(MPI.IN_PLACE, x, op=getattr(MPI, self.reduction)),
-                 self.what(), comm)
+            collective(comm.Iallreduce, MPI.IN_PLACE, x, op=getattr(MPI, self.reduction),
+                       what=self.what(), comm=comm)
             return (x,)
         out = np.empty_like(x)
-        wait(comm.Iallreduce(x, out, op=getattr(MPI, self.reduction)), self.what(), comm)
+        collective(comm.Iallreduce, x, out, op=getattr(MPI, self.reduction), what=self.what(),
+                   comm=comm)
         return (out,)
 
 
@@ -73,7 +74,7 @@ class Broadcast(_Collective):
             raise ValueError(f"c_broadcast: root {self.root} is not a rank of ring {self.ring} "
                              f"(it has {comm.size} ranks)")
         buf = x if self.inplace and x.flags.writeable and x.flags.c_contiguous else np.array(x)
-        wait(comm.Ibcast(buf, root=self.root), self.what(), comm)
+        collective(comm.Ibcast, buf, root=self.root, what=self.what(), comm=comm)
         return (buf,)
 
 
@@ -95,7 +96,7 @@ class AllGather(_Collective):
         if x.ndim == 0:
             raise ValueError(f"c_allgather: X must have a first axis, got shape {x.shape}")
         out = np.empty((x.shape[0] * comm.size,) + x.shape[1:], x.dtype)
-        wait(comm.Iallgather(x, out), self.what(), comm)
+        collective(comm.Iallgather, x, out, what=self.what(), comm=comm)
         return (out,)
 
 
@@ -112,7 +113,8 @@ class ReduceScatter(_Collective):
             raise ValueError(f"c_reducescatter: X's first axis must split evenly over "
                              f"{comm.size} ranks, got shape {x.shape}")
         out = np.empty((x.shape[0] // comm.size,) + x.shape[1:], x.dtype)
-        wait(comm.Ireduce_scatter_block(x, out, op=mpi().SUM), self.what(), comm)
+        collective(comm.Ireduce_scatter_block, x, out, op=mpi().SUM, what=self.what(),
+                   comm=comm)
         return (out,)
 
 
@@ -122,7 +124,7 @@ class Barrier(_Collective):
 
     def __call__(self, x):
         comm = self.comm()
-        wait(comm.Ibarrier(), self.what(), comm)
+        collective(comm.Ibarrier, what=self.what(), comm=comm)
         return (x if self.inplace else np.array(x),)
 
 

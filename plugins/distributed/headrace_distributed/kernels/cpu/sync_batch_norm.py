@@ -6,7 +6,7 @@ numbers of one rank with batch N*B to rounding, not the cancellation of E[x^2] -
 """
 import numpy as np
 
-from headrace_distributed.comm import communicator, mpi, wait
+from headrace_distributed.comm import collective, communicator, mpi
 
 RING = 0
 
@@ -33,7 +33,8 @@ def _global_stats(attrs):
 def _allreduce(values, what):
     comm = communicator(RING, what)
     out = np.empty_like(values)
-    wait(comm.Iallreduce(values, out, op=mpi().SUM), f"{what} (ring {RING})", comm)
+    collective(comm.Iallreduce, values, out, op=mpi().SUM, what=f"{what} (ring {RING})",
+               comm=comm)
     return out
 
 
