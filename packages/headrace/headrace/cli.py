@@ -9,6 +9,7 @@ the demo.
     headrace new-plugin NAME [--dir D]  write a working op plugin skeleton (pip install ./NAME)
     headrace launch -n N script.py ...  run a script on N MPI ranks
     headrace profile script.py ...      run a script under the op profiler: table, trace
+    headrace export-onnx MODEL -o FILE  a saved inference model as an ONNX file
     headrace --version | --log-level LEVEL
 
 A subcommand is one ``add_<name>_parser(sub)`` call in ``build_parser``: it adds its parser
