@@ -12,14 +12,25 @@ make. The step counts stay on the host: they size each step's launches.
 import numpy as np
 from numba import cuda
 
-from headrace.kernels.cuda_launch import device_empty, device_fill, float_input, launch
+from headrace.devices.cuda import current_stream
+from headrace.kernels.cuda_launch import THREADS, device_empty, device_fill, float_input, grid
 from headrace.runtime import Tensor
 
 from ..cpu._rnn import ACTIVATIONS, layout
 from ._seq import DeviceLoD, lod_key
 
-__all__ = ["ACTIVATIONS", "Steps", "value", "operand", "gather_rows", "scatter_rows", "unrank",
-           "prev_rows", "zeros"]
+__all__ = ["ACTIVATIONS", "Steps", "launch", "value", "operand", "gather_rows", "scatter_rows",
+           "unrank", "prev_rows", "zeros"]
+
+
+def launch(kernel, n, *args):
+    """``kernel`` over ``n`` elements, a thread each, on the executor's stream: blocks of
+    THREADS, or one block of ``n`` rounded up to a warp when fewer (a step's kernels cover
+    that step's rows, often fewer than a block: no idle warps, and the simulator, which runs
+    every thread of a block as a Python thread, spends nothing on them)."""
+    if n > 0:
+        blocks, threads = grid(n, min(THREADS, 32 * ((n + 31) // 32)))
+        kernel[blocks, threads, current_stream()](*args)
 
 
 class Steps:
@@ -30,10 +41,11 @@ class Steps:
 
     def __init__(self, dev, meta):
         self.alive, self.first, self.total, self.n_seq = meta
-        t, s = self.total, self.n_seq
-        self.idx = dev[:max(t, 1)]
-        self.order = dev[t:t + max(s, 1)]
-        self.prev = dev[t + s:t + s + max(t, 1)]
+        # each block at least one entry (a padding zero when empty: a kernel argument)
+        t, s = max(self.total, 1), max(self.n_seq, 1)
+        self.idx = dev[:t]
+        self.order = dev[t:t + s]
+        self.prev = dev[t + s:t + s + t]
         self.steps = len(self.alive)
 
 
@@ -52,7 +64,7 @@ class Layouts:
             before = np.concatenate([[0], first])[step]   # first row of the step before
             prev = np.where(step > 0, before + rank, -1 - rank)
             host = np.concatenate([idx, [0] * (total == 0), order, [0] * (len(order) == 0),
-                                   prev]).astype(np.int64)
+                                   prev, [0] * (total == 0)]).astype(np.int64)
             meta = ([int(v) for v in alive], [int(v) for v in first], total, len(order))
             return host, meta
         dev, meta = self.cache.get((rows, bool(reverse), lod_key(lod)), build)

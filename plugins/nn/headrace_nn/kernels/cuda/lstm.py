@@ -18,11 +18,11 @@ the carried ones only for the rows the step after had.
 from numba import cuda
 
 from headrace.kernels.cuda_gemm import gemm, sum_batches
-from headrace.kernels.cuda_launch import device_empty, launch
+from headrace.kernels.cuda_launch import device_empty
 from headrace.runtime import Tensor
 
-from ._rnn import (ACTIVATIONS, Layouts, gather_rows, operand, prev_rows, scatter_rows, unrank,
-                   value)
+from ._rnn import (ACTIVATIONS, Layouts, gather_rows, launch, operand, prev_rows, scatter_rows,
+                   unrank, value)
 from .gru_unit import _act, _deriv
 
 DTYPES = ("float32", "float64")

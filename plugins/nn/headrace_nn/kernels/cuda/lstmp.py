@@ -16,11 +16,11 @@ import numpy as np
 from numba import cuda
 
 from headrace.kernels.cuda_gemm import gemm, sum_batches
-from headrace.kernels.cuda_launch import device_empty, float_input, launch
+from headrace.kernels.cuda_launch import device_empty, float_input
 from headrace.runtime import Tensor
 
-from ._rnn import (ACTIVATIONS, Layouts, gather_rows, operand, prev_rows, scatter_rows, unrank,
-                   value, zeros)
+from ._rnn import (ACTIVATIONS, Layouts, gather_rows, launch, operand, prev_rows, scatter_rows,
+                   unrank, value, zeros)
 from .gru_unit import _act, _deriv
 from .lstm import cell, cell_grad
 

@@ -26,11 +26,11 @@ from numba.cuda.random import xoroshiro128p_dtype, xoroshiro128p_uniform_float32
 from headrace.devices.cuda import current_stream
 from headrace.kernels.cuda_gemm import gemm, sum_batches
 from headrace.kernels.cuda_launch import (check_flag, device_copy, device_empty, device_fill,
-                                          launch, new_flag, reseed_states, rng_count, rng_grid,
+                                          new_flag, reseed_states, rng_count, rng_grid,
                                           rng_states)
 
 from ..host.rnn import GATES, WIDTH, RNNAttrs, lens_error, lens_operand, stack_operands
-from ._rnn import operand, value, zeros
+from ._rnn import launch, operand, value, zeros
 from .gru_unit import _act
 
 DTYPES = ("float32", "float64")
