@@ -23,7 +23,7 @@ _PATTERNS = [
     (re.compile(r"process rank (\d+) with PID \d+ on node \S+ exited on\s+signal (\d+)"
                 r"(?:\s*\(([^)]*)\))?"), "exited on signal"),
     (re.compile(r"Process name: \[[^\]]*?,(\d+)\]\s+Exit code:\s+(\d+)"), "exited with code"),
-    (re.compile(r"rank (\d+) PID \d+ RUNNING AT \S+\s+=\s+KILLED BY SIGNAL: (\d+)"),
+    (re.compile(r"RANK (\d+) PID \d+ RUNNING AT \S+\s+=\s+KILLED BY SIGNAL: (\d+)"),
      "exited on signal"),
 ]
 
