@@ -78,6 +78,23 @@ def _lod_input(rng, lens, cols):
     return Tensor(rng.standard_normal((sum(lens), cols)), [list(np.cumsum([0] + lens))])
 
 
+@pytest.mark.parametrize("lens, reverse", [((2, 0, 3), False), ((1, 3), True), ((0, 0), False)])
+def test_the_device_layout_is_the_cpu_kernels(lens, reverse):
+    from headrace_nn.kernels.cpu._rnn import layout
+    from headrace_nn.kernels.cuda._rnn import Layouts
+    lod = [list(np.cumsum([0, *lens]))]
+    order, alive, first, idx = layout(lod, sum(lens), reverse)
+    st = Layouts().get(lod, sum(lens), reverse, "lstm")
+    assert (st.alive, st.first, st.total, st.n_seq) == (list(alive), list(first), sum(lens),
+                                                        len(lens))
+    np.testing.assert_array_equal(st.idx.copy_to_host()[:st.total], idx)
+    np.testing.assert_array_equal(st.order.copy_to_host(), order)
+    # the step-major row of the step before, or -1 - rank at a sequence's first step
+    prev = [first[t - 1] + r if t else -1 - r for t in range(len(alive))
+            for r in range(alive[t])]
+    np.testing.assert_array_equal(st.prev.copy_to_host()[:st.total], prev)
+
+
 # --- lstm ---------------------------------------------------------------------------------
 
 LSTM_CASES = [
