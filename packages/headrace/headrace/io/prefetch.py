@@ -85,6 +85,9 @@ class Prefetcher:
                                         name=name, daemon=True)
         self._finalizer = weakref.finalize(self, _shutdown, self._stop, self._queue,
                                            self._thread)
+        # Not at interpreter exit: the daemon thread ends with the process, and a reader in
+        # the middle of a slow item would otherwise hold up the exit for the join's timeout.
+        self._finalizer.atexit = False
         self._done = False
         self.wait_seconds = 0.0
         self._thread.start()
