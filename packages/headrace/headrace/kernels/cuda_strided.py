@@ -11,7 +11,8 @@ compiles its own specialization).
 import numpy as np
 from numba import cuda, float64
 
-from .cuda_launch import ROW_THREADS, device_empty, flat, launch, tree_reduce
+from .cuda_launch import ROW_THREADS, device_empty, flat, launch
+from .cuda_rows import block_reduce
 from ..devices.cuda import current_stream
 
 __all__ = ["contiguous_strides", "strided_copy", "zeros", "sum_tiles"]
@@ -122,11 +123,9 @@ def _sum_tiles(g, out, xdims, reps, gstr, M):
     while m < M:
         acc += g[_tile_offset(base, m, xdims, reps, gstr)]
         m += ROW_THREADS
-    buf[t] = acc
-    cuda.syncthreads()
-    tree_reduce(buf, t, False)
+    acc = block_reduce(buf, acc, False)
     if t == 0:
-        out[j] = buf[0]
+        out[j] = acc
 
 
 @cuda.jit

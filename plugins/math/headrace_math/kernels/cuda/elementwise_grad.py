@@ -6,7 +6,7 @@ once on store, as on the CPU. An operand with the output's size gets one thread 
 An operand that was broadcast gets its gradient summed over the broadcast dims with no
 full-size intermediate: one block per element of the operand, whose threads stride over the
 output positions it was broadcast to, form the derivative there and accumulate in float64,
-then meet in a shared-memory tree (cuda_launch.tree_reduce); no atomics. add and sub pass
+then meet in a shared-memory tree (cuda_rows.block_reduce); no atomics. add and sub pass
 Out@GRAD through to an operand that was not broadcast (no copy where aliasing is allowed).
 Gradients nobody wants (info.wants) are not computed (None). Nothing is read on the host.
 """
@@ -15,7 +15,8 @@ import math
 from numba import cuda, float64
 
 from headrace.devices.cuda import current_stream   # the running executor's stream
-from headrace.kernels.cuda_launch import ROW_THREADS, device_copy, flat, grid, tree_reduce
+from headrace.kernels.cuda_launch import ROW_THREADS, device_copy, flat, grid
+from headrace.kernels.cuda_rows import block_reduce
 
 from ._broadcast import MAXDIM, merge, offsets, padded_dims, strides
 
@@ -130,11 +131,9 @@ def _reduce_kernel(fn):
             po, px, py = _walk(m, rd, ro, rx, ry, nr, bo, bx, by)
             acc += fn(float64(x[px]), float64(y[py]), float64(o[po]), float64(d[po]))
             m += ROW_THREADS
-        buf[t] = acc
-        cuda.syncthreads()
-        tree_reduce(buf, t, False)
+        acc = block_reduce(buf, acc, False)
         if t == 0:
-            res[j] = buf[0]
+            res[j] = acc
     return k
 
 
