@@ -25,32 +25,14 @@ import time
 import numpy as np
 
 import headrace as hr
+from bench_train import build
 
 TAG = "BENCH_DISTRIBUTED "
 
 
-def lenet(batch):
-    main, startup = hr.Program(), hr.Program()
-    main.random_seed = startup.random_seed = 1
-    with hr.program_guard(main, startup):
-        x = hr.layers.data("x", shape=[-1, 1, 28, 28], dtype="float32")
-        h = hr.layers.conv2d(x, num_filters=20, filter_size=5, act="relu")
-        h = hr.layers.pool2d(h, pool_size=2, pool_type="max", pool_stride=2)
-        h = hr.layers.conv2d(h, num_filters=50, filter_size=5, act="relu")
-        h = hr.layers.pool2d(h, pool_size=2, pool_type="max", pool_stride=2)
-        h = hr.layers.fc(h, size=500, act="relu")
-        logits = hr.layers.fc(h, size=10)
-        y = hr.layers.data("y", shape=[-1, 1], dtype="int64")
-        loss = hr.layers.mean(hr.layers.softmax_with_cross_entropy(logits, y))
-    rng = np.random.default_rng(0)
-    feed = {"x": rng.standard_normal((batch, 1, 28, 28)).astype(np.float32),
-            "y": rng.integers(0, 10, (batch, 1)).astype(np.int64)}
-    return main, startup, loss, feed
-
-
 def worker(args):
     """One rank: build, (rewrite), time ``steps`` steps after a warm-up, report from rank 0."""
-    main, startup, loss, feed = lenet(args.batch)
+    main, startup, loss, feed = build("lenet", args.batch)
     sgd = hr.optimizer.SGD(learning_rate=0.01)
     if args.mode == "plain":
         rank, size = 0, 1

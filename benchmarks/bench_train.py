@@ -17,7 +17,9 @@ import numpy as np
 import headrace as hr
 
 
-def headrace_step(model, batch):
+def build(model, batch):
+    """``(main, startup, loss, feed)`` of the model, before minimize (bench_distributed.py
+    rewrites the same LeNet for data parallelism)."""
     main, startup = hr.Program(), hr.Program()
     startup.random_seed = 1
     with hr.program_guard(main, startup):
@@ -35,13 +37,18 @@ def headrace_step(model, batch):
         logits = hr.layers.fc(h, size=10)
         y = hr.layers.data("y", shape=[-1, 1], dtype="int64")
         loss = hr.layers.mean(hr.layers.softmax_with_cross_entropy(logits, y))
-        hr.optimizer.SGD(learning_rate=0.01).minimize(loss)
-    exe, scope = hr.Executor(), hr.Scope()
-    exe.run(startup, scope=scope)
     rng = np.random.default_rng(0)
     xs = rng.standard_normal((batch,) + tuple(x.shape[1:])).astype(np.float32)
     ys = rng.integers(0, 10, (batch, 1)).astype(np.int64)
-    feed = {"x": xs, "y": ys}
+    return main, startup, loss, {"x": xs, "y": ys}
+
+
+def headrace_step(model, batch):
+    main, startup, loss, feed = build(model, batch)
+    with hr.program_guard(main, startup):
+        hr.optimizer.SGD(learning_rate=0.01).minimize(loss)
+    exe, scope = hr.Executor(), hr.Scope()
+    exe.run(startup, scope=scope)
     return lambda: exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
 
 

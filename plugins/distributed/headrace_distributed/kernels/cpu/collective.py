@@ -16,11 +16,11 @@ def _buffer(x):
 
 
 class _Collective:
-    """Common state: the ring, the op's type for messages, the in-place decision."""
+    """Common state: the ring, the in-place decision; ``op_type`` names the op in messages."""
+    op_type = "collective"
 
-    def __init__(self, attrs, info=None, op_type="collective"):
+    def __init__(self, attrs, info=None):
         self.ring = attrs["ring_id"]
-        self.op_type = info.op_type if info is not None else op_type
         self.inplace = info is not None and info.in_place("X", "Out")
 
     def comm(self):
@@ -31,7 +31,7 @@ class _Collective:
 
 
 class AllReduce(_Collective):
-    reduction = "SUM"
+    op_type, reduction = "c_allreduce_sum", "SUM"
 
     def __call__(self, x, cond=None):
         comm, MPI = self.comm(), mpi()
@@ -47,25 +47,29 @@ class AllReduce(_Collective):
 
 
 class AllReduceMax(AllReduce):
-    reduction = "MAX"
+    op_type, reduction = "c_allreduce_max", "MAX"
 
 
 class AllReduceMin(AllReduce):
-    reduction = "MIN"
+    op_type, reduction = "c_allreduce_min", "MIN"
 
 
 class AllReduceProd(AllReduce):
-    reduction = "PROD"
+    op_type, reduction = "c_allreduce_prod", "PROD"
 
 
 class Identity(_Collective):
+    op_type = "c_identity"
+
     def __call__(self, x):
         return (x if self.inplace else np.array(x),)
 
 
 class Broadcast(_Collective):
+    op_type = "c_broadcast"
+
     def __init__(self, attrs, info=None):
-        super().__init__(attrs, info, "c_broadcast")
+        super().__init__(attrs, info)
         self.root = attrs["root"]
 
     def __call__(self, x):
@@ -85,8 +89,10 @@ def _check_nranks(kernel, comm, nranks):
 
 
 class AllGather(_Collective):
+    op_type = "c_allgather"
+
     def __init__(self, attrs, info=None):
-        super().__init__(attrs, info, "c_allgather")
+        super().__init__(attrs, info)
         self.nranks = attrs["nranks"]
 
     def __call__(self, x):
@@ -101,8 +107,10 @@ class AllGather(_Collective):
 
 
 class ReduceScatter(_Collective):
+    op_type = "c_reducescatter"
+
     def __init__(self, attrs, info=None):
-        super().__init__(attrs, info, "c_reducescatter")
+        super().__init__(attrs, info)
         self.nranks = attrs["nranks"]
 
     def __call__(self, x):
@@ -119,8 +127,7 @@ class ReduceScatter(_Collective):
 
 
 class Barrier(_Collective):
-    def __init__(self, attrs, info=None):
-        super().__init__(attrs, info, "barrier")
+    op_type = "barrier"
 
     def __call__(self, x):
         comm = self.comm()
@@ -128,22 +135,6 @@ class Barrier(_Collective):
         return (x if self.inplace else np.array(x),)
 
 
-def _maker(cls, op_type):
-    def make(attrs, info=None):
-        kernel = cls(attrs, info) if cls.__init__ is not _Collective.__init__ \
-            else cls(attrs, info, op_type)
-        return kernel
-    return make
-
-
-KERNELS = [
-    ("c_allreduce_sum", _maker(AllReduce, "c_allreduce_sum"), DTYPES),
-    ("c_allreduce_max", _maker(AllReduceMax, "c_allreduce_max"), DTYPES),
-    ("c_allreduce_min", _maker(AllReduceMin, "c_allreduce_min"), DTYPES),
-    ("c_allreduce_prod", _maker(AllReduceProd, "c_allreduce_prod"), DTYPES),
-    ("c_identity", _maker(Identity, "c_identity"), DTYPES),
-    ("c_broadcast", Broadcast, DTYPES),
-    ("c_allgather", AllGather, DTYPES),
-    ("c_reducescatter", ReduceScatter, DTYPES),
-    ("barrier", Barrier, DTYPES),
-]
+KERNELS = [(k.op_type, k, DTYPES) for k in (
+    AllReduce, AllReduceMax, AllReduceMin, AllReduceProd, Identity, Broadcast, AllGather,
+    ReduceScatter, Barrier)]
