@@ -92,6 +92,13 @@ def seq_of(off, n, r):
     return lo
 
 
+@cuda.jit(device=True)
+def three_lists(lists, n):
+    """The three int64 arrays that device lists hold back to back: two of n + 1 values
+    (offsets of n sequences or entries), then the third (the rest)."""
+    return lists[:n + 1], lists[n + 1:2 * (n + 1)], lists[2 * (n + 1):]
+
+
 def rows_of(a):
     """The row count and the elements per row of a device array (its first dim leads)."""
     if a.ndim == 0:

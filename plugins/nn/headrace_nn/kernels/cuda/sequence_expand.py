@@ -19,15 +19,9 @@ from headrace.kernels.cuda_launch import device_empty, float_input, launch
 from headrace.runtime import Tensor
 
 from ..host.sequence_expand import expansion
-from ._seq import DeviceLoD, lod_key, rows_of, seq_of
+from ._seq import DeviceLoD, lod_key, rows_of, seq_of, three_lists
 
 DTYPES = ("float32", "float64")
-
-
-@cuda.jit(device=True)
-def _split(lists, E):
-    """(X's entry starts, the repeats' offsets, Out's entry starts): the device lists."""
-    return lists[:E + 1], lists[E + 1:2 * (E + 1)], lists[2 * (E + 1):]
 
 
 @cuda.jit
@@ -35,7 +29,7 @@ def _expand(x, lists, out, E, D, total):
     k = cuda.grid(1)
     if k < total:
         o = k // D
-        starts, _, ostart = _split(lists, E)
+        starts, _, ostart = three_lists(lists, E)
         e = seq_of(ostart, E, o)
         n = starts[e + 1] - starts[e]
         out[k] = x[(starts[e] + (o - ostart[e]) % n) * D + k % D]
@@ -46,7 +40,7 @@ def _expand_grad(dy, lists, dx, E, D, total):
     k = cuda.grid(1)
     if k < total:
         r = k // D
-        starts, rep, ostart = _split(lists, E)
+        starts, rep, ostart = three_lists(lists, E)
         e = seq_of(starts, E, r)
         n = starts[e + 1] - starts[e]
         row = ostart[e] + r - starts[e]

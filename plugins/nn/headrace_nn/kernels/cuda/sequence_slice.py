@@ -17,15 +17,9 @@ from headrace.kernels.cuda_launch import device_empty, float_input, launch
 from headrace.runtime.tensor import Tensor
 
 from ..host.sequence_slice import slice_layout
-from ._seq import DeviceLoD, lod_key, rows_of, seq_of
+from ._seq import DeviceLoD, lod_key, rows_of, seq_of, three_lists
 
 DTYPES = ("float32", "float64")
-
-
-@cuda.jit(device=True)
-def _split(lists, S):
-    """(X's offsets, Out's offsets, starts): the three arrays of the device lists."""
-    return lists[:S + 1], lists[S + 1:2 * (S + 1)], lists[2 * (S + 1):]
 
 
 @cuda.jit
@@ -33,7 +27,7 @@ def _slice(x, lists, out, S, D, total):
     k = cuda.grid(1)
     if k < total:
         o = k // D
-        off, ooff, start = _split(lists, S)
+        off, ooff, start = three_lists(lists, S)
         s = seq_of(ooff, S, o)
         out[k] = x[(off[s] + start[s] + o - ooff[s]) * D + k % D]
 
@@ -43,7 +37,7 @@ def _slice_grad(g, lists, dx, S, D, total):
     k = cuda.grid(1)
     if k < total:
         r = k // D
-        off, ooff, start = _split(lists, S)
+        off, ooff, start = three_lists(lists, S)
         s = seq_of(off, S, r)
         j = r - off[s] - start[s]
         if j >= 0 and j < ooff[s + 1] - ooff[s]:
