@@ -2,6 +2,8 @@
 mapped over) and against Fluid's peephole equations written out in PyTorch; finite
 differences through the Executor; LoD edge cases (empty sequences, one sequence, two LoD
 levels); errors."""
+import sys
+
 import numpy as np
 import pytest
 
@@ -323,6 +325,51 @@ def test_float32_cells_match_the_reference_with_each_gradient_and_without_states
             w = np.asarray(getattr(want[k + "@GRAD"], "data", want[k + "@GRAD"]))
             np.testing.assert_allclose(np.asarray(getattr(g, "data", g)), w, rtol=2e-4,
                                        atol=2e-4, err_msg=f"{k} d={d}")
+
+
+def test_kernels_hand_out_an_output_again_only_once_nothing_holds_it():
+    # The kernels keep their large arrays for the next call (fresh pages cost a tenth of a
+    # step) but must never overwrite one that is still held: fetched, kept, viewed.
+    from headrace_nn.kernels.cpu import lstm as kernels
+    from headrace_nn.kernels.cpu._rnn import ALONE
+    rng = np.random.default_rng(13)
+    d, lens = 16, [3, 2]
+    lod = [list(np.cumsum([0] + lens))]
+    attrs = {"use_peepholes": False, "is_reverse": False, "gate_activation": "sigmoid",
+             "cell_activation": "tanh", "candidate_activation": "tanh"}
+    fwd, bwd = kernels.LSTM(attrs), kernels.LSTMGrad(attrs)
+
+    def args():
+        return [hr.Tensor(rng.standard_normal((5, 4 * d)).astype(np.float32), lod), None, None,
+                (rng.standard_normal((d, 4 * d)) * 0.3).astype(np.float32),
+                (rng.standard_normal((1, 4 * d)) * 0.3).astype(np.float32)]
+
+    a1 = args()
+    out1 = fwd(*a1)
+    dh = hr.Tensor(rng.standard_normal((5, d)).astype(np.float32), lod)
+    grads1 = bwd(*a1, *out1, dh, None)
+    kept = [np.asarray(getattr(v, "data", v)).copy() for v in (*out1, grads1[0], grads1[3])]
+    view = np.asarray(out1[2])[1:]   # a view alone keeps its base
+    held = [out1[0], out1[1], out1[3], grads1[0], grads1[3]]
+    del out1, grads1
+    a2 = args()
+    out2 = fwd(*a2)
+    grads2 = bwd(*a2, *out2, dh, None)
+    for was, now in zip(kept, [*(np.asarray(getattr(v, "data", v)) for v in held[:2]),
+                               view.base, np.asarray(held[2]), held[3].data, held[4]]):
+        np.testing.assert_array_equal(now, was)
+    for o in (*out2, grads2[0]):
+        assert not any(np.shares_memory(np.asarray(getattr(o, "data", o)),
+                                        np.asarray(getattr(h, "data", h))) for h in held)
+    # Released, an output's memory serves the next call, which still computes afresh.
+    first = np.asarray(out2[0].data).__array_interface__["data"][0]
+    del out2, grads2, held, view
+    out3 = fwd(*a1)
+    np.testing.assert_array_equal(out3[0].data, kept[0])
+    np.testing.assert_array_equal(bwd(*a1, *out3, dh, None)[0].data, kept[4])
+    if getattr(sys, "_is_gil_enabled", lambda: True)():   # else nothing is reused
+        assert ALONE is not None
+        assert out3[0].data.__array_interface__["data"][0] == first
 
 
 PADDLE_PEEPHOLE_LSTM = {  # Paddle 3.3.1's lstm op, is_reverse, in float64 (13 decimals)

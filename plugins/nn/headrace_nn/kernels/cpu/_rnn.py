@@ -1,6 +1,9 @@
 """What the recurrent kernels (lstm, gru) share on the Python side: the step-major layout of a
-batch of sequences, checked operands, and the activations' codes (``_common.pxd`` has the
-activations themselves). A private module: kernel registration skips it."""
+batch of sequences, checked operands, the activations' codes (``_common.pxd`` has the
+activations themselves) and the arrays a kernel hands out again. A private module: kernel
+registration skips it."""
+import sys
+
 import numpy as np
 
 ACTIVATIONS = {"sigmoid": 0, "tanh": 1, "relu": 2, "identity": 3}
@@ -62,3 +65,32 @@ def derivative(code, y):
     if code == 2:
         return (y > 0).astype(y.dtype)
     return np.ones_like(y)
+
+
+def _popped(spare, key):
+    """(the array ``spare`` kept under ``key``, taken out, or None; its reference count seen
+    from here)."""
+    a = spare.pop(key, None)
+    return a, (0 if a is None else sys.getrefcount(a))
+
+
+# The count of an array nothing else holds, as _popped sees it. None where threads run without
+# a GIL: there a count read in one thread does not exclude another's use, so nothing is reused.
+_GIL = getattr(sys, "_is_gil_enabled", lambda: True)()
+ALONE = _popped({0: np.empty(0)}, 0)[1] if _GIL else None
+
+
+def reused(spare, key, shape, dtype):
+    """A C-contiguous array of ``shape`` and ``dtype`` (contents undefined) for a kernel whose
+    arrays ``spare`` (a dict of its own) keeps: the one it handed out under ``key`` last time
+    if nothing holds it any more (the run that used it is over: the executor drops a run's
+    values and copies what it fetches), else a new one; kept for the next call either way.
+    Why: a new array of a megabyte or more is new pages from the system, each faulted in and
+    zeroed as the kernel first writes it, a tenth of an LSTM training step's time at the
+    benchmark's sizes. Arrays still held (kept by a caller, in a scope, through a view,
+    another thread's call under way) are never handed out again."""
+    a, count = _popped(spare, key)
+    if a is None or count != ALONE or a.shape != shape or a.dtype != dtype:
+        a = np.empty(shape, dtype)
+    spare[key] = a
+    return a

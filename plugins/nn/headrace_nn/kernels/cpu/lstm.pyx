@@ -33,7 +33,7 @@ import numpy as np
 
 from headrace.runtime.tensor import Tensor
 
-from ._rnn import ACTIVATIONS, checked as _checked, layout
+from ._rnn import ACTIVATIONS, checked as _checked, layout, reused as _reused
 
 cnp.import_array()
 
@@ -51,12 +51,12 @@ def use_packed_gemm(on=None):
     return PACKED
 
 
-cdef _packed(w, bint trans, int k, int n):
+cdef _packed(dict spare, w, bint trans, int k, int n):
     """``w`` ([k, n], or [n, k] if ``trans``) packed for hr_rnn_gemm, or None (float64, or
     no AVX-512): the kernels then call BLAS."""
     if not PACKED or w.dtype != np.float32 or k == 0 or n == 0:
         return None
-    out = np.empty(hr_rnn_packed_size(k, n), np.float32)
+    out = _reused(spare, "packed", (hr_rnn_packed_size(k, n),), np.float32)
     hr_rnn_pack(<float*>cnp.PyArray_DATA(w), w.strides[0] // 4, trans, k, n,
                 <float*>cnp.PyArray_DATA(out))
     return out
@@ -259,11 +259,13 @@ cdef inline void* _ptr(a):
 
 
 cdef class _Options:
-    """The attributes both kernels read."""
+    """The attributes both kernels read, and the arrays a kernel may hand out again."""
     cdef bint peep, reverse
     cdef int ag, ac, ah
+    cdef dict spare
 
     def __init__(self, dict attrs, info=None):
+        self.spare = {}
         self.peep, self.reverse = attrs["use_peepholes"], attrs["is_reverse"]
         self.ag = ACTIVATIONS[attrs["gate_activation"]]
         self.ac = ACTIVATIONS[attrs["candidate_activation"]]
@@ -276,13 +278,14 @@ cdef class LSTM(_Options):
         data, rows, d, order, alive, first, idx, w, b, h0r, c0r = _operands(
             "lstm", x, h0, c0, weight, bias, self.peep, self.reverse)
         dtype, n_seq, total = data.dtype, len(order), len(idx)
-        gates = np.empty((total, 4 * d), dtype)
-        cb = np.empty((total, d), dtype)
-        hidden = np.empty((rows, d), dtype)
-        cell = np.empty((rows, d), dtype)
-        hbuf = np.empty((2, max(n_seq, 1), d), dtype)
+        gates = _reused(self.spare, "gates", (total, 4 * d), dtype)
+        cb = _reused(self.spare, "cb", (total, d), dtype)
+        hidden = _reused(self.spare, "hidden", (rows, d), dtype)
+        cell = _reused(self.spare, "cell", (rows, d), dtype)
+        hbuf = _reused(self.spare, "hbuf", (2, max(n_seq, 1), d), dtype)
         peep = b[4 * d:] if self.peep else None
-        wp = _packed(w, False, d, 4 * d) if len(alive) > 1 or h0r is not None else None
+        wp = (_packed(self.spare, w, False, d, 4 * d) if len(alive) > 1 or h0r is not None
+              else None)
         cdef void* args[12]
         cdef cnp.int64_t* pa = <cnp.int64_t*>_ptr(alive)
         cdef cnp.int64_t* pf = <cnp.int64_t*>_ptr(first)
@@ -310,30 +313,33 @@ cdef class LSTM(_Options):
         return Tensor(hidden, x.lod), Tensor(cell, x.lod), gates, cb
 
 
-cdef _transposed_product(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c):
-    """c = a^T b for C-contiguous rows: float32 through the AVX-512 GEMM (b packed a block at a
-    time as it goes, a^T read in place), else BLAS."""
+cdef _transposed_product(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c, bint accumulate):
+    """c = a^T b (+ c) for C-contiguous rows: float32 through the AVX-512 GEMM (b packed a
+    block at a time as it goes, a^T read in place), else BLAS."""
     cdef int k = a.shape[0], m = a.shape[1], n = b.shape[1]
     cdef Py_ssize_t lda = a.strides[0] // a.itemsize, ldb = b.strides[0] // b.itemsize
     if not PACKED or a.dtype != np.float32 or k == 0:
-        mm(a, b, c, True, False, 0)
+        mm(a, b, c, True, False, 1 if accumulate else 0)
         return
     with nogil:
         hr_rnn_gemm_b(m, n, k, <float*>cnp.PyArray_DATA(a), 1, lda,
-                      <float*>cnp.PyArray_DATA(b), ldb, <float*>cnp.PyArray_DATA(c), n, 0)
+                      <float*>cnp.PyArray_DATA(b), ldb, <float*>cnp.PyArray_DATA(c), n,
+                      accumulate)
 
 
-def _weight_grad(hidden, dx, h0, lod, bint reverse):
-    """dW = sum over rows of h(step before)^T dgates: one GEMM over Input's order (the step
-    before a row is the row before it, or after it reversed), less the pairs that straddle two
-    sequences, plus H0's (``h0`` in sequence order, or None) products with the first steps."""
+def _weight_grad(dw, hidden, dx, h0, lod, bint reverse):
+    """dW (into ``dw``) = sum over rows of h(step before)^T dgates: one GEMM over Input's order
+    (the step before a row is the row before it, or after it reversed), less the pairs that
+    straddle two sequences, plus H0's (``h0`` in sequence order, or None) products with the
+    first steps."""
     rows, d = hidden.shape
-    dw = np.zeros((d, dx.shape[1]), dx.dtype)
-    if rows > 1:
+    if rows > 1:   # writes every element of dw
         if reverse:
-            _transposed_product(hidden[1:rows], dx[:rows - 1], dw)
+            _transposed_product(hidden[1:rows], dx[:rows - 1], dw, False)
         else:
-            _transposed_product(hidden[:rows - 1], dx[1:rows], dw)
+            _transposed_product(hidden[:rows - 1], dx[1:rows], dw, False)
+    else:
+        dw.fill(0)
     offsets = np.asarray(lod[len(lod) - 1], np.int64)
     nonempty = offsets[1:] > offsets[:len(offsets) - 1]
     firsts = (offsets[1:] - 1 if reverse else offsets[:len(offsets) - 1])[nonempty]
@@ -344,7 +350,7 @@ def _weight_grad(hidden, dx, h0, lod, bint reverse):
     if h0 is not None:
         left.append(h0[nonempty])
         right.append(dx[firsts])
-    mm(np.concatenate(left), np.concatenate(right), dw, True, False, 1)
+    _transposed_product(np.concatenate(left), np.concatenate(right), dw, True)
     return dw
 
 
@@ -363,15 +369,18 @@ cdef class LSTMGrad(_Options):
                       _checked(g, dtype, (rows, d), op, slot)
                       for g, slot in ((dhidden, "Hidden@GRAD"), (dcell, "Cell@GRAD")))
         m = max(n_seq, 1)
-        dx = np.empty((rows, 4 * d), dtype)
-        e = np.empty((m, 4 * d), dtype)
-        dh, dc = np.zeros((m, d), dtype), np.zeros((m, d), dtype)
-        ahc = np.empty((m, d), dtype)
+        dx = _reused(self.spare, "dx", (rows, 4 * d), dtype)
+        e = _reused(self.spare, "e", (m, 4 * d), dtype)
+        dh, dc = _reused(self.spare, "dh", (m, d), dtype), _reused(self.spare, "dc", (m, d), dtype)
+        dh.fill(0)
+        dc.fill(0)
+        ahc = _reused(self.spare, "ahc", (m, d), dtype)
         db = np.zeros(4 * d, dtype)
         dpeep = np.zeros(3 * d, dtype)
         c0z = c0r if c0r is not None else np.zeros((m, d), dtype)
         peep = b[4 * d:] if self.peep else None
-        wtp = _packed(w, True, 4 * d, d) if len(alive) > 1 or h0r is not None else None  # W^T
+        wtp = (_packed(self.spare, w, True, 4 * d, d)   # W^T
+               if len(alive) > 1 or h0r is not None else None)
         cdef void* args[15]
         cdef cnp.int64_t* pa = <cnp.int64_t*>_ptr(alive)
         cdef cnp.int64_t* pf = <cnp.int64_t*>_ptr(first)
@@ -401,7 +410,8 @@ cdef class LSTMGrad(_Options):
                                   <double*>args[12], <double*>args[13], <double*>args[14], pa,
                                   pf, steps, dd, self.ag, self.ac, self.ah)
         h0s = None if h0 is None else _checked(h0, dtype, (n_seq, d), op, "H0")
-        dw = _weight_grad(hid, dx, h0s, x.lod, self.reverse)
+        dw = _weight_grad(_reused(self.spare, "dw", (d, 4 * d), dtype), hid, dx, h0s, x.lod,
+                          self.reverse)
         if self.peep:
             db = np.concatenate([db, dpeep])
         dh0 = dc0 = None
