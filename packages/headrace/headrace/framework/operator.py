@@ -13,7 +13,7 @@ from ..ops.grad import EMPTY
 from ..ops.infer import InferContext
 from ..proto import framework_pb2 as pb
 from .printable import printable
-from .source import user_callsite
+from ..callsite import user_callsite
 from .variable import (KINDS, Declared, Variable, declaring_block, normalize_lod_level,
                        normalize_shape)
 

@@ -16,6 +16,7 @@ import os
 import threading
 import warnings
 
+from ..callsite import user_stacklevel
 from ..errors import KernelNotFoundError, PluginError, UnknownOpError
 from .definition import OpDef
 from .package import iter_op_modules, uncompiled_modules
@@ -35,7 +36,6 @@ class PluginWarning(UserWarning):
 def plugin_warning(message):
     """Warn ``message`` as a PluginWarning that points at the user's line (the frame outside
     headrace that loaded the plugin or ran the program), however deep the load happened."""
-    from ..framework.source import user_stacklevel   # here: the framework imports this package
     warnings.warn(message, PluginWarning, stacklevel=user_stacklevel())
 
 
