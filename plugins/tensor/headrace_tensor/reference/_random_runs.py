@@ -35,3 +35,15 @@ def check_shape_tensors(draw):
     x = draw("gaussian_random", {"shape": [-1, 2], "seed": 1},
              {"ShapeTensorList": [np.array([4], "int32"), np.array([2], "int32")]})
     assert x.shape == (4, 2)
+
+
+def check_seeded_sequences(runs, op_type, op_seed, program_seed):
+    """A seeded op draws the same sequence in two executors (two kernels made from the same
+    seed), and new numbers at each run of one executor; ``runs(prog, n)`` runs a program on a
+    device. Returns the first executor's draws."""
+    prog = random_program(op_type, op_seed, program_seed)
+    first, again = runs(prog, 3), runs(prog, 3)
+    for a, b in zip(first, again):
+        np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(first[0], first[1]) and not np.array_equal(first[1], first[2])
+    return first
