@@ -19,10 +19,10 @@ Out@GRAD itself (upscale_in_train). One thread per element throughout.
 """
 import numpy as np
 from numba import cuda
-from numba.cuda.random import xoroshiro128p_dtype, xoroshiro128p_uniform_float32, \
-    xoroshiro128p_uniform_float64
+from numba.cuda.random import xoroshiro128p_dtype
 
 from headrace.devices.cuda import current_stream
+from headrace.kernels.cuda_draws import uniform
 from headrace.kernels.cuda_launch import (device_copy, device_empty, device_fill, empty_like,
                                           flat, float_input, launch, reseed_states, rng_count,
                                           rng_grid, rng_states)
@@ -36,19 +36,13 @@ DTYPES = ("float32", "float64")
 def _train(states, x, out, mask, p, scale, double, total):
     t = cuda.grid(1)
     if t < total:
-        i = t
-        while i < out.size:
-            if double:
-                u = xoroshiro128p_uniform_float64(states, t)
-            else:
-                u = xoroshiro128p_uniform_float32(states, t)
-            if u >= p:
+        for i in range(t, out.size, total):      # a grid-stride loop: state t draws them all
+            if uniform(states, t, double) >= p:
                 mask[i] = 1
                 out[i] = x[i] * scale
             else:
                 mask[i] = 0
                 out[i] = 0
-            i += total
 
 
 @cuda.jit
