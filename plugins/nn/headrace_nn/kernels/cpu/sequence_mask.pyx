@@ -2,7 +2,7 @@
 """sequence_mask: one broadcast comparison (NumPy's loop), in Cython."""
 import numpy as np
 
-from headrace import dtypes as _dt
+from ..host.sequence_mask import MaskAttrs, tensor_width
 
 DTYPES = ("int32", "int64")
 
@@ -12,8 +12,8 @@ cdef class SequenceMask:
     cdef object dtype
 
     def __init__(self, dict attrs, info=None):
-        self.maxlen = attrs["maxlen"]
-        self.dtype = np.dtype(_dt.from_proto(attrs["out_dtype"]))
+        a = MaskAttrs(attrs)
+        self.maxlen, self.dtype = a.maxlen, a.dtype
 
     def __call__(self, x, maxlen_tensor=None):
         lengths = np.asarray(x)
@@ -24,11 +24,7 @@ cdef class SequenceMask:
                              f"({int(lengths.min())})")
         width = self.maxlen
         if maxlen_tensor is not None:
-            m = np.asarray(maxlen_tensor).reshape(-1)
-            if m.size != 1 or m[0] <= 0:
-                raise ValueError(f"sequence_mask: MaxLenTensor must hold one positive int, "
-                                 f"got {m.tolist()}")
-            width = int(m[0])
+            width = tensor_width(np.asarray(maxlen_tensor))
         elif width == -1:
             width = int(lengths.max()) if lengths.size else 0
         return ((np.arange(width) < lengths[..., None]).astype(self.dtype),)

@@ -6,7 +6,7 @@ import numpy as np
 
 from headrace.runtime.tensor import Tensor, lengths_to_offsets
 
-from ..host.sequence_pad import last_offsets, padded_width
+from ..host.sequence_pad import integer_lengths, last_offsets, padded_width, unpad_lengths
 
 DTYPES = ("float32", "float64")
 
@@ -62,13 +62,8 @@ cdef class SequencePadGrad:
 
 def _lengths(length, n, width, op):
     raw = np.asarray(length)
-    if raw.dtype.kind not in "iu":
-        raise TypeError(f"{op}: Length must hold integers, got {raw.dtype}")
-    lengths = raw.reshape(-1).astype(np.int64)
-    if len(lengths) != n or (lengths < 0).any() or (lengths > width).any():
-        raise ValueError(f"{op}: Length {lengths.tolist()} must hold one length in [0, "
-                         f"{width}] per sequence of X ({n})")
-    return lengths
+    integer_lengths(raw.dtype, op)
+    return unpad_lengths(raw, n, width, op)
 
 
 cdef class SequenceUnpad:

@@ -10,11 +10,12 @@ to raise the CPU kernel's error).
 import numpy as np
 from numba import cuda, int64
 
-from headrace import dtypes as _dt
 from headrace.devices.cuda import current_stream
 from headrace.kernels.cuda_launch import (ROW_THREADS, TREE_MAX, TREE_MIN, check_flag,
                                           device_empty, flat, grid, new_flag)
 from headrace.kernels.cuda_rows import block_reduce
+
+from ..host.sequence_mask import MaskAttrs, tensor_width
 
 DTYPES = ("int32", "int64")
 
@@ -53,8 +54,8 @@ def _mask(x, y, W, total, bad):
 class SequenceMask:
     def __init__(self, attrs, info=None):
         self.info = info
-        self.maxlen = attrs["maxlen"]
-        self.dtype = np.dtype(_dt.from_proto(attrs["out_dtype"]))
+        a = MaskAttrs(attrs)
+        self.maxlen, self.dtype = a.maxlen, a.dtype
 
     def __call__(self, x, maxlen_tensor=None):
         name = "sequence_mask"
@@ -65,11 +66,7 @@ class SequenceMask:
         width = self.maxlen
         checked = False     # negative lengths already refused
         if maxlen_tensor is not None:
-            m = maxlen_tensor.copy_to_host(stream=stream).reshape(-1)
-            if m.size != 1 or m[0] <= 0:
-                raise ValueError(f"{name}: MaxLenTensor must hold one positive int, got "
-                                 f"{m.tolist()}")
-            width = int(m[0])
+            width = tensor_width(maxlen_tensor.copy_to_host(stream=stream))
         elif width == -1:
             width = 0
             if n:

@@ -14,7 +14,7 @@ from headrace.devices.cuda import current_stream
 from headrace.kernels.cuda_launch import device_empty, float_input, grid, launch
 from headrace.runtime.tensor import Tensor, lengths_to_offsets
 
-from ..host.sequence_pad import last_offsets, padded_width
+from ..host.sequence_pad import integer_lengths, last_offsets, padded_width, unpad_lengths
 from ._seq import DeviceLoD, lod_key, rows_of, seq_of
 
 DTYPES = ("float32", "float64")
@@ -134,16 +134,10 @@ class SequencePadGrad:
 def _lengths(length, n, width, op):
     """Length's values, read to the host (they give Out's shape and LoD)."""
     raw = getattr(length, "data", length)
-    if np.dtype(raw.dtype).kind not in "iu":
-        raise TypeError(f"{op}: Length must hold integers, got {raw.dtype}")
+    integer_lengths(np.dtype(raw.dtype), op)
     if hasattr(raw, "copy_to_host"):   # on the executor's stream, after what wrote it
         raw = raw.copy_to_host(stream=current_stream())
-    lengths = np.asarray(raw)
-    lengths = lengths.reshape(-1).astype(np.int64)
-    if len(lengths) != n or (lengths < 0).any() or (lengths > width).any():
-        raise ValueError(f"{op}: Length {lengths.tolist()} must hold one length in [0, "
-                         f"{width}] per sequence of X ({n})")
-    return lengths
+    return unpad_lengths(raw, n, width, op)
 
 
 class _Unpad:

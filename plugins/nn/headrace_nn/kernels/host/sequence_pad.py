@@ -3,7 +3,7 @@ kernels/cuda/sequence_pad.py: X's last LoD level checked against its rows, and t
 width."""
 import numpy as np
 
-__all__ = ["last_offsets", "padded_width"]
+__all__ = ["integer_lengths", "last_offsets", "padded_width", "unpad_lengths"]
 
 
 def last_offsets(lod, rows, op):
@@ -26,3 +26,19 @@ def padded_width(lengths, padded, op):
         raise ValueError(f"{op}: a sequence of length {longest} does not fit padded_length "
                          f"{padded}")
     return padded
+
+
+def integer_lengths(dtype, op):
+    """Refuse a Length tensor of a non-integer ``dtype`` (checked before its values are read)."""
+    if dtype.kind not in "iu":
+        raise TypeError(f"{op}: Length must hold integers, got {dtype}")
+
+
+def unpad_lengths(raw, n, width, op):
+    """sequence_unpad's Length values (a host array) as int64, refused unless they are one
+    length in [0, width] per sequence of X's ``n``."""
+    lengths = np.asarray(raw).reshape(-1).astype(np.int64)
+    if len(lengths) != n or (lengths < 0).any() or (lengths > width).any():
+        raise ValueError(f"{op}: Length {lengths.tolist()} must hold one length in [0, "
+                         f"{width}] per sequence of X ({n})")
+    return lengths
