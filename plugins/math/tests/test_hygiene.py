@@ -71,7 +71,8 @@ DIFFERENTIABLE = [op for op in FORWARD if op.differentiable]
 GRAD_DEFS = [op for op in OPS if op.type.endswith("_grad")]
 NO_GRADIENT = {"less_than", "less_equal", "greater_than", "greater_equal", "equal", "not_equal",
                "logical_and", "logical_or", "logical_xor", "logical_not", "reduce_all",
-               "reduce_any", "clip_by_norm"}     # clip_by_norm: as in Paddle (a gradient clip)
+               "reduce_any", "clip_by_norm", "fc"}  # clip_by_norm, fc: as in Paddle (a gradient
+# clip; an inference-only fused op)
 
 
 def test_which_ops_are_differentiable():

@@ -13,11 +13,12 @@ ALL_OPS = [op for m in MODULES for op in m.OPS]
 
 def test_modules_and_op_count():
     assert [m.__name__.rsplit(".", 1)[1] for m in MODULES] == [
-        "activation", "clip", "compare", "cumsum", "elementwise", "logical", "matmul", "reduce"]
-    # 56 forward ops and 43 grad ops (24 activations, 7 elementwise, 3 products, 6 reductions,
-    # clip, squared_l2_norm, cumsum's flattening case; clip_by_norm has none); scale and sum
-    # are the core's (headrace.core_ops): autodiff emits them
-    assert len(ALL_OPS) == len({op.type for op in ALL_OPS}) == 99
+        "activation", "clip", "compare", "cumsum", "elementwise", "fc", "logical", "matmul",
+        "reduce"]
+    # 57 forward ops and 43 grad ops (24 activations, 7 elementwise, 3 products, 6 reductions,
+    # clip, squared_l2_norm, cumsum's flattening case; clip_by_norm and the inference-only fc
+    # have none); scale and sum are the core's (headrace.core_ops): autodiff emits them
+    assert len(ALL_OPS) == len({op.type for op in ALL_OPS}) == 100
     assert len([op for op in ALL_OPS if op.type.endswith("_grad")]) == 43
 
 

@@ -8,8 +8,8 @@ References receive only the attributes a test passes and fill in the ops' defaul
 """
 import importlib
 
-MODULES = ("activation", "clip", "compare", "cumsum", "elementwise", "logical", "matmul",
-           "reduce")
+MODULES = ("activation", "clip", "compare", "cumsum", "elementwise", "fc", "logical",
+           "matmul", "reduce")
 
 __all__ = ["MODULES", "all_references", "all_samples"]
 

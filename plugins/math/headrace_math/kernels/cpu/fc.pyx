@@ -1,0 +1,103 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""fc: Out = act(Input @ W + Bias), one GEMM (matmul.pxd's gemm_rowmajor: BLAS through
+scipy.linalg.cython_blas, or the core's packed GEMM for large float32 products) and then one
+pass over Out that adds the bias and applies the activation while the row is in cache (an
+unfused mul + elementwise_add + relu reads and writes Out three times)."""
+cimport numpy as cnp
+from cpython.object cimport PyObject
+from headrace.kernels.common cimport contiguous, dtype_name, shape_of, typenum
+from ._common cimport recycled
+from .matmul cimport gemm_rowmajor
+
+cnp.import_array()
+
+DTYPES = ("float32", "float64")
+cdef Py_ssize_t INT_MAX = 2147483647
+
+ctypedef fused real:
+    float
+    double
+
+
+cdef void _epilogue(real* out, const real* bias, Py_ssize_t M, Py_ssize_t N,
+                    bint relu) noexcept nogil:
+    """out[i, j] = act(out[i, j] + bias[j]) (bias NULL: act only), row by row."""
+    cdef Py_ssize_t i, j
+    cdef real v
+    cdef real* row
+    for i in range(M):
+        row = out + i * N
+        if bias != NULL and relu:
+            for j in range(N):
+                v = row[j] + bias[j]
+                row[j] = v if v > 0 else 0
+        elif bias != NULL:
+            for j in range(N):
+                row[j] = row[j] + bias[j]
+        else:
+            for j in range(N):
+                v = row[j]
+                row[j] = v if v > 0 else 0
+
+
+cdef class FC:
+    cdef int n
+    cdef bint relu
+    cdef object _out       # the last result, reused when nothing else holds it (recycled)
+
+    def __init__(self, dict attrs, info=None):
+        self.n = attrs["in_num_col_dims"]
+        self.relu = attrs["activation_type"] == "relu"
+
+    def __call__(self, x, w, bias):
+        cdef cnp.ndarray a = contiguous(x)
+        cdef cnp.ndarray b = contiguous(w)
+        cdef cnp.ndarray c = None if bias is None else contiguous(bias)
+        cdef int t = typenum(a)
+        if t != typenum(b) or (c is not None and t != typenum(c)) or \
+                (t != cnp.NPY_FLOAT32 and t != cnp.NPY_FLOAT64):
+            raise TypeError(f"fc: Input, W and Bias must share float32 or float64, got "
+                            f"{dtype_name(a)}, {dtype_name(b)} and "
+                            f"{'none' if c is None else dtype_name(c)}")
+        cdef tuple xs = shape_of(a), ws = shape_of(b)
+        if not 0 < self.n < len(xs) or len(ws) != 2:
+            raise ValueError(f"fc: in_num_col_dims={self.n} does not fit Input{list(xs)}, or "
+                             f"W{list(ws)} is not a matrix")
+        cdef Py_ssize_t M = 1, K = 1, N = ws[1]
+        for d in xs[:self.n]:
+            M *= <Py_ssize_t>d
+        for d in xs[self.n:]:
+            K *= <Py_ssize_t>d
+        if K != ws[0]:
+            raise ValueError(f"fc: Input{list(xs)} flattens to [{M}, {K}] but W is {list(ws)}")
+        if c is not None and cnp.PyArray_SIZE(c) != N:
+            raise ValueError(f"fc: Bias{list(shape_of(c))} does not hold one value per output "
+                             f"column ({N})")
+        if M > INT_MAX or N > INT_MAX or K > INT_MAX:
+            raise ValueError("fc: a matrix dimension exceeds the BLAS int range")
+        cdef cnp.ndarray out = recycled(<PyObject*>self._out, xs[:self.n] + (N,), t)
+        self._out = out
+        if M == 0 or N == 0:
+            return (out,)
+        if K == 0:
+            out.fill(0)
+        cdef void* bp = NULL if c is None else cnp.PyArray_DATA(c)
+        if c is None and not self.relu and K > 0:
+            with nogil:
+                gemm_rowmajor(t, False, False, <int>M, <int>N, <int>K, 1.0,
+                              cnp.PyArray_DATA(a), <int>K, cnp.PyArray_DATA(b), <int>N, 0.0,
+                              cnp.PyArray_DATA(out), <int>N)
+            return (out,)
+        with nogil:
+            if K > 0:
+                gemm_rowmajor(t, False, False, <int>M, <int>N, <int>K, 1.0,
+                              cnp.PyArray_DATA(a), <int>K, cnp.PyArray_DATA(b), <int>N, 0.0,
+                              cnp.PyArray_DATA(out), <int>N)
+            if t == cnp.NPY_FLOAT32:
+                _epilogue(<float*>cnp.PyArray_DATA(out), <const float*>bp, M, N, self.relu)
+            else:
+                _epilogue(<double*>cnp.PyArray_DATA(out), <const double*>bp, M, N, self.relu)
+        return (out,)
+
+
+KERNELS = [("fc", FC, DTYPES)]

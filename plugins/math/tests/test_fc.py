@@ -1,0 +1,93 @@
+"""fc (Paddle Inference's fused fully connected op): shape inference, the CPU kernel against
+the NumPy reference (in_num_col_dims, with and without Bias, relu, an empty contraction, the
+packed GEMM's sizes), errors, and agreement with the unfused mul + elementwise_add + relu."""
+import numpy as np
+import pytest
+
+from headrace import ShapeError
+from headrace.errors import OpValidationError
+
+F32 = "float32"
+
+
+def t(shape, dtype=F32):
+    return (shape, dtype, 0)
+
+
+@pytest.mark.parametrize("x, w, attrs, out", [
+    ([2, 3], [3, 4], {}, (2, 4)),
+    ([2, 3, 4], [12, 5], {}, (2, 5)),
+    ([2, 3, 4], [4, 5], {"in_num_col_dims": 2}, (2, 3, 5)),
+    ([-1, 3, 4], [12, 5], {}, (-1, 5)),
+])
+def test_fc_shapes(infer, x, w, attrs, out):
+    assert infer("fc", {"Input": t(x), "W": t(w), "Bias": t([w[1]])}, attrs) == (out, F32)
+
+
+@pytest.mark.parametrize("inputs, attrs, match", [
+    ({"Input": t([2, 3]), "W": t([4, 5])}, {}, r"flattened width 3 != W \(w_0\)'s height 4"),
+    ({"Input": t([2, 3]), "W": t([3, 5, 1])}, {}, "W .* must be a matrix"),
+    ({"Input": t([2, 3]), "W": t([3, 5]), "Bias": t([4])}, {}, "one value per output column"),
+    ({"Input": t([2, 3]), "W": t([3, 5]), "Bias": t([2, 5])}, {}, "one value per output"),
+    ({"Input": t([2, 3]), "W": t([3, 5])}, {"in_num_col_dims": 2}, "cannot be flattened"),
+    ({"Input": t([2, 3]), "W": t([3, 5], "float64")}, {}, "is float32 but W"),
+])
+def test_fc_shape_errors(infer, inputs, attrs, match):
+    with pytest.raises(ShapeError, match=match):
+        infer("fc", inputs, attrs)
+
+
+def test_fc_activation_choices(infer):
+    with pytest.raises(OpValidationError, match="activation_type"):
+        infer("fc", {"Input": t([2, 3]), "W": t([3, 5])}, {"activation_type": "gelu"})
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("xs, ws, n", [((1, 7), (7, 3), 1), ((5, 2, 3), (6, 9), 1),
+                                       ((2, 3, 4), (4, 5), 2),
+                                       ((64, 96), (96, 80), 1)])   # the packed GEMM's size
+@pytest.mark.parametrize("act", ["", "relu"])
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_fc_against_reference(check, dtype, xs, ws, n, act, with_bias):
+    rng = np.random.default_rng(3)
+    inputs = {"Input": rng.standard_normal(xs).astype(dtype),
+              "W": rng.standard_normal(ws).astype(dtype)}
+    if with_bias:
+        inputs["Bias"] = rng.standard_normal((1, ws[1]) if n == 1 else ws[1]).astype(dtype)
+    # float32 sums of 96 products differ from the float64 reference by a few 1e-6.
+    tol = 2e-5 if dtype == "float32" and ws[0] > 50 else None
+    check("fc", inputs, {"in_num_col_dims": n, "activation_type": act}, rtol=tol, atol=tol)
+
+
+def test_fc_empty_contraction(check):
+    check("fc", {"Input": np.ones((3, 0), F32), "W": np.ones((0, 4), F32),
+                 "Bias": np.arange(4, dtype=F32) - 1.5}, {"activation_type": "relu"})
+
+
+def test_fc_equals_mul_add_relu(math_registry):
+    import headrace as hr
+    rng = np.random.default_rng(0)
+    x, w, b = (rng.standard_normal(s).astype(F32) for s in ((8, 30), (30, 20), (20,)))
+    prog = hr.Program(math_registry)
+    blk = prog.global_block()
+    for name, v in (("x", x), ("w", w), ("b", b)):
+        blk.create_var(name=name, shape=list(v.shape), dtype=F32)
+    blk.append_op("mul", {"X": ["x"], "Y": ["w"]}, {"Out": ["m"]})
+    blk.append_op("elementwise_add", {"X": ["m"], "Y": ["b"]}, {"Out": ["a"]}, {"axis": 1})
+    blk.append_op("relu", {"X": ["a"]}, {"Out": ["r"]})
+    blk.append_op("fc", {"Input": ["x"], "W": ["w"], "Bias": ["b"]}, {"Out": ["f"]},
+                  {"activation_type": "relu"})
+    r, f = hr.Executor(hr.CPUPlace()).run(prog, feed={"x": x, "w": w, "b": b},
+                                          fetch_list=["r", "f"], scope=hr.Scope())
+    np.testing.assert_allclose(f, r, rtol=1e-5, atol=1e-5)
+
+
+def test_fc_kernel_errors():
+    from headrace_math.kernels.cpu.fc import FC
+    k = FC({"in_num_col_dims": 1, "activation_type": ""})
+    with pytest.raises(TypeError, match="fc: Input, W and Bias must share"):
+        k(np.ones((2, 3), "float32"), np.ones((3, 4), "float64"), None)
+    with pytest.raises(ValueError, match="flattens to"):
+        k(np.ones((2, 3), "float32"), np.ones((4, 4), "float32"), None)
+    with pytest.raises(ValueError, match="one value per output column"):
+        k(np.ones((2, 3), "float32"), np.ones((3, 4), "float32"), np.ones(3, "float32"))
