@@ -3,14 +3,17 @@
 Startup: every parameter is broadcast from rank 0 after its initializer, so all ranks start
 from rank 0's values whatever their seeds. Main: right after the backward pass (before
 clipping, regularization and the update ops, which then see the mean gradient) the gradients
-are summed over the ranks with ``c_allreduce_sum`` and scaled by 1/nranks. With buckets
+are summed over the ranks with ``c_allreduce_sum``, after the loss gradient was scaled by
+1/nranks (Paddle's ``_insert_scale_loss_grad_ops``: one tiny op rather than a pass over every
+gradient; gradients of targets without a loss seed are scaled after the reduction). With buckets
 (``bucket_size_mb`` > 0) the gradients of a bucket are packed into one buffer by
 ``coalesce_tensor`` and reduced with one call; ``split`` + ``reshape2`` unpack it (Paddle's
 Output variables alias the buffer; headrace variables never alias, hence the unpacking).
 """
 from headrace.dtypes import to_proto
 from headrace.errors import LayerError
-from headrace.framework.program import OP_ROLE_BACKWARD, OP_ROLE_FORWARD, OP_ROLE_OPTIMIZE
+from headrace.framework.program import (OP_ROLE_BACKWARD, OP_ROLE_FORWARD, OP_ROLE_LOSS,
+                                        OP_ROLE_OPTIMIZE)
 from headrace.ops.grad import grad_name
 
 __all__ = ["transpile", "use_sync_batch_norm", "gradient_buckets", "DEFAULT_BUCKET_MB"]
@@ -74,24 +77,40 @@ def _numel(shape):
     return n
 
 
+def _scale_loss_grad(block, nranks):
+    """Insert ``scale(1/nranks)`` after the loss gradient's seed (the backward pass's
+    ``fill_constant`` with op_role Backward|Loss); False when there is none."""
+    for i, op in enumerate(block.ops):
+        if op.type == "fill_constant" and _role(op) == OP_ROLE_BACKWARD | OP_ROLE_LOSS:
+            name = op.output("Out")[0]
+            block.insert_op(i + 1, "scale", {"X": [name]}, {"Out": [name]},
+                            {"scale": 1.0 / nranks, "op_role": OP_ROLE_BACKWARD})
+            return True
+    return False
+
+
 def _insert_unfused(block, at, grads, nranks, ring_id):
     for g in grads:
         block.insert_op(at, "c_allreduce_sum", {"X": [g.name]}, {"Out": [g.name]},
                         {"ring_id": ring_id})
-        block.insert_op(at + 1, "scale", {"X": [g.name]}, {"Out": [g.name]},
-                        {"scale": 1.0 / nranks})
-        at += 2
+        at += 1
+        if nranks:
+            block.insert_op(at, "scale", {"X": [g.name]}, {"Out": [g.name]},
+                            {"scale": 1.0 / nranks})
+            at += 1
     return at
 
 
 def _insert_bucket(block, at, index, grads, nranks, ring_id):
+    """nranks: scale by 1/nranks after the reduction (0: the loss gradient was scaled)."""
     dtype = grads[0].dtype
     fused = block.create_var(name=f"{FUSED_PREFIX}{index}", dtype=dtype)
     names = [g.name for g in grads]
     ops = [("coalesce_tensor", {"Input": names}, {"Output": names, "FusedOutput": [fused.name]},
             {"copy_data": True, "use_align": False, "dtype": to_proto(dtype)}),
-           ("c_allreduce_sum", {"X": [fused.name]}, {"Out": [fused.name]}, {"ring_id": ring_id}),
-           ("scale", {"X": [fused.name]}, {"Out": [fused.name]}, {"scale": 1.0 / nranks})]
+           ("c_allreduce_sum", {"X": [fused.name]}, {"Out": [fused.name]}, {"ring_id": ring_id})]
+    if nranks:
+        ops.append(("scale", {"X": [fused.name]}, {"Out": [fused.name]}, {"scale": 1.0 / nranks}))
     pieces = [f"{fused.name}.part{i}" for i in range(len(grads))]
     for piece, g in zip(pieces, grads):
         block.create_var(name=piece, dtype=dtype, shape=[_numel(g.shape)])
@@ -138,13 +157,15 @@ def transpile(main, startup, nranks=None, bucket_size_mb=DEFAULT_BUCKET_MB, ring
     if sync_batch_norm:
         use_sync_batch_norm(main)
     pairs = _params_and_grads(block)
-    at = _backward_end(block)
     with main.op_role_guard(OP_ROLE_BACKWARD):
+        # 0: the reduced gradients need no scaling (the loss gradient carries 1/nranks).
+        after = 0 if _scale_loss_grad(block, nranks) else nranks
+        at = _backward_end(block)
         if bucket_size_mb == 0:
-            _insert_unfused(block, at, [g for _, g in pairs], nranks, ring_id)
+            _insert_unfused(block, at, [g for _, g in pairs], after, ring_id)
         else:
             for i, bucket in enumerate(gradient_buckets(pairs, bucket_size_mb)):
-                at = _insert_bucket(block, at, i, [g for _, g in bucket], nranks, ring_id)
+                at = _insert_bucket(block, at, i, [g for _, g in bucket], after, ring_id)
     sblock = startup.global_block()
     for p, _ in pairs:
         if sblock.has_var(p.name):
