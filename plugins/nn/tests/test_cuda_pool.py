@@ -7,6 +7,7 @@ import pytest
 
 import headrace as hr
 from headrace.testing import run_op
+from headrace.testing.parity import same_on_cpu_and_cuda
 
 pytestmark = pytest.mark.cuda
 
@@ -28,21 +29,11 @@ CASES = [
 ]
 
 
-def _both(op, inputs, slots, attrs):
-    want = run_op(op, inputs, slots, attrs, CPU)
-    got = run_op(op, inputs, slots, attrs, GPU)
-    return ({k: v[0].numpy() for k, v in want.items()},
-            {k: v[0].numpy() for k, v in got.items()})
-
-
 def _check(x, attrs):
-    want, got = _both("pool2d", {"X": x}, ["Out"], attrs)
-    assert got["Out"].dtype == want["Out"].dtype
-    np.testing.assert_allclose(got["Out"], want["Out"], rtol=1e-6, atol=0)
-    out = want["Out"]
+    out = same_on_cpu_and_cuda("pool2d", {"X": x}, ["Out"], attrs, tol=1e-6, atol=0)["Out"]
     dy = np.random.default_rng(3).standard_normal(out.shape).astype(x.dtype)
-    want, got = _both("pool2d_grad", {"X": x, "Out": out, "Out@GRAD": dy}, ["X@GRAD"], attrs)
-    np.testing.assert_allclose(got["X@GRAD"], want["X@GRAD"], rtol=1e-6, atol=1e-7)
+    same_on_cpu_and_cuda("pool2d_grad", {"X": x, "Out": out, "Out@GRAD": dy}, ["X@GRAD"],
+                         attrs, tol=1e-6, atol=1e-7)
 
 
 @pytest.mark.parametrize("attrs", CASES)

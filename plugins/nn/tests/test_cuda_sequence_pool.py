@@ -19,7 +19,7 @@ POOLS = ["AVERAGE", "SUM", "SQRT", "MAX", "LAST", "FIRST"]
 LOD = [[0, 3, 3, 4, 9, 9]]          # empty sequences inside and at the end
 
 
-_same = partial(same_on_cpu_and_cuda, tol=1e-6, equal_nan=True)
+_same = partial(same_on_cpu_and_cuda, tol=1e-6)
 
 
 @pytest.mark.parametrize("pooltype", POOLS)

@@ -18,10 +18,11 @@ def _run_op(op, inputs, slots, attrs, place, counts):
 
 
 def same_on_cpu_and_cuda(op, inputs, slots, attrs=None, tol=None, counts=None,
-                         equal_nan=False, run=None):
+                         equal_nan=True, run=None, atol=None):
     """Run ``op`` on the CPU and on CUDAPlace(0) and assert that both bind the same outputs and
-    that every tensor of ``slots`` agrees: dtype, shape, values to ``tol`` (rtol = atol: a
-    number, or a dict by dtype name; default DEVICE_TOLERANCES) and LoD.
+    that every tensor of ``slots`` agrees: dtype, shape, values to ``tol`` (rtol, and atol
+    unless ``atol`` is given: a number, or a dict by dtype name; default DEVICE_TOLERANCES)
+    and LoD; NaN equals NaN unless ``equal_nan`` is false (NumPy's assert_allclose).
 
     ``counts``: variables per duplicable output slot (run_op's output_counts). ``run``: what
     runs the op, ``run(op, inputs, slots, attrs, place)`` -> ``{slot: [Tensor, ...]}``
@@ -43,8 +44,8 @@ def same_on_cpu_and_cuda(op, inputs, slots, attrs=None, tol=None, counts=None,
                 f"{where}: {ga.dtype}{list(ga.shape)}, expected {wa.dtype}{list(wa.shape)}"
             t = tol if tol is not None else DEVICE_TOLERANCES
             t = t.get(wa.dtype.name, 0) if isinstance(t, dict) else t
-            np.testing.assert_allclose(ga, wa, rtol=t, atol=t, equal_nan=equal_nan,
-                                       err_msg=where)
+            np.testing.assert_allclose(ga, wa, rtol=t, atol=t if atol is None else atol,
+                                       equal_nan=equal_nan, err_msg=where)
             assert [list(v) for v in g.lod] == [list(v) for v in w.lod], f"{where}: LoD"
     return {slot: np.asarray(ts[0].numpy()) for slot, ts in want.items() if ts}
 
