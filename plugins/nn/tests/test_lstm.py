@@ -237,6 +237,41 @@ def test_peephole_lstm_outputs_and_gradients_match_fluids_equations_in_torch(rev
     assert t["B"].grad[0, 4 * D:].abs().min() > 0  # the peepholes' gradients are exercised
 
 
+def _check_kernels(rng, attrs, dtype, d, lens, state, grads, tol):
+    """LSTM and LSTMGrad against the NumPy reference on random operands: H0/C0 given when
+    ``state``; ``grads`` names the output gradients that reach the op ("hidden", "cell" or
+    "both")."""
+    from headrace_nn.kernels.cpu.lstm import LSTM, LSTMGrad
+    from headrace_nn.reference.lstm import lstm as ref, lstm_grad as ref_grad
+    rows, lod = sum(lens), [list(np.cumsum([0] + lens))]
+    peep = attrs["use_peepholes"]
+    ins = {"Input": hr.Tensor(rng.standard_normal((rows, 4 * d)).astype(dtype), lod),
+           "H0": rng.standard_normal((len(lens), d)).astype(dtype) if state else None,
+           "C0": rng.standard_normal((len(lens), d)).astype(dtype) if state else None,
+           "Weight": (rng.standard_normal((d, 4 * d)) * 0.3).astype(dtype),
+           "Bias": (rng.standard_normal((1, (7 if peep else 4) * d)) * 0.3).astype(dtype)}
+    args = [ins[k] for k in ("Input", "H0", "C0", "Weight", "Bias")]
+    got = LSTM(attrs)(*args)
+    want = ref(ins, attrs)
+    for g, k in zip(got, ("Hidden", "Cell", "BatchGate", "BatchCellPreAct")):
+        np.testing.assert_allclose(np.asarray(getattr(g, "data", g)),
+                                   np.asarray(getattr(want[k], "data", want[k])), rtol=tol,
+                                   atol=tol, err_msg=f"{k} d={d}")
+    dh, dc = (hr.Tensor(rng.standard_normal((rows, d)).astype(dtype), lod)
+              if grads in (which, "both") else None for which in ("hidden", "cell"))
+    out = LSTMGrad(attrs)(*args, *got, dh, dc)
+    want = ref_grad(dict(ins, Hidden=got[0], Cell=got[1], BatchGate=got[2],
+                         BatchCellPreAct=got[3], **{"Hidden@GRAD": dh, "Cell@GRAD": dc}), attrs)
+    for g, k in zip(out, ("Input", "H0", "C0", "Weight", "Bias")):
+        if not state and k in ("H0", "C0"):
+            assert g is None
+            continue
+        w = want[k + "@GRAD"]
+        np.testing.assert_allclose(np.asarray(getattr(g, "data", g)),
+                                   np.asarray(getattr(w, "data", w)), rtol=tol * 10,
+                                   atol=tol * 10, err_msg=f"{k}@GRAD d={d}")
+
+
 @pytest.mark.parametrize("dtype, tol, packed", [("float32", 2e-5, True),
                                               ("float32", 2e-5, False),
                                               ("float64", 1e-10, True)])
@@ -250,37 +285,12 @@ def test_kernels_match_the_reference_on_equal_and_ragged_batches(request, dtype,
     # straddle two sequences: equal lengths (the fast case), leading and repeated empty
     # sequences, both directions; float32 runs on the vectorized sigmoid/tanh.
     from headrace_nn.kernels.cpu import lstm as kernels
-    from headrace_nn.kernels.cpu.lstm import LSTM, LSTMGrad
-    from headrace_nn.reference.lstm import lstm as ref, lstm_grad as ref_grad
     was = kernels.use_packed_gemm()
     kernels.use_packed_gemm(packed)   # False: the BLAS path, as without AVX-512
     request.addfinalizer(lambda: kernels.use_packed_gemm(was))
-    rng = np.random.default_rng(11)
-    d, rows = 8, sum(lens)
-    lod = [list(np.cumsum([0] + lens))]
     attrs = {"use_peepholes": peep, "is_reverse": reverse, "gate_activation": "sigmoid",
              "cell_activation": "tanh", "candidate_activation": "tanh"}
-    ins = {"Input": hr.Tensor(rng.standard_normal((rows, 4 * d)).astype(dtype), lod),
-           "H0": rng.standard_normal((len(lens), d)).astype(dtype),
-           "C0": rng.standard_normal((len(lens), d)).astype(dtype),
-           "Weight": (rng.standard_normal((d, 4 * d)) * 0.3).astype(dtype),
-           "Bias": (rng.standard_normal((1, (7 if peep else 4) * d)) * 0.3).astype(dtype)}
-    args = [ins[k] for k in ("Input", "H0", "C0", "Weight", "Bias")]
-    got = LSTM(attrs)(*args)
-    want = ref(ins, attrs)
-    for g, k in zip(got, ("Hidden", "Cell", "BatchGate", "BatchCellPreAct")):
-        np.testing.assert_allclose(np.asarray(getattr(g, "data", g)),
-                                   np.asarray(getattr(want[k], "data", want[k])), rtol=tol,
-                                   atol=tol, err_msg=k)
-    dh, dc = (hr.Tensor(rng.standard_normal((rows, d)).astype(dtype), lod) for _ in range(2))
-    grads = LSTMGrad(attrs)(*args, *got, dh, dc)
-    want = ref_grad(dict(ins, Hidden=got[0], Cell=got[1], BatchGate=got[2],
-                         BatchCellPreAct=got[3], **{"Hidden@GRAD": dh, "Cell@GRAD": dc}), attrs)
-    for g, k in zip(grads, ("Input", "H0", "C0", "Weight", "Bias")):
-        w = want[k + "@GRAD"]
-        np.testing.assert_allclose(np.asarray(getattr(g, "data", g)),
-                                   np.asarray(getattr(w, "data", w)), rtol=tol * 10,
-                                   atol=tol * 10, err_msg=k)
+    _check_kernels(np.random.default_rng(11), attrs, dtype, 8, lens, True, "both", tol)
 
 
 @pytest.mark.parametrize("peep, reverse", [(False, False), (True, True)])
@@ -292,39 +302,11 @@ def test_float32_cells_match_the_reference_with_each_gradient_and_without_states
     # specialized by peepholes, by the state before the first step (C0 or zeros) and by which
     # of Hidden@GRAD / Cell@GRAD reach the op; hidden sizes off the vector width (19, 37),
     # ragged and empty sequences, both directions.
-    from headrace_nn.kernels.cpu.lstm import LSTM, LSTMGrad
-    from headrace_nn.reference.lstm import lstm as ref, lstm_grad as ref_grad
     rng = np.random.default_rng(12)
     attrs = {"use_peepholes": peep, "is_reverse": reverse, "gate_activation": "sigmoid",
              "cell_activation": "tanh", "candidate_activation": "tanh"}
     for d, lens in ((19, [3, 0, 5, 1]), (37, [2, 2, 0])):
-        rows, lod = sum(lens), [list(np.cumsum([0] + lens))]
-        f32 = np.float32
-        ins = {"Input": hr.Tensor(rng.standard_normal((rows, 4 * d)).astype(f32), lod),
-               "H0": rng.standard_normal((len(lens), d)).astype(f32) if state else None,
-               "C0": rng.standard_normal((len(lens), d)).astype(f32) if state else None,
-               "Weight": (rng.standard_normal((d, 4 * d)) * 0.3).astype(f32),
-               "Bias": (rng.standard_normal((1, (7 if peep else 4) * d)) * 0.3).astype(f32)}
-        args = [ins[k] for k in ("Input", "H0", "C0", "Weight", "Bias")]
-        got = LSTM(attrs)(*args)
-        want = ref(ins, attrs)
-        for g, k in zip(got, ("Hidden", "Cell", "BatchGate", "BatchCellPreAct")):
-            np.testing.assert_allclose(np.asarray(getattr(g, "data", g)),
-                                       np.asarray(getattr(want[k], "data", want[k])),
-                                       rtol=2e-5, atol=2e-5, err_msg=k)
-        dh, dc = (hr.Tensor(rng.standard_normal((rows, d)).astype(f32), lod)
-                  if grads in (which, "both") else None for which in ("hidden", "cell"))
-        out = LSTMGrad(attrs)(*args, *got, dh, dc)
-        want = ref_grad(dict(ins, Hidden=got[0], Cell=got[1], BatchGate=got[2],
-                             BatchCellPreAct=got[3], **{"Hidden@GRAD": dh, "Cell@GRAD": dc}),
-                        attrs)
-        for g, k in zip(out, ("Input", "H0", "C0", "Weight", "Bias")):
-            if not state and k in ("H0", "C0"):
-                assert g is None
-                continue
-            w = np.asarray(getattr(want[k + "@GRAD"], "data", want[k + "@GRAD"]))
-            np.testing.assert_allclose(np.asarray(getattr(g, "data", g)), w, rtol=2e-4,
-                                       atol=2e-4, err_msg=f"{k} d={d}")
+        _check_kernels(rng, attrs, np.float32, d, lens, state, grads, 2e-5)
 
 
 def test_kernels_hand_out_an_output_again_only_once_nothing_holds_it():
