@@ -11,7 +11,7 @@ zero-filled separately.
 import math
 
 import numpy as np
-from numba import cuda, float64
+from numba import cuda, float64, int64
 
 from headrace.devices.cuda import current_stream
 from headrace.kernels.cuda_launch import (ROW_THREADS, check_flag, flat, float_input, grid,
@@ -274,7 +274,9 @@ def _swce(x, lab, sm, loss, C, inner, hard, ignore, use_softmax, bad):
             sm[base + c * inner] = x[base + c * inner]
     if hard:
         if t == 0:
-            lv = lab[row]
+            # int64(): `hard` is a run-time argument, so this branch is typed for soft (float)
+            # labels too, where a float index would not compile on a real GPU.
+            lv = int64(lab[row])
             if lv == ignore:
                 loss[row] = 0
             elif lv < 0 or lv >= C:
@@ -304,7 +306,7 @@ def _swce_grad(sm, lab, dl, dx, C, inner, hard, ignore, use_softmax, bad):
     buf = cuda.shared.array(ROW_THREADS, float64)
     d = dl[row]
     if hard:
-        lv = lab[row]
+        lv = int64(lab[row])             # typed for soft labels too (see _swce)
         skip = lv == ignore
         if not skip and (lv < 0 or lv >= C):
             if t == 0:
