@@ -23,6 +23,7 @@ from numba import cuda, float64
 from headrace.devices.cuda import SIMULATOR, current_stream
 from headrace.kernels.cuda_launch import (ROW_THREADS, check_flag, device_empty, empty_like,
                                           flat, grid, launch, new_flag, tree_reduce)
+from headrace.kernels.cuda_rows import block_reduce
 
 DTYPES = ("float32", "float64", "int32", "int64")
 FLOATS = ("float32", "float64")
@@ -244,11 +245,9 @@ def _sum_squares(x, partial):
     for i in range(b * ROW_THREADS + t, x.size, cuda.gridDim.x * ROW_THREADS):
         v = float64(x[i])
         s += v * v
-    buf[t] = s
-    cuda.syncthreads()
-    tree_reduce(buf, t, False)
+    s = block_reduce(buf, s, False)
     if t == 0:
-        partial[b] = buf[0]
+        partial[b] = s
 
 
 @cuda.jit(device=True)
@@ -256,10 +255,7 @@ def _total(partial, buf, t):
     s = 0.0
     for k in range(t, partial.size, ROW_THREADS):
         s += partial[k]
-    buf[t] = s
-    cuda.syncthreads()
-    tree_reduce(buf, t, False)
-    return buf[0]
+    return block_reduce(buf, s, False)
 
 
 @cuda.jit

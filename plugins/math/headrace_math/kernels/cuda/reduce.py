@@ -8,7 +8,7 @@ X, so output element ``o`` starts at the offset of its kept coordinates and redu
 ``r`` lies at the offset of its reduced coordinates from there (a general index mapping, any
 number of reduced runs). The forward is one block per output element, its threads striding
 over the reduced elements, the partial results combined as a shared-memory tree
-(cuda_launch.tree_reduce); reductions of at most SHORT elements are one thread per output
+(cuda_rows.block_reduce); reductions of at most SHORT elements are one thread per output
 element instead. Floats accumulate in float64 (float32 included), integers and bools
 in int64, as the CPU kernel; max and min propagate NaN as NumPy does.
 
@@ -28,8 +28,8 @@ from numba import cuda, float64, int64
 
 from headrace.devices.cuda import current_stream
 from headrace.kernels.cuda_launch import (ROW_THREADS, TREE_NANMAX, TREE_NANMIN, TREE_PROD,
-                                          TREE_SUM, device_empty, device_fill, flat, grid, launch,
-                                          tree_reduce)
+                                          TREE_SUM, device_empty, device_fill, flat, grid, launch)
+from headrace.kernels.cuda_rows import block_reduce
 
 from ..host.reduce import (ALL, ANY, FLOATS, MAX, MEAN, MIN, PROD, SUM, kernel_table,
                            normalized_dims, out_shape, reduce_attrs, runs as merged_runs)
@@ -96,11 +96,10 @@ def _make_reduce(acc_type):
         t = cuda.threadIdx.x
         base = _offset(o, ksizes, kstrides)
         buf = cuda.shared.array(ROW_THREADS, acc_type)
-        buf[t] = partial(x, op, base, t, R, ROW_THREADS, rsizes, rstrides)
-        cuda.syncthreads()
-        tree_reduce(buf, t, _tree_op(op))
+        res = block_reduce(buf, partial(x, op, base, t, R, ROW_THREADS, rsizes, rstrides),
+                           _tree_op(op))
         if t == 0:
-            store(out, o, buf[0], op, R, to_bool)
+            store(out, o, res, op, R, to_bool)
 
     @cuda.jit
     def reduce_thread(x, out, op, R, ksizes, kstrides, rsizes, rstrides, to_bool, n_out):
@@ -295,16 +294,9 @@ def _prod_grad_block(x, g, dx, R, ksizes, kstrides, rsizes, rstrides):
     base = _offset(o, ksizes, kstrides)
     buf = cuda.shared.array(ROW_THREADS, float64)
     zeros, p = _zeros_and_product(x, base, t, R, ROW_THREADS, rsizes, rstrides)
-    buf[t] = zeros
-    cuda.syncthreads()
-    tree_reduce(buf, t, TREE_SUM)
-    zeros = buf[0]
-    cuda.syncthreads()                    # every thread has read the count before buf is reused
-    buf[t] = p
-    cuda.syncthreads()
-    tree_reduce(buf, t, TREE_PROD)
-    _prod_write(x, float64(g[o]), zeros, buf[0], dx, base, t, R, ROW_THREADS, rsizes,
-                rstrides)
+    zeros = block_reduce(buf, zeros, TREE_SUM)
+    p = block_reduce(buf, p, TREE_PROD)
+    _prod_write(x, float64(g[o]), zeros, p, dx, base, t, R, ROW_THREADS, rsizes, rstrides)
 
 
 @cuda.jit
