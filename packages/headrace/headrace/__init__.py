@@ -17,6 +17,7 @@ from .framework import (PROGRAM_VERSION, Block, Operator, Parameter, Program, Va
 from .runtime import (CPUPlace, CUDAPlace, Executor, Scope, Tensor, TensorArray,
                       create_lod_tensor, global_scope, scope_guard)
 from . import clip, initializer, layers, optimizer, profiler, regularizer
+from . import passes  # inference passes over programs (hr.passes.apply)
 from . import onnx  # ONNX export; the onnx package itself is imported only by an export
 from .drawing import draw  # pictures of programs (graphviz, imported when drawing)
 from .evaluate import eval  # the seeds' pd.eval (builtins.eval is untouched)
@@ -36,5 +37,5 @@ __all__ = [
     "Tensor", "TensorArray", "create_lod_tensor", "global_scope", "scope_guard", "__version__",
     "LayerError", "clip", "initializer", "layers", "optimizer", "profiler", "regularizer",
     "LayerHelper",
-    "ParamAttr", "eval", "onnx", "draw",
+    "ParamAttr", "eval", "onnx", "draw", "passes",
 ]

@@ -170,9 +170,14 @@ def _holder_ops(program, op_type, path):
 
 
 def load_inference_model(dirname, executor, model_filename=None, params_filename=None,
-                         scope=None):
+                         scope=None, optimize=True):
     """Load an inference model; its parameters go into ``scope`` (default: the global scope).
-    Returns ``[program, feed_target_names, fetch_targets]`` (fetch targets are Variables)."""
+    Returns ``[program, feed_target_names, fetch_targets]`` (fetch targets are Variables).
+
+    ``optimize``: apply the inference passes (headrace.passes.INFERENCE_PASSES: identity ops
+    removed, constants folded, batch_norm folded into the weights, fused fc/conv2d ops) to
+    the program; folded weights are new variables of ``scope``. False loads the program as
+    the file has it."""
     if model_filename is None and not os.path.isdir(dirname) and \
             os.path.isfile(dirname + ".pdmodel"):
         dirname, prefix = os.path.split(dirname)  # a Paddle 2.x path prefix
@@ -191,14 +196,23 @@ def load_inference_model(dirname, executor, model_filename=None, params_filename
     except ProgramParseError as e:
         raise ModelFileError(f"not a valid program: {e}", model_path) from None
     feed_names = [op.output("Out")[0] for op in _holder_ops(program, "feed", model_path)]
-    fetch_targets = []
+    _fetch_targets(program, model_path)    # a broken model is refused before any loading
+    if select_vars(program, None, is_persistable):  # a model without parameters has no file
+        load_vars(executor, dirname, program, predicate=is_persistable,
+                  filename=params_filename, scope=scope)
+    if optimize:
+        from .. import passes   # passes build on the executor, which imports io
+        passes.apply(program, scope=scope, place=executor.place)
+    return [program, feed_names, _fetch_targets(program, model_path)]
+
+
+def _fetch_targets(program, model_path):
+    """The fetch ops' variables in col order (the passes may have renamed them)."""
+    targets = []
     for op in _holder_ops(program, "fetch", model_path):
         var = program.global_block().find_var(op.input("X")[0])
         if var is None:
             raise ModelFileError(f"fetch target '{op.input('X')[0]}' is not declared in the "
                                  f"program", model_path)
-        fetch_targets.append(var)
-    if select_vars(program, None, is_persistable):  # a model without parameters has no file
-        load_vars(executor, dirname, program, predicate=is_persistable,
-                  filename=params_filename, scope=scope)
-    return [program, feed_names, fetch_targets]
+        targets.append(var)
+    return targets
