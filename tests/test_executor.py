@@ -124,9 +124,9 @@ def test_eval_runs_only_what_targets_need(monkeypatch):
     from headrace.runtime import plan as plan_mod
     original = plan_mod.Plan._compile
 
-    def spy(self, op):
+    def spy(self, op, op_idx):
         calls.append(op.output("Out")[0])
-        return original(self, op)
+        return original(self, op, op_idx)
     monkeypatch.setattr(plan_mod.Plan, "_compile", spy)
     got = hr.Executor().eval(outs[0], feed={"x": np.ones((1, 3), np.float32)},
                              scope=hr.Scope())

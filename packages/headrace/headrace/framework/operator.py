@@ -174,7 +174,21 @@ class Operator(metaclass=Declared):
     @property
     def attrs(self):
         """All attributes as a dict (decoded)."""
-        return {n: self.attr(n) for n in self.attr_names}
+        # One pass over the desc (attr(n) per name searched it once per name); a name the
+        # desc repeats keeps its first value, as attr(n) reads it.
+        out = {}
+        program = self.block.program
+        for msg in self.desc.attrs:
+            name = msg.name
+            if name in out:
+                continue
+            kind, value = attr_codec.decode(msg)
+            if kind == "block":
+                value = program.block(value)
+            elif kind == "blocks":
+                value = [program.block(i) for i in value]
+            out[name] = value
+        return out
 
     def set_attr(self, name, value):
         """Set an attribute, checked against the op's definition when it has one."""

@@ -26,6 +26,7 @@ KINDS = {
     "sparse_csr": _T.SPARSE_CSR,
 }
 _KIND_NAMES = {v: k for k, v in KINDS.items()}
+_LOD_TENSOR = _T.LOD_TENSOR
 _TENSOR_KINDS = ("lod_tensor", "lod_tensor_array", "selected_rows")
 _INT64_MAX, _INT32_MAX = 2**63 - 1, 2**31 - 1
 
@@ -267,6 +268,14 @@ class Variable(VariableMathMixin, metaclass=Declared):
 
     def meta(self):
         """The inference view (:class:`headrace.ops.VarMeta`) of this variable."""
+        desc = self.desc
+        t = desc.type
+        if t.type == _LOD_TENSOR and t.HasField("lod_tensor"):
+            # The common case read in one pass (shape inference asks this of every input).
+            lt = t.lod_tensor
+            td = lt.tensor
+            return VarMeta(desc.name, tuple(td.dims), dtypes.from_proto(td.data_type),
+                           lt.lod_level, "lod_tensor")
         return VarMeta(self.name, self.shape, self.dtype, self.lod_level, self.kind)
 
     def to_string(self):

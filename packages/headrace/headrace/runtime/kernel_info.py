@@ -14,7 +14,7 @@ from typing import NamedTuple, Optional, Tuple
 from ..framework.analysis import block_writes
 from ..framework.block import Block
 
-__all__ = ["KernelInfo", "SlotVar", "kernel_info"]
+__all__ = ["KernelInfo", "SlotVar", "kernel_info", "slot_var_of"]
 
 
 class SlotVar(NamedTuple):
@@ -132,22 +132,28 @@ class KernelInfo:
         return all(v is not None and v.name in written for v in self.inputs.get(in_slot, ()))
 
 
-def _slot_var(block, name):
-    if name == "@EMPTY@":
-        return None
-    v = block.var_recursive(name)
-    return SlotVar(name, v.dtype, tuple(v.shape), v.lod_level, bool(v.persistable))
+def slot_var_of(var):
+    """The :class:`SlotVar` of Variable ``var``."""
+    m = var.meta()
+    return SlotVar(m.name, m.dtype, m.shape, m.lod_level, bool(var.persistable))
 
 
-def kernel_info(op, attrs=None, place=None, seed=None, subplan=None):
+def kernel_info(op, attrs=None, place=None, seed=None, subplan=None, location=None, io=None,
+                slot_var=None):
     """A :class:`KernelInfo` for Operator ``op`` (read from the IR here, once).
 
     ``subplan(block)`` makes the Plan of a sub-block; the plan passes its own. Tests build
-    infos for ops of a hand-made block with ``kernel_info(op)``."""
+    infos for ops of a hand-made block with ``kernel_info(op)``. A plan passes what it read
+    already: ``location`` (it knows the op's index), ``io`` (``op.inputs, op.outputs``) and
+    ``slot_var(name)`` (its variables' facts, read once per plan, not once per op)."""
     attrs = op.attrs if attrs is None else attrs
     block = op.block
-    inputs = {s: tuple(_slot_var(block, n) for n in ns) for s, ns in op.inputs.items()}
-    outputs = {s: tuple(_slot_var(block, n) for n in ns) for s, ns in op.outputs.items()}
+    if slot_var is None:
+        def slot_var(name):
+            return None if name == "@EMPTY@" else slot_var_of(block.var_recursive(name))
+    ins, outs = io if io is not None else (op.inputs, op.outputs)
+    inputs = {s: tuple(slot_var(n) for n in ns) for s, ns in ins.items()}
+    outputs = {s: tuple(slot_var(n) for n in ns) for s, ns in outs.items()}
     blocks = {a: v for a, v in attrs.items() if isinstance(v, Block)}
     sub_writes = {a: frozenset(block_writes(b)) for a, b in blocks.items()}
     make = None
@@ -157,5 +163,6 @@ def kernel_info(op, attrs=None, place=None, seed=None, subplan=None):
                 raise ValueError(f"{op.type}: attribute '{attr}' does not hold a block "
                                  f"(block attributes: {sorted(blocks) or 'none'})")
             return subplan(blocks[attr])
-    location = dict(op_type=op.type, block_idx=block.idx, op_idx=op.idx, source=op.source)
+    if location is None:
+        location = dict(op_type=op.type, block_idx=block.idx, op_idx=op.idx, source=op.source)
     return KernelInfo(op.type, attrs, place, inputs, outputs, seed, sub_writes, make, location)

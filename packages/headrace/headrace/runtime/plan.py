@@ -22,7 +22,7 @@ from ..ops.infer import DictInferContext, VarMeta
 from . import _loop
 from ._loop import Instr
 from .frame import FrameLayout, LoDKernel
-from .kernel_info import KernelInfo, kernel_info
+from .kernel_info import KernelInfo, kernel_info, slot_var_of
 
 __all__ = ["KernelInfo", "Plan", "SlotMap", "prepare"]
 
@@ -35,12 +35,17 @@ class SlotMap:
     def __init__(self):
         self.index = {}   # id(Variable) -> slot
         self.vars = [None]  # slot -> Variable (slot 0: None)
+        # slot -> (kind, SlotVar): the variable's facts, read from its VarDesc once. A plan
+        # belongs to one revision of its program, so they cannot change under it; reading the
+        # desc per op and per check made preparing a large program quadratic-ish in cost.
+        self.facts = [None]
 
     def slot(self, var):
         i = self.index.get(id(var))
         if i is None:
             i = self.index[id(var)] = len(self.vars)
             self.vars.append(var)
+            self.facts.append((var.kind, slot_var_of(var)))
         return i
 
     def __len__(self):
@@ -58,12 +63,13 @@ class Plan:
         self._subplans = {}
         self.instrs = []
         self.lod_slots = set()  # slots whose variables carry LoD
-        for op in block.ops:
+        self._by_name = {}      # variable name -> slot, as this plan's block resolves it
+        for op_idx, op in enumerate(block.ops):
             if op_filter is not None and not op_filter(op):
                 continue
             if not runs(op):
                 continue  # no_kernel: the executor binds feeds and fetches to slots directly
-            self.instrs.append(self._compile(op))
+            self.instrs.append(self._compile(op, op_idx))
         self.local_ids = tuple(slots.slot(v) for v in block.vars.values())
         self.written_names = frozenset()
         self.outer_write_ids = ()
@@ -110,22 +116,34 @@ class Plan:
     def _slot_of(self, op, name, role):
         if name == EMPTY:
             return -1  # a gradient nobody needs: computed, never stored
-        var = op.block._find_var_recursive(name)
-        if var is None:
-            raise OpError(f"{role} variable '{name}' is not declared in block {op.block.idx} "
-                          f"or its ancestors", op_type=op.type, block_idx=op.block.idx,
-                          op_idx=op.idx, source=op.source)
-        i = self.slots.slot(var)
-        if var.lod_level > 0:
+        i = self._by_name.get(name)
+        if i is None:
+            var = op.block._find_var_recursive(name)
+            if var is None:
+                raise OpError(f"{role} variable '{name}' is not declared in block "
+                              f"{op.block.idx} or its ancestors", op_type=op.type,
+                              block_idx=op.block.idx, op_idx=op.idx, source=op.source)
+            i = self._by_name[name] = self.slots.slot(var)
+        if self.slots.facts[i][1].lod_level > 0:
             self.lod_slots.add(i)
         return i
 
-    def _compile(self, op):
+    def _slot_var(self, name):
+        """The SlotVar of ``name`` as this plan's block sees it (None for ``@EMPTY@``; an
+        undeclared name is block.var_recursive's VariableError, as kernel_info's own)."""
+        if name == EMPTY:
+            return None
+        i = self._by_name.get(name)
+        if i is None:
+            i = self._by_name[name] = self.slots.slot(self.block.var_recursive(name))
+        return self.slots.facts[i][1]
+
+    def _compile(self, op, op_idx):
         opdef = op.opdef
-        where = dict(op_type=op.type, block_idx=op.block.idx, op_idx=op.idx, source=op.source)
         if opdef is None:
             raise OpError("no installed plugin defines this op type, so it cannot run",
-                          **where)
+                          op_type=op.type, block_idx=op.block.idx, op_idx=op_idx,
+                          source=op.source)
         ins, outs = op.inputs, op.outputs
         in_ids = []
         for s in opdef.inputs:
@@ -147,15 +165,17 @@ class Plan:
         for s in opdef.inputs:
             names = [n for n in ins.get(s.name, ()) if n != EMPTY]
             if names:
-                d = op.block.var_recursive(names[0]).dtype
+                d = self._slot_var(names[0]).dtype
                 if dtype is None or (d in FLOAT_DTYPES and dtype not in FLOAT_DTYPES):
                     dtype = d
                 if dtype in FLOAT_DTYPES:
                     break
+        where = dict(op_type=op.type, block_idx=op.block.idx, op_idx=op_idx, source=op.source)
         try:
             kernel = self.registry.kernel(op.type, self.place.device, dtype)
             attrs = op.attrs
-            info = kernel_info(op, attrs, self.place, _seed(op, attrs), self.subplan)
+            info = kernel_info(op, attrs, self.place, _seed(op, attrs, op_idx), self.subplan,
+                               location=where, io=(ins, outs), slot_var=self._slot_var)
             fn = kernel.fn(attrs, info)
         except OpError as e:
             e.locate(**where)
@@ -245,17 +265,17 @@ class Plan:
         for i in ids:
             if i <= 0:
                 continue
-            var, v = self.slots.vars[i], values[i]
-            if var.kind != "lod_tensor" or not hasattr(v, "dtype") or not hasattr(v, "shape"):
+            (kind, facts), v = self.slots.facts[i], values[i]
+            if kind != "lod_tensor" or not hasattr(v, "dtype") or not hasattr(v, "shape"):
                 continue
-            want, got = var.dtype, np.dtype(v.dtype).name
-            declared = tuple(var.shape)
+            want, got = facts.dtype, _dtype_name(v.dtype)
+            declared = facts.shape
             rank_ok = not declared or len(declared) == len(v.shape) or (
                 len(declared) <= 1 and len(v.shape) <= 1 and
                 all(d in (1, -1) for d in declared) and all(d == 1 for d in v.shape))
             if got == want and rank_ok:
                 continue
-            op = instr.op
+            op, var = instr.op, self.slots.vars[i]
             raise OpError(
                 f"its kernel returned a value for output variable '{var.name}' that does not "
                 f"match the variable's declaration (a kernel bug: the value is not passed on)",
@@ -306,7 +326,21 @@ def _refuse_undeclared_kind(kernel, fn):
                 f"{kind!r} (the attribute is no longer read)")
 
 
-def _seed(op, attrs):
+_DTYPE_NAMES = {}
+
+
+def _dtype_name(dtype):
+    """``np.dtype(dtype).name``, memoized: NumPy computes the name anew on every call."""
+    try:
+        name = _DTYPE_NAMES.get(dtype)
+    except TypeError:  # an unhashable dtype-like object
+        return np.dtype(dtype).name
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = np.dtype(dtype).name
+    return name
+
+
+def _seed(op, attrs, op_idx):
     """The seed of a random op: its own ``seed`` attribute, else one derived from the
     program's ``random_seed`` (None when neither is set: nondeterministic). Ops whose definition
     names a ``seed_attr`` had the program's seed written into them when built
@@ -319,7 +353,7 @@ def _seed(op, attrs):
     if not base:
         return None
     # Distinct, reproducible streams per op: the program seed mixed with the op's position.
-    return int(np.random.SeedSequence([base, op.block.idx, op.idx]).generate_state(1)[0])
+    return int(np.random.SeedSequence([base, op.block.idx, op_idx]).generate_state(1)[0])
 
 
 def _flat(ids):
