@@ -82,45 +82,42 @@ class Broadcast(_Collective):
         return (buf,)
 
 
-def _check_nranks(kernel, comm, nranks):
-    if nranks != comm.size:
-        raise ValueError(f"{kernel.op_type}: attribute nranks={nranks} but ring {kernel.ring} "
-                         f"has {comm.size} ranks")
-
-
-class AllGather(_Collective):
-    op_type = "c_allgather"
+class _AlongAxis0(_Collective):
+    """Collectives whose Out has X's shape with axis 0 grown or cut by the ring's size."""
 
     def __init__(self, attrs, info=None):
         super().__init__(attrs, info)
         self.nranks = attrs["nranks"]
 
-    def __call__(self, x):
+    def prepare(self, x):
+        """``(comm, contiguous X, Out)`` after the checks."""
         comm = self.comm()
-        _check_nranks(self, comm, self.nranks)
+        if self.nranks != comm.size:
+            raise ValueError(f"{self.op_type}: attribute nranks={self.nranks} but ring "
+                             f"{self.ring} has {comm.size} ranks")
         x = _buffer(x)
-        if x.ndim == 0:
-            raise ValueError(f"c_allgather: X must have a first axis, got shape {x.shape}")
-        out = np.empty((x.shape[0] * comm.size,) + x.shape[1:], x.dtype)
+        if x.ndim == 0 or (not self.grow and x.shape[0] % comm.size):
+            raise ValueError(f"{self.op_type}: X's first axis must "
+                             f"{'exist' if self.grow else f'split evenly over {comm.size} ranks'}"
+                             f", got shape {x.shape}")
+        first = x.shape[0] * comm.size if self.grow else x.shape[0] // comm.size
+        return comm, x, np.empty((first,) + x.shape[1:], x.dtype)
+
+
+class AllGather(_AlongAxis0):
+    op_type, grow = "c_allgather", True
+
+    def __call__(self, x):
+        comm, x, out = self.prepare(x)
         collective(comm.Iallgather, x, out, what=self.what(), comm=comm)
         return (out,)
 
 
-class ReduceScatter(_Collective):
-    op_type = "c_reducescatter"
-
-    def __init__(self, attrs, info=None):
-        super().__init__(attrs, info)
-        self.nranks = attrs["nranks"]
+class ReduceScatter(_AlongAxis0):
+    op_type, grow = "c_reducescatter", False
 
     def __call__(self, x):
-        comm = self.comm()
-        _check_nranks(self, comm, self.nranks)
-        x = _buffer(x)
-        if x.ndim == 0 or x.shape[0] % comm.size:
-            raise ValueError(f"c_reducescatter: X's first axis must split evenly over "
-                             f"{comm.size} ranks, got shape {x.shape}")
-        out = np.empty((x.shape[0] // comm.size,) + x.shape[1:], x.dtype)
+        comm, x, out = self.prepare(x)
         collective(comm.Ireduce_scatter_block, x, out, op=mpi().SUM, what=self.what(),
                    comm=comm)
         return (out,)
