@@ -19,7 +19,7 @@ import headrace as hr
 from .comm import DistributedError, wait, world
 from .failure import check_programs
 
-__all__ = ["launch_program", "serve_program", "DRIVER"]
+__all__ = ["launch_program", "serve_program", "serve_forever", "stop_workers", "DRIVER"]
 
 DRIVER = 0
 
@@ -100,11 +100,32 @@ def launch_program(main, startup, batches, fetch_list=(), place=None, scope=None
 
 def serve_program(place=None, scope=None):
     """Worker: receive the driver's programs, parse them and run the steps it sends. Returns
-    ``(executor, fetched)`` when the driver has no more batches."""
+    ``(executor, fetched)`` when the driver has no more batches, None when the driver called
+    :func:`stop_workers` instead of sending a program."""
     comm = world()
     if comm.rank == DRIVER:
         raise DistributedError(f"rank {DRIVER} is the driver: it calls launch_program")
-    main = hr.Program.parse_from_string(_bcast_bytes(b"", "main program"))
+    data = _bcast_bytes(b"", "main program")
+    if not data:
+        return None
+    main = hr.Program.parse_from_string(data)
     startup = hr.Program.parse_from_string(_bcast_bytes(b"", "startup program"))
     names = _bcast_json(None, "fetch names")
     return _run(main, startup, names, iter(()), place, scope)
+
+
+def stop_workers():
+    """Driver: tell workers in :func:`serve_forever` that no program follows (an empty main
+    program), so that they exit."""
+    if world().rank != DRIVER:
+        raise DistributedError(f"stop_workers runs on the driver (rank {DRIVER})")
+    _bcast_bytes(b"", "main program")
+
+
+def serve_forever(place=None):
+    """Worker: serve one program after another, each in a fresh scope, until the driver calls
+    :func:`stop_workers`; returns how many programs ran."""
+    served = 0
+    while serve_program(place, hr.Scope()) is not None:
+        served += 1
+    return served

@@ -5,8 +5,9 @@
 
 MODE: ``spmd`` (every rank builds and trains; rank 0 writes OUT.npz with the parameters of
 each configuration), ``serialized`` (rank 0 builds once and sends the programs; the others
-only serve), ``single`` (one process, plain optimizer, global batch of world*B: the baseline
-the data-parallel runs must match). The data is the same global sequence of batches whatever
+only serve: this script's serve_forever, or ``python -m headrace_distributed.worker``),
+``single`` (one process, plain optimizer, global batch of world*B: the baseline the
+data-parallel runs must match). The data is the same global sequence of batches whatever
 the mode: rank r trains on rows [r*B, (r+1)*B) of each.
 """
 import argparse
@@ -71,9 +72,6 @@ def run_config(mode, with_bn, bucket, args, env):
         for feed in batches(args.steps, args.batch * args.world):
             exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
         return params(main, scope)
-    if mode == "serialized" and env.rank != 0:
-        dist.serve_program(scope=scope)      # no model code runs here
-        return None
     with hr.program_guard(main, startup):
         dist.DistributedOptimizer(optimizer(), bucket_size_mb=bucket, sync_batch_norm=with_bn,
                                   check_programs=mode == "spmd").minimize(loss)
@@ -121,6 +119,9 @@ def main(argv):
     ap.add_argument("--checkpoint", help="spmd: save to this directory and load it back")
     args = ap.parse_args(argv)
     env = dist.init() if args.mode != "single" else dist.Env(0, 1)
+    if args.mode == "serialized" and env.rank != 0:
+        dist.serve_forever()                 # no model code runs on a worker
+        return
     wanted = args.configs.split(",")
     results = {}
     for name, with_bn, bucket in CONFIGS:
@@ -128,6 +129,8 @@ def main(argv):
             got = run_config(args.mode, with_bn, bucket, args, env)
             if got is not None:
                 results.update({f"{name}/{k}": v for k, v in got.items()})
+    if args.mode == "serialized":
+        dist.stop_workers()
     if env.rank == 0:
         np.savez(args.out, **results)
 

@@ -50,7 +50,17 @@ def test_two_ranks_match_one_with_twice_the_batch(launch, single, tmp_path):
 
 
 def test_serialized_program_mode_matches(launch, single, tmp_path):
-    _same(_train(launch, tmp_path, "serialized"), single)
+    # The worker is `python -m headrace_distributed.worker`: it never sees the model's code.
+    from headrace.launch import launch_command
+    out = tmp_path / "serialized.npz"
+    driver = launch_command(1, [f"{HERE}/dp_worker.py", "serialized", str(out), "--steps",
+                                str(STEPS), "--batch", str(BATCH)])
+    cmd = driver + [":", "-n", "1", sys.executable, "-m", "headrace_distributed.worker"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+           "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    _same(dict(np.load(out)), single)
 
 
 @pytest.mark.parametrize("how, says", [("--kill-rank", "rank 1 exited on signal 9"),
