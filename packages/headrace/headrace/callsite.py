@@ -5,11 +5,13 @@ import sys
 
 __all__ = ["user_callsite", "user_stacklevel"]
 
+_INTERNAL = ("headrace", "pluggy")
+
 
 def _internal(frame):
     # headrace itself and its first-party plugins (headrace_math, ...) are not the user's code;
     # nor is pluggy, through which the registry may call a plugin's hooks.
-    return frame.f_globals.get("__name__", "").startswith(("headrace", "pluggy"))
+    return frame.f_globals.get("__name__", "").startswith(_INTERNAL)
 
 
 def _bootstrap(frame):
@@ -31,15 +33,25 @@ def user_stacklevel():
     return level
 
 
+_CALLSITES = {}  # (file, line, function) -> text: a loop building a network asks for a few
+
+
 def user_callsite():
     """``'File "x.py", line 12, in f\\n    y = layers.fc(...)'`` for the innermost user frame,
     in the format of Paddle's op_callstack attribute; None if every frame is internal."""
     frame = sys._getframe(1)
-    while frame is not None and _internal(frame):
+    # _internal, inlined: every op built walks the frames of the layers that built it.
+    while frame is not None and frame.f_globals.get("__name__", "").startswith(_INTERNAL):
         frame = frame.f_back
     if frame is None:
         return None
     code = frame.f_code
-    line = linecache.getline(code.co_filename, frame.f_lineno).strip()
-    text = f'File "{code.co_filename}", line {frame.f_lineno}, in {code.co_name}'
-    return f"{text}\n    {line}" if line else text
+    key = (code.co_filename, frame.f_lineno, code.co_name)
+    text = _CALLSITES.get(key)
+    if text is None:
+        if len(_CALLSITES) > 4096:  # bounded: generated code can have endless sites
+            _CALLSITES.clear()
+        line = linecache.getline(code.co_filename, frame.f_lineno).strip()
+        text = f'File "{code.co_filename}", line {frame.f_lineno}, in {code.co_name}'
+        text = _CALLSITES[key] = f"{text}\n    {line}" if line else text
+    return text

@@ -13,8 +13,8 @@ from ..proto import framework_pb2 as pb
 from . import defaults, seeds
 from .builder import dtype_enum
 from .operator import Operator, prepare_op
-from .variable import (KINDS, Parameter, Variable, init_desc, normalize_lod_level,
-                       normalize_shape)
+from .variable import (_TENSOR_KINDS, KINDS, Parameter, Variable, _tensor_desc, init_desc,
+                       normalize_lod_level, normalize_shape)
 
 __all__ = ["Block"]
 
@@ -238,15 +238,12 @@ class Block:
                                   source=p.source, expected=meta.kind, found=var.kind)
         for name in p.new_vars:
             self.create_var(name=name, type=kinds.get(name, "lod_tensor"))
+        # prepare_op normalized every result already: written into the VarDescs directly
+        # (the setters would check each value again and count a change per field).
         for metas in p.results.values():
             for meta in metas.values():
                 var = self._find_var_recursive(meta.name)
-                if var.kind in ("lod_tensor", "lod_tensor_array", "selected_rows"):
-                    var.shape = meta.shape
-                    if meta.dtype is not None:
-                        var.dtype = meta.dtype
-                    if var.kind != "selected_rows":
-                        var.lod_level = meta.lod_level
+                _write_meta(var, meta)
         # The program's seed goes into the op itself, so that it travels with the desc.
         seeded = seeds.stamp_attrs(self, p.opdef, p.attrs)
         desc = self.desc.ops.add() if index == len(self.ops) else self._insert_desc(index)
@@ -306,6 +303,23 @@ class Block:
     def __repr__(self):
         return f"<Block {self.idx} parent={self.parent_idx} vars={len(self.vars)} " \
                f"ops={len(self.ops)}>"
+
+
+def _write_meta(var, meta):
+    """Shape inference's result ``meta`` (normalized by prepare_op) into ``var``'s VarDesc, as
+    the shape/dtype/lod_level setters would write it; kinds without a tensor take nothing."""
+    kind = var.kind
+    if kind not in _TENSOR_KINDS:
+        return
+    t = _tensor_desc(var.desc, True)
+    del t.dims[:]
+    t.dims.extend(meta.shape)
+    if meta.dtype is not None:
+        t.data_type = dt.to_proto(meta.dtype)
+    if kind != "selected_rows":
+        getattr(var.desc.type, "lod_tensor" if kind == "lod_tensor" else "tensor_array") \
+            .lod_level = meta.lod_level
+    var.block._changed()
 
 
 def _check_initializer(name, init):

@@ -76,6 +76,8 @@ class Operator(metaclass=Declared):
         self.block = block
         self.desc = desc
         self.opdef = opdef
+        self._io_cache = None  # (program revision, inputs, outputs): see _io
+        self._sub_cache = None  # (program revision, owned block indices): see sub_blocks
 
     @classmethod
     def _declare(cls, block=None, type=None, inputs=None, outputs=None, attrs=None):
@@ -91,39 +93,50 @@ class Operator(metaclass=Declared):
         return self.block.ops.index(self)
 
     # -- slots -----------------------------------------------------------------------------
+    # The slots are decoded from the desc once per program revision: every change made through
+    # the API bumps the revision (the executor's plan cache relies on the same), and building,
+    # autodiff, analysis and plan preparation ask an op for its slots many times in between.
+    def _io(self):
+        rev = self.block.program._revision
+        cache = self._io_cache
+        if cache is None or cache[0] != rev:
+            d = self.desc
+            cache = self._io_cache = (
+                rev, [(v.parameter, tuple(v.arguments)) for v in d.inputs],
+                [(v.parameter, tuple(v.arguments)) for v in d.outputs])
+        return cache
+
     def input(self, slot):
         """Variable names bound to input ``slot`` (empty if unbound)."""
-        v = _find_slot(self.desc.inputs, slot)
-        return list(v.arguments) if v is not None else []
+        return next((list(args) for s, args in self._io()[1] if s == slot), [])
 
     def output(self, slot):
         """Variable names bound to output ``slot`` (empty if unbound)."""
-        v = _find_slot(self.desc.outputs, slot)
-        return list(v.arguments) if v is not None else []
+        return next((list(args) for s, args in self._io()[2] if s == slot), [])
 
     @property
     def input_names(self):
-        return [v.parameter for v in self.desc.inputs]
+        return [s for s, _ in self._io()[1]]
 
     @property
     def output_names(self):
-        return [v.parameter for v in self.desc.outputs]
+        return [s for s, _ in self._io()[2]]
 
     @property
     def inputs(self):
-        return {v.parameter: list(v.arguments) for v in self.desc.inputs}
+        return {s: list(args) for s, args in self._io()[1]}
 
     @property
     def outputs(self):
-        return {v.parameter: list(v.arguments) for v in self.desc.outputs}
+        return {s: list(args) for s, args in self._io()[2]}
 
     @property
     def input_arg_names(self):
-        return [a for v in self.desc.inputs for a in v.arguments]
+        return [a for _, args in self._io()[1] for a in args]
 
     @property
     def output_arg_names(self):
-        return [a for v in self.desc.outputs for a in v.arguments]
+        return [a for _, args in self._io()[2] for a in args]
 
     def rename_input(self, old, new):
         for v in self.desc.inputs:
@@ -237,16 +250,20 @@ class Operator(metaclass=Declared):
 
     def sub_blocks(self):
         """The blocks this op owns through BLOCK/BLOCKS attributes."""
-        out = []
-        for a in self.desc.attrs:
-            if a.type not in _BLOCK_ATTR_TYPES:  # skip decoding the rest: plans ask every op
-                continue
-            kind, value = attr_codec.decode(a)
-            if kind == "block":
-                out.append(self.block.program.block(value))
-            elif kind == "blocks":
-                out.extend(self.block.program.block(i) for i in value)
-        return out
+        program = self.block.program
+        cache = self._sub_cache
+        if cache is None or cache[0] != program._revision:  # analysis asks every op, often
+            idx = []
+            for a in self.desc.attrs:
+                if a.type not in _BLOCK_ATTR_TYPES:  # skip decoding the rest
+                    continue
+                kind, value = attr_codec.decode(a)
+                if kind == "block":
+                    idx.append(value)
+                elif kind == "blocks":
+                    idx.extend(value)
+            cache = self._sub_cache = (program._revision, idx)
+        return [program.block(i) for i in cache[1]]
 
     # -- text ------------------------------------------------------------------------------
     def to_string(self, show_bookkeeping=False):
@@ -294,9 +311,14 @@ class _BuildContext(InferContext):
     def __init__(self, block, op_type, inputs, outputs, attrs):
         super().__init__(op_type)
         self._block, self._ins, self._outs, self._attrs = block, inputs, outputs, attrs
+        self._metas = {}  # slot -> [VarMeta]: rules ask for a slot several times
 
     def _inputs(self, slot):
-        return [self._block._find_var_recursive(n).meta() for n in self._ins.get(slot, ())]
+        metas = self._metas.get(slot)
+        if metas is None:
+            find = self._block._find_var_recursive
+            metas = self._metas[slot] = [find(n).meta() for n in self._ins.get(slot, ())]
+        return metas
 
     def _output_names(self, slot):
         return self._outs.get(slot, [])
@@ -348,7 +370,7 @@ def prepare_op(block, op_type, inputs, outputs, attrs, op_idx, strict_attrs=True
         if not isinstance(given, dict):
             fail(f"{kind}s must be a dict of slot name -> variables",
                  found=type(given).__name__)
-        valid = {s.name: s for s in slots}
+        valid = opdef._in if kind == "input" else opdef._out  # {slot name: slot}, in order
         for slot in given:
             if slot not in valid:
                 fail(f"unknown {kind} slot '{slot}'", options=list(valid))

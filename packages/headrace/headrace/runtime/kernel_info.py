@@ -51,9 +51,27 @@ class KernelInfo:
         self.seed = seed
         self._sub_writes = dict(sub_writes or {})  # block attribute -> names written in it
         self._subplan = subplan                    # block attribute -> Plan (from the plan)
-        self.in_dtypes = {s: [v and v.dtype for v in vs] for s, vs in self.inputs.items()}
-        self.out_dtypes = {s: [v and v.dtype for v in vs] for s, vs in self.outputs.items()}
-        self.out_shapes = {s: [v and v.shape for v in vs] for s, vs in self.outputs.items()}
+
+    # The per-slot summaries are made when a kernel first asks (most never do: a plan of a
+    # large program makes thousands of infos).
+    @property
+    def in_dtypes(self):
+        return self._summary("in_dtypes", self.inputs, "dtype")
+
+    @property
+    def out_dtypes(self):
+        return self._summary("out_dtypes", self.outputs, "dtype")
+
+    @property
+    def out_shapes(self):
+        return self._summary("out_shapes", self.outputs, "shape")
+
+    def _summary(self, key, slots, field):
+        got = self.__dict__.get("_" + key)
+        if got is None:
+            got = self.__dict__["_" + key] = {
+                s: [v and getattr(v, field) for v in vs] for s, vs in slots.items()}
+        return got
 
     def __repr__(self):
         return f"<KernelInfo {self.op_type}>"
