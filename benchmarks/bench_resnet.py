@@ -1,0 +1,131 @@
+"""Small ResNet training step beside PyTorch eager: same network, same data, one process.
+
+3x32x32 input, batch 32: conv3x3(16)+batch_norm+relu, two residual blocks at 16 channels
+(conv3x3+bn+relu, conv3x3+bn, + shortcut, relu), a stride-2 block to 32 channels (1x1 conv +
+bn shortcut), global average pool, fc10, softmax cross-entropy, Momentum(0.01, 0.9). The two
+steps take turns (interleaved rounds), so the machine's load falls on both alike; the figure
+is the median over rounds of the per-step time, and the ratio is headrace / PyTorch.
+
+    HEADRACE_BENCH_THREADS=1 python benchmarks/bench_resnet.py [--batch 32] [--rounds 15]
+"""
+import _bench  # noqa: F401  (pins threads before NumPy loads)
+
+import statistics
+import sys
+import time
+
+import numpy as np
+
+import headrace as hr
+
+
+def _block(x, channels, stride):
+    layers = hr.layers
+    h = layers.batch_norm(layers.conv2d(x, channels, 3, stride=stride, padding=1,
+                                        bias_attr=False), act="relu")
+    h = layers.batch_norm(layers.conv2d(h, channels, 3, padding=1, bias_attr=False))
+    short = x
+    if stride != 1 or x.shape[1] != channels:
+        short = layers.batch_norm(layers.conv2d(x, channels, 1, stride=stride,
+                                                bias_attr=False))
+    return layers.relu(layers.elementwise_add(h, short))
+
+
+def headrace_step(xs, ys):
+    main, startup = hr.Program(), hr.Program()
+    startup.random_seed = 1
+    with hr.program_guard(main, startup):
+        x = hr.layers.data("x", shape=[-1, 3, 32, 32], dtype="float32")
+        h = hr.layers.batch_norm(hr.layers.conv2d(x, 16, 3, padding=1, bias_attr=False),
+                                 act="relu")
+        h = _block(h, 16, 1)
+        h = _block(h, 16, 1)
+        h = _block(h, 32, 2)
+        h = hr.layers.pool2d(h, pool_type="avg", global_pooling=True)
+        logits = hr.layers.fc(h, size=10)
+        y = hr.layers.data("y", shape=[-1, 1], dtype="int64")
+        loss = hr.layers.mean(hr.layers.softmax_with_cross_entropy(logits, y))
+        hr.optimizer.Momentum(learning_rate=0.01, momentum=0.9).minimize(loss)
+    exe, scope = hr.Executor(hr.CPUPlace()), hr.Scope()
+    exe.run(startup, scope=scope)
+    feed = {"x": xs, "y": ys}
+    return lambda: exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
+
+
+def torch_step(torch, xs, ys):
+    nn = torch.nn
+
+    class Block(nn.Module):
+        def __init__(self, cin, cout, stride):
+            super().__init__()
+            self.c1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+            self.b1 = nn.BatchNorm2d(cout)
+            self.c2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+            self.b2 = nn.BatchNorm2d(cout)
+            self.short = None
+            if stride != 1 or cin != cout:
+                self.short = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
+                                           nn.BatchNorm2d(cout))
+
+        def forward(self, x):
+            h = torch.relu(self.b1(self.c1(x)))
+            h = self.b2(self.c2(h))
+            return torch.relu(h + (x if self.short is None else self.short(x)))
+
+    torch.manual_seed(1)
+    net = nn.Sequential(nn.Conv2d(3, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU(),
+                        Block(16, 16, 1), Block(16, 16, 1), Block(16, 32, 2),
+                        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, 10))
+    net.train()
+    x, y = torch.from_numpy(xs), torch.from_numpy(ys[:, 0])
+    opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad()
+        loss = loss_fn(net(x), y)
+        loss.backward()
+        opt.step()
+        return loss.item()
+    return step
+
+
+def interleaved(runs, rounds, number):
+    """Median over ``rounds`` of the per-call time of each run, the runs taking turns."""
+    times = {k: [] for k in runs}
+    for fn in runs.values():
+        for _ in range(3):
+            fn()
+    for _ in range(rounds):
+        for k, fn in runs.items():
+            t0 = time.perf_counter()
+            for _ in range(number):
+                fn()
+            times[k].append((time.perf_counter() - t0) / number)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def bench(batch, rounds):
+    rng = np.random.default_rng(0)
+    xs = rng.standard_normal((batch, 3, 32, 32)).astype(np.float32)
+    ys = rng.integers(0, 10, (batch, 1)).astype(np.int64)
+    runs = {"headrace": headrace_step(xs, ys)}
+    torch = _bench.torch_or_none()
+    if torch is not None:
+        runs["torch"] = torch_step(torch, xs, ys)
+    med = interleaved(runs, rounds=rounds, number=2)
+    figures = {"batch": batch, "rounds": rounds,
+               "headrace_ms": round(med["headrace"] * 1e3, 2)}
+    if torch is not None:
+        figures["torch_eager_ms"] = round(med["torch"] * 1e3, 2)
+        figures["ratio_headrace_to_torch"] = round(med["headrace"] / med["torch"], 3)
+    _bench.report("train_step_resnet", **figures)
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    opts = {"--batch": 32, "--rounds": 15}
+    for key in opts:
+        if key in args:
+            opts[key] = int(args[args.index(key) + 1])
+    bench(opts["--batch"], opts["--rounds"])
