@@ -1,18 +1,37 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""fc: Out = act(Input @ W + Bias), one GEMM (matmul.pxd's gemm_rowmajor: BLAS through
-scipy.linalg.cython_blas, or the core's packed GEMM for large float32 products) and then one
-pass over Out that adds the bias and applies the activation while the row is in cache (an
-unfused mul + elementwise_add + relu reads and writes Out three times)."""
+"""fc: Out = act(Input @ W + Bias), one GEMM and then one pass over Out that adds the bias and
+applies the activation while the row is in cache (an unfused mul + elementwise_add + relu
+reads and writes Out three times).
+
+The GEMM: for a few rows (inference at batch 1), sgemm/dgemm from scipy.linalg.cython_blas,
+whose small-M path reads W once as it lies; else matmul.pxd's gemm_rowmajor (the core's packed
+GEMM for large float32 products), whose packing of W pays off from about 8 rows (at 1 row it
+took twice BLAS's time for a 784 x 256 W)."""
 cimport numpy as cnp
 from cpython.object cimport PyObject
 from headrace.kernels.common cimport contiguous, dtype_name, shape_of, typenum
 from ._common cimport recycled
+from scipy.linalg.cython_blas cimport dgemm, sgemm
 from .matmul cimport gemm_rowmajor
 
 cnp.import_array()
 
 DTYPES = ("float32", "float64")
 cdef Py_ssize_t INT_MAX = 2147483647
+cdef Py_ssize_t FEW_ROWS = 4    # up to this many rows of Input: plain BLAS
+
+
+cdef void _gemm(int t, int M, int N, int K, void* A, void* B, void* C) noexcept nogil:
+    """C[M, N] = A[M, K] @ B[K, N], row-major, C overwritten."""
+    cdef char no = b'N'
+    cdef float f1 = 1, f0 = 0
+    cdef double d1 = 1, d0 = 0
+    if M > FEW_ROWS:
+        gemm_rowmajor(t, False, False, M, N, K, 1.0, A, K, B, N, 0.0, C, N)
+    elif t == cnp.NPY_FLOAT32:   # column-major C^T = B^T A^T: no copies
+        sgemm(&no, &no, &N, &M, &K, &f1, <float*>B, &N, <float*>A, &K, &f0, <float*>C, &N)
+    else:
+        dgemm(&no, &no, &N, &M, &K, &d1, <double*>B, &N, <double*>A, &K, &d0, <double*>C, &N)
 
 ctypedef fused real:
     float
@@ -82,20 +101,14 @@ cdef class FC:
         if K == 0:
             out.fill(0)
         cdef void* bp = NULL if c is None else cnp.PyArray_DATA(c)
-        if c is None and not self.relu and K > 0:
-            with nogil:
-                gemm_rowmajor(t, False, False, <int>M, <int>N, <int>K, 1.0,
-                              cnp.PyArray_DATA(a), <int>K, cnp.PyArray_DATA(b), <int>N, 0.0,
-                              cnp.PyArray_DATA(out), <int>N)
-            return (out,)
+        cdef bint epilogue = c is not None or self.relu
         with nogil:
             if K > 0:
-                gemm_rowmajor(t, False, False, <int>M, <int>N, <int>K, 1.0,
-                              cnp.PyArray_DATA(a), <int>K, cnp.PyArray_DATA(b), <int>N, 0.0,
-                              cnp.PyArray_DATA(out), <int>N)
-            if t == cnp.NPY_FLOAT32:
+                _gemm(t, <int>M, <int>N, <int>K, cnp.PyArray_DATA(a), cnp.PyArray_DATA(b),
+                      cnp.PyArray_DATA(out))
+            if epilogue and t == cnp.NPY_FLOAT32:
                 _epilogue(<float*>cnp.PyArray_DATA(out), <const float*>bp, M, N, self.relu)
-            else:
+            elif epilogue:
                 _epilogue(<double*>cnp.PyArray_DATA(out), <const double*>bp, M, N, self.relu)
         return (out,)
 
