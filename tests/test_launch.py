@@ -23,6 +23,15 @@ thus causing the job to be terminated. The first process to do so was:
    Process name: [prterun-vm-3021@1,2]
    Exit code:    3"""
 
+TIMED_OUT = """headrace.distributed: rank 0 of 3 failed:
+headrace_distributed.comm.CollectiveTimeoutError: c_allreduce_sum (ring 0): rank 0 waited 5 s \
+for the other 2 rank(s) of its communicator (world ranks [0, 1, 2]) in its collective #7; one \
+of them died
+headrace.distributed: rank 2 of 3 failed:
+headrace_distributed.comm.CollectiveTimeoutError: c_allreduce_sum (ring 0): rank 2 waited 5 s \
+for the other 2 rank(s) of its communicator (world ranks [0, 1, 2]) in its collective #7; one \
+of them died"""
+
 MPICH_SIGNAL = "=   RANK 1 PID 77 RUNNING AT vm\n=   KILLED BY SIGNAL: 9 (Killed)"
 
 
@@ -32,6 +41,10 @@ def test_the_failed_rank_and_how():
     assert failed_rank(OPEN_MPI_ABORT) == (3, "raised an exception")
     assert failed_rank(OPEN_MPI_EXIT) == (2, "exited with code 3")
     assert failed_rank(MPICH_SIGNAL) == (1, "exited on signal 9")
+    # Ranks 0 and 2 timed out waiting in the same collective: rank 1 never came.
+    rank, how = failed_rank(TIMED_OUT)
+    assert rank == 1 and how.startswith("never reached c_allreduce_sum (ring 0), the "
+                                        "collective #7 of ranks [0, 2]")
     assert failed_rank("all fine\n") is None
 
 

@@ -28,8 +28,33 @@ _PATTERNS = [
 ]
 
 
+# headrace_distributed's collective timeout, one line per rank that waited.
+_TIMEOUT = re.compile(r"CollectiveTimeoutError: (.+?): rank (\d+) waited [\d.e+-]+ s for the "
+                      r"other \d+ rank\(s\) of its communicator \(world ranks \[([\d, ]*)\]\) "
+                      r"in its collective #(\d+)")
+
+
+def _hung(text):
+    """The members of a timed-out collective that did not report waiting in it: ``(rank,
+    how)`` for the first, or None."""
+    reports = _TIMEOUT.findall(text)
+    if not reports:
+        return None
+    what, _, members, number = reports[0]
+    waited = sorted({int(r) for _, r, _, _ in reports})
+    missing = [int(m) for m in members.split(",") if m.strip() and int(m) not in waited]
+    if not missing:
+        return None
+    others = f" (so did ranks {missing[1:]})" if len(missing) > 1 else ""
+    return missing[0], (f"never reached {what}, the collective #{number} of ranks {waited}, "
+                        f"which timed out waiting for it{others}")
+
+
 def failed_rank(text):
     """``(rank, how)`` of the first failure reported in mpiexec's output, or None."""
+    hung = _hung(text)
+    if hung is not None:
+        return hung
     found = []
     for pattern, how in _PATTERNS:
         m = pattern.search(text)

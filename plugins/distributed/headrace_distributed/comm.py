@@ -117,6 +117,13 @@ def collective_timeout():
     return value
 
 
+def _members(comm):
+    """The world ranks of ``comm``'s members, in its rank order."""
+    MPI = mpi()
+    return list(MPI.Group.Translate_ranks(comm.Get_group(), list(range(comm.size)),
+                                          world().Get_group()))
+
+
 def wait(request, what, comm):
     """Wait for ``request`` until the deadline; ``what`` names the collective for the error.
 
@@ -132,8 +139,9 @@ def wait(request, what, comm):
             if time.monotonic() > deadline:
                 raise CollectiveTimeoutError(
                     f"{what}: rank {world().rank} waited {collective_timeout():g} s for the "
-                    f"other {comm.size - 1} rank(s) of its communicator; one of them died, hung "
-                    f"or runs a different program ({TIMEOUT_ENV} sets the limit)")
+                    f"other {comm.size - 1} rank(s) of its communicator (world ranks "
+                    f"{_members(comm)}) in its collective #{STATS.started}; one of them died, "
+                    f"hung or runs a different program ({TIMEOUT_ENV} sets the limit)")
             time.sleep(0.0002)
 
 
@@ -142,6 +150,7 @@ class _Stats:
     wait for slower peers included): what bench_distributed.py reports as communication."""
 
     def __init__(self):
+        self.started = 0      # collectives begun on this rank (numbers them in errors)
         self.calls, self.seconds = 0, 0.0
 
     def reset(self):
@@ -154,6 +163,7 @@ STATS = _Stats()
 def collective(start, *args, what, comm, **kwargs):
     """``start(*args, **kwargs)`` (a nonblocking MPI call) then :func:`wait` for it, timed."""
     t0 = time.perf_counter()
+    STATS.started += 1
     wait(start(*args, **kwargs), what, comm)
     STATS.calls += 1
     STATS.seconds += time.perf_counter() - t0

@@ -3,17 +3,22 @@
 A rank that raises: ``init`` installs an excepthook that prints ``rank R of N failed`` with the
 traceback, then calls MPI_Abort, which makes mpiexec stop every rank (``headrace launch`` then
 names the rank). A rank that dies: mpiexec notices and stops the others. A rank that hangs:
-the others' collectives time out (``comm.wait``) and abort. Programs that differ between ranks
-(different op sequences) would pair the wrong collectives: :func:`check_programs` compares
-fingerprints when the rewrite is applied and names the first differing op.
+the others' collectives time out (``comm.wait``), each reports its timeout and waits a grace
+period (``HEADRACE_TIMEOUT_GRACE`` seconds, default 3) before aborting, so that every waiting
+rank has reported: ``headrace launch`` names the members that did not (the hung ones).
+Programs that differ between ranks (different op sequences) would pair the wrong collectives:
+:func:`check_programs` compares fingerprints when the rewrite is applied and names the first
+differing op.
 """
 import hashlib
+import os
 import sys
+import time
 import traceback
 
 import numpy as np
 
-from .comm import DistributedError, wait, world
+from .comm import CollectiveTimeoutError, DistributedError, wait, world
 
 __all__ = ["ProgramMismatchError", "install_excepthook", "program_fingerprint",
            "check_programs", "FAILED_MARK"]
@@ -31,6 +36,10 @@ def _report_and_abort(exc_type, exc, tb):
     sys.stderr.write(f"{FAILED_MARK} {comm.rank} of {comm.size} failed:\n{text}")
     sys.stderr.flush()
     sys.stdout.flush()
+    if isinstance(exc, CollectiveTimeoutError):
+        # The other waiting ranks time out about now too: let them report before the abort
+        # stops them, so that the ranks which did not report are the ones that hung.
+        time.sleep(float(os.environ.get("HEADRACE_TIMEOUT_GRACE", "3")))
     comm.Abort(1)
 
 

@@ -1,7 +1,7 @@
 """A training job for the multi-rank tests, run under ``headrace launch``.
 
     python dp_worker.py MODE OUT [--steps N] [--batch B] [--kill-rank R --kill-step S]
-                                 [--raise-rank R] [--mismatch-rank R]
+                                 [--raise-rank R] [--hang-rank R] [--mismatch-rank R]
 
 MODE: ``spmd`` (every rank builds and trains; rank 0 writes OUT.npz with the parameters of
 each configuration), ``serialized`` (rank 0 builds once and sends the programs; the others
@@ -14,6 +14,7 @@ import argparse
 import os
 import signal
 import sys
+import time
 
 import numpy as np
 
@@ -87,6 +88,8 @@ def run_config(mode, with_bn, bucket, args, env):
             os.kill(os.getpid(), signal.SIGKILL)
         if args.raise_rank == env.rank and step == args.kill_step:
             raise RuntimeError(f"rank {env.rank} stops on purpose at step {step}")
+        if args.hang_rank == env.rank and step == args.kill_step:
+            time.sleep(3600)                 # alive, but never reaches the next collective
         exe.run(main, feed={k: v[lo:hi] for k, v in feed.items()}, fetch_list=[loss],
                 scope=scope)
     if args.checkpoint:
@@ -115,6 +118,7 @@ def main(argv):
     ap.add_argument("--kill-rank", type=int, default=-1)
     ap.add_argument("--kill-step", type=int, default=2)
     ap.add_argument("--raise-rank", type=int, default=-1)
+    ap.add_argument("--hang-rank", type=int, default=-1)
     ap.add_argument("--mismatch-rank", type=int, default=-1)
     ap.add_argument("--checkpoint", help="spmd: save to this directory and load it back")
     args = ap.parse_args(argv)

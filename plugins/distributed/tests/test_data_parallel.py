@@ -63,14 +63,16 @@ def test_serialized_program_mode_matches(launch, single, tmp_path):
     _same(dict(np.load(out)), single)
 
 
-@pytest.mark.parametrize("how, says", [("--kill-rank", "rank 1 exited on signal 9"),
-                                       ("--raise-rank", "rank 1 raised an exception"),
-                                       ("--mismatch-rank", "raised an exception")])
+@pytest.mark.parametrize("how, says", [
+    ("--kill-rank", "rank 1 exited on signal 9"),
+    ("--raise-rank", "rank 1 raised an exception"),
+    ("--hang-rank", "rank 1 never reached c_allreduce_sum (ring 0), the collective #"),
+    ("--mismatch-rank", "raised an exception")])
 def test_a_failing_rank_ends_the_job_naming_it(launch, tmp_path, how, says):
     start = time.monotonic()
     rc, _, err = launch(2, "dp_worker.py", "spmd", tmp_path / "x.npz", "--steps", 200,
                         "--configs", "unfused", how, 1, timeout=90,
-                        env={"HEADRACE_COLLECTIVE_TIMEOUT": "30"})
+                        env={"HEADRACE_COLLECTIVE_TIMEOUT": "5"})
     assert rc != 0
     assert time.monotonic() - start < 60
     assert says in err.splitlines()[-1], err[-3000:]
