@@ -115,6 +115,8 @@ def launch(n, script_args, hostfile=None, mpiexec=None, extra=(), err=None):
     if rc != 0:
         who = failed_rank("".join(kept))
         what = f"rank {who[0]} {who[1]}" if who else "a rank failed (mpiexec did not say which)"
+        if kept and not kept[-1].endswith("\n"):
+            err.write("\n")          # mpiexec's last line may lack its newline
         print(f"headrace launch: job failed (exit status {rc}): {what}", file=err)
     return rc
 
