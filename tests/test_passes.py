@@ -274,3 +274,42 @@ def test_paddle_saved_inference_models(name):
             np.testing.assert_array_equal(np.asarray(b), np.asarray(a))
             np.testing.assert_allclose(np.asarray(b), io[f"{run}/out:{k}"], rtol=1e-5,
                                        atol=1e-6)
+
+
+def test_residual_block_folds_to_convs(tmp_path):
+    """conv+bn+relu, conv+bn, + shortcut (a 1x1 conv+bn), relu: batch_norms folded, the
+    residual add taken into the second conv (ResidualData), equal outputs."""
+    main, startup = hr.Program(), hr.Program()
+    with hr.program_guard(main, startup):
+        x = hr.layers.data("x", shape=[-1, 3, 6, 6], dtype="float32")
+        h = hr.layers.batch_norm(hr.layers.conv2d(x, 4, 3, padding=1, bias_attr=False),
+                                 act="relu")
+        h = hr.layers.batch_norm(hr.layers.conv2d(h, 4, 3, padding=1, bias_attr=False))
+        short = hr.layers.batch_norm(hr.layers.conv2d(x, 4, 1, bias_attr=False))
+        out = hr.layers.relu(hr.layers.elementwise_add(h, short))
+    exe, scope = hr.Executor(hr.CPUPlace()), hr.Scope()
+    exe.run(startup, scope=scope)
+    rng = np.random.default_rng(8)
+    _randomize_statistics(main, scope, rng)
+    hr.io.save_inference_model(str(tmp_path), ["x"], [out], exe, main, scope=scope)
+    plain, _, _, s1 = _load(str(tmp_path), optimize=False)
+    fast, _, _, s2 = _load(str(tmp_path), optimize=True)
+    assert _types(fast) == ["feed", "conv2d", "relu", "conv2d", "conv2d", "relu", "fetch"]
+    fused = fast.global_block().ops[4]
+    assert fused.input("ResidualData") == fast.global_block().ops[3].output("Output")
+    xs = rng.standard_normal((2, 3, 6, 6)).astype("float32")
+    (a,) = _run(plain, s1, {"x": xs})
+    (b,) = _run(fast, s2, {"x": xs})
+    np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-5)
+    # The shortcut written after the conv cannot be its ResidualData: nothing fuses then.
+    prog = hr.Program()
+    blk = prog.global_block()
+    blk.create_var(name="x", shape=[-1, 1, 4, 4], dtype="float32")
+    blk.create_parameter("f", [1, 1, 1, 1])
+    blk.append_op("conv2d", {"Input": ["x"], "Filter": ["f"]}, {"Output": ["c"]})
+    blk.append_op("relu", {"X": ["x"]}, {"Out": ["r"]})
+    blk.append_op("elementwise_add", {"X": ["c"], "Y": ["r"]}, {"Out": ["y"]})
+    scope = hr.Scope()
+    scope.set("f", hr.Tensor(np.full((1, 1, 1, 1), 2.0, "float32")))
+    assert hr.passes.apply(prog, ["conv_residual_fuse"], scope=scope) == \
+        {"conv_residual_fuse": 0}

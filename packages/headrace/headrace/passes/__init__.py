@@ -13,7 +13,8 @@ programs belong here: a training program's batch_norm statistics and dropout are
 from ..errors import HeadraceError
 from ..runtime.place import CPUPlace
 from ..runtime.scope import global_scope
-from . import bn_fold, constant_folding, conv_bias_fuse, fc_fuse, identity_clean
+from . import (bn_fold, constant_folding, conv_bias_fuse, conv_residual_fuse, fc_fuse,
+               identity_clean)
 from . import _graph
 from ._graph import drop_unused_vars
 
@@ -27,13 +28,14 @@ PASSES = {
     bn_fold.NAME: bn_fold.run,
     bn_fold.MUL_NAME: bn_fold.run_mul,
     fc_fuse.NAME: fc_fuse.run,
+    conv_residual_fuse.NAME: conv_residual_fuse.run,
 }
 
 # The order matters: identities go first so that chains become adjacent; conv biases are
 # bound before batch_norm folds into them; mul's batch_norm becomes a bias add that fc_fuse
-# then fuses.
+# then fuses; a residual add is taken into the conv once batch_norm no longer sits between.
 INFERENCE_PASSES = [identity_clean.NAME, constant_folding.NAME, conv_bias_fuse.NAME,
-                    bn_fold.NAME, bn_fold.MUL_NAME, fc_fuse.NAME]
+                    bn_fold.NAME, bn_fold.MUL_NAME, fc_fuse.NAME, conv_residual_fuse.NAME]
 
 
 def apply(program, names=None, scope=None, place=None, keep=None):
