@@ -313,3 +313,36 @@ def test_residual_block_folds_to_convs(tmp_path):
     scope.set("f", hr.Tensor(np.full((1, 1, 1, 1), 2.0, "float32")))
     assert hr.passes.apply(prog, ["conv_residual_fuse"], scope=scope) == \
         {"conv_residual_fuse": 0}
+
+
+def test_steady_state_inference_allocates_no_arrays(tmp_path):
+    """After the passes, an fc network's steady-state run allocates no array: each kernel
+    writes into its own last output again once the run has dropped it (recycled), so the
+    traced peak above the start stays below the size of one hidden activation."""
+    import tracemalloc
+    main, startup = hr.Program(), hr.Program()
+    with hr.program_guard(main, startup):
+        x = hr.layers.data("x", shape=[-1, 64], dtype="float32")
+        h = hr.layers.fc(x, size=256, act="relu")
+        h = hr.layers.dropout(h, 0.1, dropout_implementation="upscale_in_train")
+        h = hr.layers.fc(h, size=256, act="relu")
+        out = hr.layers.fc(h, size=10)
+    exe, scope = hr.Executor(hr.CPUPlace()), hr.Scope()
+    exe.run(startup, scope=scope)
+    hr.io.save_inference_model(str(tmp_path), ["x"], [out], exe, main, scope=scope)
+    prog, _, targets, s = _load(str(tmp_path), optimize=True)
+    assert _types(prog) == ["feed", "fc", "fc", "fc", "fetch"]
+    feed = {"x": np.random.default_rng(9).standard_normal((32, 64)).astype("float32")}
+    hidden = 32 * 256 * 4
+    for _ in range(3):
+        exe.run(prog, feed=feed, fetch_list=targets, scope=s)
+    tracemalloc.start()
+    try:
+        start, _ = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        for _ in range(5):
+            exe.run(prog, feed=feed, fetch_list=targets, scope=s)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak - start < hidden // 4, peak - start
