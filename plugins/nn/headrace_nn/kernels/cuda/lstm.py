@@ -1,7 +1,8 @@
 """lstm and lstm_grad on CUDA, laid out as the CPU kernel (kernels/cpu/lstm.pyx): sequences
 ranked by length, rows step-major (the shared layout, _rnn.py), so a step is a prefix of the
 step before and its recurrent product h' W one GEMM over the step's rows (the shared tiled
-GEMM, headrace.kernels.cuda_gemm, accumulating into the step's block of the gates). Input's
+GEMM, headrace.kernels.cuda_gemm, accumulating into the step's block of the gates); the
+layout's index arrays cross to the device once per batch layout, nothing else. Input's
 rows are gathered step-major with the bias by one kernel; then per step the GEMM and one
 elementwise kernel (a thread per (row, unit): peepholes, activations, c and h, written
 step-major and to Hidden/Cell's Input rows), the gate math in float64, stored in Input's

@@ -17,7 +17,8 @@ Dropout between layers (training, dropout_prob > 0, more than one layer): the ma
 the device from numba.cuda.random xoroshiro128p states (headrace.kernels.cuda_launch), kept
 where u >= dropout_prob as the CPU's NumPy draw (another generator: the same law, other bits).
 A seed attribute reseeds the states at every call (the same mask every run, Paddle's rule);
-else the op's stream seed makes states once that advance run after run.
+else the op's stream seed makes states once that advance run after run. Host to device: the
+states (or the seed) once, at the first call; nothing else crosses in a step.
 """
 import numpy as np
 from numba import cuda
