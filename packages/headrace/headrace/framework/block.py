@@ -227,23 +227,32 @@ class Block:
 
     def _commit(self, index, p, op_type):
         # Check before changing anything: an existing variable cannot change its kind.
-        kinds = {}
+        final = {}  # name -> its last result (a name bound twice takes the last)
         for slot, metas in p.results.items():
             for meta in metas.values():
-                kinds[meta.name] = meta.kind
+                final[meta.name] = meta
                 var = self._find_var_recursive(meta.name)
                 if var is not None and var.kind != meta.kind:
                     raise OpError(f"output '{slot}' ({meta.name}) is a {var.kind} variable",
                                   op_type=op_type, block_idx=self.idx, op_idx=index,
                                   source=p.source, expected=meta.kind, found=var.kind)
+        # prepare_op normalized every result already: a new variable's VarDesc is made with
+        # it, an existing one's is written directly (create_var and the setters would check
+        # each value again).
         for name in p.new_vars:
-            self.create_var(name=name, type=kinds.get(name, "lod_tensor"))
-        # prepare_op normalized every result already: written into the VarDescs directly
-        # (the setters would check each value again and count a change per field).
+            meta = final.get(name)
+            if meta is None:
+                self.create_var(name=name, type="lod_tensor")
+                continue
+            desc = self._add_var_desc(name, meta.kind, meta.shape, meta.dtype, meta.lod_level,
+                                      None, None, None)
+            self.vars[name] = Variable._wrap(self, desc)
+            self._changed()
+        fresh = set(p.new_vars)
         for metas in p.results.values():
             for meta in metas.values():
-                var = self._find_var_recursive(meta.name)
-                _write_meta(var, meta)
+                if meta.name not in fresh:
+                    _write_meta(self._find_var_recursive(meta.name), meta)
         # The program's seed goes into the op itself, so that it travels with the desc.
         seeded = seeds.stamp_attrs(self, p.opdef, p.attrs)
         desc = self.desc.ops.add() if index == len(self.ops) else self._insert_desc(index)

@@ -364,7 +364,7 @@ def prepare_op(block, op_type, inputs, outputs, attrs, op_idx, strict_attrs=True
     except OpError as e:
         e.locate(**where)
         raise  # the same error, now located (its own cause kept)
-    ins, outs, new_vars = {}, {}, []
+    ins, outs, new_vars, in_metas = {}, {}, [], {}
     for kind, given, slots in (("input", inputs or {}, opdef.inputs),
                                ("output", outputs or {}, opdef.outputs)):
         if not isinstance(given, dict):
@@ -390,17 +390,24 @@ def prepare_op(block, op_type, inputs, outputs, attrs, op_idx, strict_attrs=True
             if len(names) > 1 and not s.duplicable:
                 fail(f"{kind} slot '{s.name}' takes one variable",
                      expected="1 variable", found=f"{len(names)}: {names}")
-            for n in names:
-                var = block._find_var_recursive(n)
-                if kind == "input":
+            if kind == "input":
+                metas = []  # read once here: shape inference reads the same
+                for n in names:
+                    var = block._find_var_recursive(n)
                     if var is None:
                         fail(f"input variable '{n}' (slot '{s.name}') is not defined in block "
                              f"{block.idx} or its ancestors")
-                    if s.dtypes is not None and var.dtype is not None and var.dtype not in s.dtypes:
+                    meta = var.meta()
+                    if s.dtypes is not None and meta.dtype is not None and \
+                            meta.dtype not in s.dtypes:
                         fail(f"input '{s.name}' ({n}) has an unsupported dtype",
-                             expected=" or ".join(s.dtypes), found=var.dtype)
-                elif var is None and n not in new_vars and n != EMPTY:
-                    new_vars.append(n)
+                             expected=" or ".join(s.dtypes), found=meta.dtype)
+                    metas.append(meta)
+                in_metas[s.name] = metas
+            else:
+                for n in names:
+                    if n not in new_vars and n != EMPTY and block._find_var_recursive(n) is None:
+                        new_vars.append(n)
             dest[s.name] = names
     # Attributes: declared ones are checked and defaulted; bookkeeping ones pass.
     values = {}
@@ -437,6 +444,7 @@ def prepare_op(block, op_type, inputs, outputs, attrs, op_idx, strict_attrs=True
     if opdef.infer is not None:
         # Inputs that do not exist yet cannot be read; outputs that will be created are fine.
         ctx = _BuildContext(block, op_type, ins, outs, values)
+        ctx._metas.update(in_metas)
         try:
             opdef.infer(ctx)
         except OpError as e:
