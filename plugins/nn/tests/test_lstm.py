@@ -309,6 +309,17 @@ def test_float32_cells_match_the_reference_with_each_gradient_and_without_states
         _check_kernels(rng, attrs, np.float32, d, lens, state, grads, 2e-5)
 
 
+@pytest.mark.parametrize("dtype, tol", [("float32", 2e-5), ("float64", 1e-10)])
+@pytest.mark.parametrize("gate, cand, cell", [("sigmoid", "relu", "identity"),
+                                              ("tanh", "identity", "sigmoid")])
+def test_kernels_match_the_reference_with_other_activations(dtype, tol, gate, cand, cell):
+    # Activations other than the defaults take the general loops (derivatives by code) in
+    # either dtype, with the gradient's padded gate-gradient rows.
+    attrs = {"use_peepholes": True, "is_reverse": True, "gate_activation": gate,
+             "cell_activation": cell, "candidate_activation": cand}
+    _check_kernels(np.random.default_rng(15), attrs, dtype, 21, [3, 0, 4, 1], True, "both", tol)
+
+
 def test_kernels_hand_out_an_output_again_only_once_nothing_holds_it():
     # The kernels keep their large arrays for the next call (fresh pages cost a tenth of a
     # step) but must never overwrite one that is still held: fetched, kept, viewed.

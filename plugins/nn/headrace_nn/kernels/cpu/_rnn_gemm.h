@@ -154,14 +154,16 @@ static inline __attribute__((always_inline)) void hr_lstm_row_grad(
  * from the step after, dhid/dcell (Input's order, rows idx[r]; either may be NULL) the
  * gradients of this step's own outputs, dc (rank order) the cell's from the step after and
  * leaves it as the gradient of the cell before. The gates' pre-activation gradients go to e
- * (rank order, the operand of the product into dh of the step before) and to dx's rows idx[r]
- * (Input@GRAD), and are summed into db; with peep, dpeep sums the peepholes' gradients.
- * pc: the cells of the step before (rank order; zeros at the first step without C0). */
+ * (rank order, row stride lde: the operand of the product into dh of the step before) and to
+ * dx's rows idx[r] (Input@GRAD), and are summed into db; with peep, dpeep sums the peepholes'
+ * gradients. pc: the cells of the step before (rank order; zeros at the first step without
+ * C0). */
 HR_RNN_CLONES static void hr_lstm_cells_grad(ptrdiff_t n, int d, const float* g, const float* c,
                                              const float* pc, const int64_t* idx,
                                              const float* dhid, const float* dcell,
-                                             const float* dh, float* dc, float* e, float* dx,
-                                             float* db, const float* peep, float* dpeep) {
+                                             const float* dh, float* dc, float* e,
+                                             ptrdiff_t lde, float* dx, float* db,
+                                             const float* peep, float* dpeep) {
     for (ptrdiff_t r = 0; r < n; r++) {
         const float* gr = g + r * 4 * d;
         const float* cr = c + r * d;
@@ -170,7 +172,7 @@ HR_RNN_CLONES static void hr_lstm_cells_grad(ptrdiff_t n, int d, const float* g,
         const float* hid = dhid == NULL ? NULL : dhid + idx[r] * d;
         const float* cel = dcell == NULL ? NULL : dcell + idx[r] * d;
         float* dcr = dc + r * d;
-        float* er = e + r * 4 * d;
+        float* er = e + r * lde;
         float* dxr = dx + idx[r] * 4 * d;
         if (peep != NULL)   /* peepholes: rarer, one general loop */
             hr_lstm_row_grad(d, gr, cr, pr, hid, cel, dhr, dcr, er, dxr, db, peep, dpeep, 1,

@@ -21,5 +21,6 @@ cdef extern from "_rnn_gemm.h" nogil:
                        float* g, float* c, float* h, float* hidden, float* cell)
     void hr_lstm_cells_grad(Py_ssize_t n, int d, const float* g, const float* c,
                             const float* pc, const cnp.int64_t* idx, const float* dhid,
-                            const float* dcell, const float* dh, float* dc, float* e, float* dx,
-                            float* db, const float* peep, float* dpeep)
+                            const float* dcell, const float* dh, float* dc, float* e,
+                            Py_ssize_t lde, float* dx, float* db, const float* peep,
+                            float* dpeep)

@@ -40,6 +40,8 @@ cnp.import_array()
 DTYPES = ("float32", "float64")
 # float32's products against the weight through _rnn_gemm.h's packed AVX-512 GEMM, else BLAS.
 cdef bint PACKED = hr_rnn_gemm_ok()
+# The gradient's rank-order gate-gradient rows are this many values longer than 4 * hidden.
+cdef int E_PAD = 16
 
 
 def use_packed_gemm(on=None):
@@ -157,8 +159,8 @@ cdef void _forward(const real* x, const cnp.int64_t* idx, const real* bias, cons
 
 
 cdef void _cell_grads(Py_ssize_t n, int d, const real* gates, const real* cb, const real* ahc,
-                      const real* pc, const real* dh, real* dc, real* e, const real* peep,
-                      real* dpeep, int ag, int ac, int ah) noexcept nogil:
+                      const real* pc, const real* dh, real* dc, real* e, int lde,
+                      const real* peep, real* dpeep, int ag, int ac, int ah) noexcept nogil:
     """One step's gate gradients (into ``e``) and the cell gradient of the step before (into
     ``dc``), any activations: hr_lstm_cells_grad's arithmetic with the derivatives by code."""
     cdef Py_ssize_t r, j
@@ -172,7 +174,7 @@ cdef void _cell_grads(Py_ssize_t n, int d, const real* gates, const real* cb, co
     cdef real cand, i, f, o, cp, dgo, dgi, dgf, dcc, dhh
     for r in range(n):
         g, c, a = gates + r * d4, cb + r * d, ahc + r * d
-        er, dhr, dcr = e + r * d4, dh + r * d, dc + r * d
+        er, dhr, dcr = e + r * lde, dh + r * d, dc + r * d
         if peep == NULL:
             for j in range(d):
                 cand, i, f, o = g[j], g[d + j], g[d2 + j], g[d3 + j]
@@ -202,13 +204,14 @@ cdef void _cell_grads(Py_ssize_t n, int d, const real* gates, const real* cb, co
 
 cdef void _backward(const real* gates, const real* cb, const real* dhid, const real* dcell,
                     const cnp.int64_t* idx, const real* w, const real* wtp, const real* peep,
-                    const real* c0, bint want_dh0, real* dx, real* e, real* dh, real* dc, real* ahc,
-                    real* db, real* dpeep, const cnp.int64_t* alive,
+                    const real* c0, bint want_dh0, real* dx, real* e, int lde, real* dh,
+                    real* dc, real* ahc, real* db, real* dpeep, const cnp.int64_t* alive,
                     const cnp.int64_t* first, Py_ssize_t steps, int d, int ag, int ac,
                     int ah) noexcept nogil:
     """Back through the steps: ``dh``/``dc`` (rank order) carry the gradients of the step
-    after into the one before; ``e`` holds one step's gate gradients; ``c0``: rank order, or
-    zeros. Writes every row of ``dx`` and sums into ``db`` and ``dpeep``."""
+    after into the one before; ``e`` (row stride ``lde``) holds one step's gate gradients;
+    ``c0``: rank order, or zeros. Writes every row of ``dx`` and sums into ``db`` and
+    ``dpeep``."""
     cdef Py_ssize_t t, r, j, s, n, row, prev_n
     cdef int d4 = 4 * d
     cdef const real* pc
@@ -222,7 +225,7 @@ cdef void _backward(const real* gates, const real* cb, const real* dhid, const r
         pc = c0 if t == 0 else cb + first[t - 1] * d
         if real is float and fast:
             hr_lstm_cells_grad(n, d, gates + s * d4, cb + s * d, pc, idx + s, dhid, dcell, dh,
-                               dc, e, dx, db, peep, dpeep)
+                               dc, e, lde, dx, db, peep, dpeep)
         else:
             memcpy(ahc, cb + s * d, n * d * sizeof(real))
             act_rows(ah, ahc, n * d)
@@ -235,18 +238,18 @@ cdef void _backward(const real* gates, const real* cb, const real* dhid, const r
                 if dcell != NULL:
                     for j in range(d):
                         dc[r * d + j] += dcell[row * d + j]
-            _cell_grads(n, d, gates + s * d4, cb + s * d, ahc, pc, dh, dc, e, peep, dpeep, ag,
-                        ac, ah)
+            _cell_grads(n, d, gates + s * d4, cb + s * d, ahc, pc, dh, dc, e, lde, peep, dpeep,
+                        ag, ac, ah)
             for r in range(n):
-                er = e + r * d4
+                er = e + r * lde
                 for j in range(d4):
                     db[j] += er[j]
                 memcpy(dx + idx[s + r] * d4, er, d4 * sizeof(real))
         if t > 0 or want_dh0:
             if real is float and wtp != NULL:   # W^T packed
-                hr_rnn_gemm(<int>n, d, d4, e, d4, 1, wtp, dh, d, 0)
+                hr_rnn_gemm(<int>n, d, d4, e, lde, 1, wtp, dh, d, 0)
             else:
-                gemm(False, True, <int>n, d, d4, e, d4, w, d4, 0, dh, d)
+                gemm(False, True, <int>n, d, d4, e, lde, w, d4, 0, dh, d)
         # Sequences that end at the step before start from zero gradients.
         prev_n = alive[t - 1] if t > 0 else n
         if prev_n > n:
@@ -370,7 +373,10 @@ cdef class LSTMGrad(_Options):
                       for g, slot in ((dhidden, "Hidden@GRAD"), (dcell, "Cell@GRAD")))
         m = max(n_seq, 1)
         dx = _reused(self.spare, "dx", (rows, 4 * d), dtype)
-        e = _reused(self.spare, "e", (m, 4 * d), dtype)
+        # e's rows E_PAD values apart beyond 4d: 4d floats are often a multiple of 4 KB, and
+        # the product into dh reads a tile's rows side by side, which would then share their
+        # L1 sets (12 rows, 8 ways: ~5% of that product's time at hidden 256)
+        e = _reused(self.spare, "e", (m, 4 * d + E_PAD), dtype)
         dh, dc = _reused(self.spare, "dh", (m, d), dtype), _reused(self.spare, "dc", (m, d), dtype)
         dh.fill(0)
         dc.fill(0)
@@ -386,7 +392,7 @@ cdef class LSTMGrad(_Options):
         cdef cnp.int64_t* pf = <cnp.int64_t*>_ptr(first)
         cdef cnp.int64_t* pi = <cnp.int64_t*>_ptr(idx)
         cdef Py_ssize_t steps = len(alive)
-        cdef int dd = d
+        cdef int dd = d, lde = 4 * d + E_PAD
         cdef bint want = h0r is not None
         for k, v in enumerate((gates, cb, dhid, dcel, w, wtp, peep, c0z, dx, e, dh, dc, ahc, db,
                                dpeep)):
@@ -398,7 +404,7 @@ cdef class LSTMGrad(_Options):
                 _backward[float](<float*>args[0], <float*>args[1], <float*>args[2],
                                  <float*>args[3], pi, <float*>args[4], <float*>args[5],
                                  <float*>args[6], <float*>args[7], want, <float*>args[8],
-                                 <float*>args[9], <float*>args[10], <float*>args[11],
+                                 <float*>args[9], lde, <float*>args[10], <float*>args[11],
                                  <float*>args[12], <float*>args[13], <float*>args[14], pa, pf,
                                  steps, dd, self.ag, self.ac, self.ah)
         else:
@@ -406,9 +412,9 @@ cdef class LSTMGrad(_Options):
                 _backward[double](<double*>args[0], <double*>args[1], <double*>args[2],
                                   <double*>args[3], pi, <double*>args[4], NULL,
                                   <double*>args[6], <double*>args[7], want, <double*>args[8],
-                                  <double*>args[9], <double*>args[10], <double*>args[11],
-                                  <double*>args[12], <double*>args[13], <double*>args[14], pa,
-                                  pf, steps, dd, self.ag, self.ac, self.ah)
+                                  <double*>args[9], lde, <double*>args[10],
+                                  <double*>args[11], <double*>args[12], <double*>args[13],
+                                  <double*>args[14], pa, pf, steps, dd, self.ag, self.ac, self.ah)
         h0s = None if h0 is None else _checked(h0, dtype, (n_seq, d), op, "H0")
         dw = _weight_grad(_reused(self.spare, "dw", (d, 4 * d), dtype), hid, dx, h0s, x.lod,
                           self.reverse)
