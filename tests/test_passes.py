@@ -16,7 +16,8 @@ DATA = pathlib.Path(__file__).resolve().parent / "data"
 # What each pass may leave in a program: Paddle op types (fc and conv2d's Bias are Paddle's
 # fused inference forms).
 PADDLE_TYPES = {"feed", "fetch", "conv2d", "fc", "mul", "elementwise_add", "relu", "scale",
-                "batch_norm", "dropout", "pool2d", "softmax", "assign", "tanh", "transpose2"}
+                "batch_norm", "dropout", "pool2d", "softmax", "assign", "tanh", "transpose2",
+                "matmul_v2"}
 
 
 def _types(program):
@@ -210,6 +211,25 @@ def test_constant_folding_runs_parameter_only_ops_once():
                                   np.arange(12, dtype="float32").reshape(3, 4).T * 0.5)
 
 
+def test_matmul_to_mul_only_without_transposes():
+    prog = hr.Program()
+    blk = prog.global_block()
+    blk.create_var(name="x", shape=[-1, 2, 4], dtype="float32")
+    blk.create_parameter("w", [4, 3])
+    blk.create_parameter("v", [3, 4])
+    blk.append_op("matmul_v2", {"X": ["x"], "Y": ["w"]}, {"Out": ["a"]})
+    blk.append_op("matmul_v2", {"X": ["x"], "Y": ["v"]}, {"Out": ["b"]}, {"trans_y": True})
+    blk.append_op("matmul", {"X": ["x"], "Y": ["w"]}, {"Out": ["c"]}, {"alpha": 2.0})
+    scope, rng = hr.Scope(), np.random.default_rng(10)
+    scope.set("w", hr.Tensor(rng.standard_normal((4, 3)).astype("float32")))
+    scope.set("v", hr.Tensor(rng.standard_normal((3, 4)).astype("float32")))
+    x = {"x": rng.standard_normal((5, 2, 4)).astype("float32")}
+    assert _equal_after(prog, scope, ["map_matmul_to_mul"], ["a", "b", "c"], x) == \
+        {"map_matmul_to_mul": 1}
+    assert _types(prog) == ["mul", "matmul_v2", "matmul"]
+    assert prog.global_block().ops[0].attr("x_num_col_dims") == 2
+
+
 def test_unknown_pass_is_named():
     with pytest.raises(HeadraceError, match="unknown inference pass.*'nope'.*fc_fuse"):
         hr.passes.apply(hr.Program(), ["nope"])
@@ -241,6 +261,8 @@ def _paddle_train_inference(name, target_of):
 @pytest.mark.parametrize("name, target_of, fused", [
     ("conv_momentum", ("softmax_with_cross_entropy", "Logits"), {"conv_bn_fuse", "fc_fuse"}),
     ("mse_sgd", ("elementwise_sub", "X"), {"fc_fuse"}),
+    # Paddle 2.x's Linear: matmul_v2 + elementwise_add -> mul + add -> fc.
+    ("ce_adam", ("softmax_with_cross_entropy", "Logits"), {"map_matmul_to_mul", "fc_fuse"}),
 ])
 def test_paddle_saved_training_programs(name, target_of, fused):
     program, scope, feed = _paddle_train_inference(name, target_of)

@@ -14,7 +14,7 @@ from ..errors import HeadraceError
 from ..runtime.place import CPUPlace
 from ..runtime.scope import global_scope
 from . import (bn_fold, constant_folding, conv_bias_fuse, conv_residual_fuse, fc_fuse,
-               identity_clean)
+               identity_clean, matmul_to_mul)
 from . import _graph
 from ._graph import drop_unused_vars
 
@@ -27,15 +27,18 @@ PASSES = {
     conv_bias_fuse.NAME: conv_bias_fuse.run,
     bn_fold.NAME: bn_fold.run,
     bn_fold.MUL_NAME: bn_fold.run_mul,
+    matmul_to_mul.NAME: matmul_to_mul.run,
     fc_fuse.NAME: fc_fuse.run,
     conv_residual_fuse.NAME: conv_residual_fuse.run,
 }
 
 # The order matters: identities go first so that chains become adjacent; conv biases are
-# bound before batch_norm folds into them; mul's batch_norm becomes a bias add that fc_fuse
-# then fuses; a residual add is taken into the conv once batch_norm no longer sits between.
+# bound before batch_norm folds into them; matmuls become muls, whose batch_norm becomes a
+# bias add that fc_fuse then fuses; a residual add is taken into the conv once batch_norm no
+# longer sits between.
 INFERENCE_PASSES = [identity_clean.NAME, constant_folding.NAME, conv_bias_fuse.NAME,
-                    bn_fold.NAME, bn_fold.MUL_NAME, fc_fuse.NAME, conv_residual_fuse.NAME]
+                    bn_fold.NAME, matmul_to_mul.NAME, bn_fold.MUL_NAME, fc_fuse.NAME,
+                    conv_residual_fuse.NAME]
 
 
 def apply(program, names=None, scope=None, place=None, keep=None):
