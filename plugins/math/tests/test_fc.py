@@ -91,3 +91,38 @@ def test_fc_kernel_errors():
         k(np.ones((2, 3), "float32"), np.ones((4, 4), "float32"), None)
     with pytest.raises(ValueError, match="one value per output column"):
         k(np.ones((2, 3), "float32"), np.ones((3, 4), "float32"), np.ones(3, "float32"))
+
+
+@pytest.mark.parametrize("xs, n, act, bias", [((4, 6), 1, "relu", True),
+                                              ((2, 3, 6), 2, "", True),
+                                              ((2, 3, 2), 1, "relu", False)])
+def test_fc_onnx_export(math_registry, tmp_path, xs, n, act, bias):
+    """The plugin's fc exporter (entry point headrace.onnx) run by ONNX Runtime gives the
+    kernel's numbers."""
+    ort = pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    import headrace as hr
+    import headrace_math.onnx
+    rng = np.random.default_rng(11)
+    k = int(np.prod(xs[n:]))
+    x = rng.standard_normal(xs).astype(F32)
+    prog = hr.Program(math_registry)
+    blk = prog.global_block()
+    blk.create_var(name="x", shape=[-1] + list(xs[1:]), dtype=F32)
+    scope = hr.Scope()
+    inputs = {"Input": ["x"], "W": ["w"]}
+    blk.create_parameter("w", [k, 5])
+    scope.set("w", hr.Tensor(rng.standard_normal((k, 5)).astype(F32)))
+    if bias:
+        blk.create_parameter("b", [5])
+        scope.set("b", hr.Tensor(rng.standard_normal(5).astype(F32)))
+        inputs["Bias"] = ["b"]
+    blk.append_op("fc", inputs, {"Out": ["y"]},
+                  {"in_num_col_dims": n, "activation_type": act})
+    (want,) = hr.Executor(hr.CPUPlace()).run(prog, feed={"x": x}, fetch_list=["y"],
+                                             scope=scope)
+    exporters = hr.onnx.build_exporters(plugins=[headrace_math.onnx], autoload=False)
+    path = str(tmp_path / "fc.onnx")
+    hr.onnx.export(prog, ["x"], ["y"], path, scope=scope, exporters=exporters)
+    (got,) = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
