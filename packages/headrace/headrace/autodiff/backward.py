@@ -179,12 +179,15 @@ def _declare_grads(block, specs, carried=()):
                 if n == EMPTY or n in block.vars:
                     continue
                 fwd = _var(block, n.split("@GRAD")[0])
-                if fwd is None or fwd.kind not in ("lod_tensor", "lod_tensor_array"):
+                if fwd is None:
                     continue
-                home = fwd.block if fwd.kind == "lod_tensor_array" else block
+                m = fwd.meta()   # the forward VarDesc read once
+                if m.kind not in ("lod_tensor", "lod_tensor_array"):
+                    continue
+                home = fwd.block if m.kind == "lod_tensor_array" else block
                 if n not in home.vars:
-                    home.create_var(name=n, shape=fwd.shape, dtype=fwd.dtype,
-                                    lod_level=fwd.lod_level, type=fwd.kind)
+                    home.create_var(name=n, shape=m.shape, dtype=m.dtype,
+                                    lod_level=m.lod_level, type=m.kind)
 
 
 def _append(block, specs, carried=()):

@@ -101,18 +101,19 @@ class Operator(metaclass=Declared):
         cache = self._io_cache
         if cache is None or cache[0] != rev:
             d = self.desc
-            cache = self._io_cache = (
-                rev, [(v.parameter, tuple(v.arguments)) for v in d.inputs],
-                [(v.parameter, tuple(v.arguments)) for v in d.outputs])
+            ins = [(v.parameter, tuple(v.arguments)) for v in d.inputs]
+            outs = [(v.parameter, tuple(v.arguments)) for v in d.outputs]
+            # By slot: a slot the desc repeats reads as its first binding, as before.
+            cache = self._io_cache = (rev, ins, outs, dict(reversed(ins)), dict(reversed(outs)))
         return cache
 
     def input(self, slot):
         """Variable names bound to input ``slot`` (empty if unbound)."""
-        return next((list(args) for s, args in self._io()[1] if s == slot), [])
+        return list(self._io()[3].get(slot, ()))
 
     def output(self, slot):
         """Variable names bound to output ``slot`` (empty if unbound)."""
-        return next((list(args) for s, args in self._io()[2] if s == slot), [])
+        return list(self._io()[4].get(slot, ()))
 
     @property
     def input_names(self):
