@@ -8,7 +8,7 @@ leaves the program exactly as it was.
 from .. import dtypes
 from ..errors import OpError, OpValidationError, VariableError
 from ..ops import attrs as attr_codec
-from ..ops.definition import COMMON_ATTRS
+from ..ops.definition import COMMON_ATTRS, REQUIRED
 from ..ops.grad import EMPTY
 from ..ops.infer import InferContext
 from ..proto import framework_pb2 as pb
@@ -328,19 +328,22 @@ class _BuildContext(InferContext):
         return self._attrs[name]
 
 
-def _names(value, what, fail):
-    """Variable / name / list of them -> list of names."""
+def _names(value, kind, slot, fail):
+    """Variable / name / list of them -> list of names (``kind`` and ``slot`` name the slot
+    in an error)."""
     if value is None:
         return []
     items = value if isinstance(value, (list, tuple)) else [value]
     out = []
     for v in items:
-        if isinstance(v, Variable):
+        if type(v) is str and v:   # the common cases first, without the class hierarchy
+            out.append(v)
+        elif isinstance(v, Variable):
             out.append(v.name)
         elif isinstance(v, str) and v:
             out.append(v)
         else:
-            fail(f"{what} must be a Variable or a variable name",
+            fail(f"{kind} slot '{slot}' must be a Variable or a variable name",
                  expected="Variable, str, or a list of them", found=f"{type(v).__name__} {v!r}")
     return out
 
@@ -377,7 +380,7 @@ def prepare_op(block, op_type, inputs, outputs, attrs, op_idx, strict_attrs=True
                 fail(f"unknown {kind} slot '{slot}'", options=list(valid))
         dest = ins if kind == "input" else outs
         for s in slots:
-            names = _names(given.get(s.name), f"{kind} slot '{s.name}'", fail)
+            names = _names(given.get(s.name), kind, s.name, fail)
             if not names:
                 if s.intermediate and not s.optional:
                     # Intermediate outputs exist for the backward pass: create one if not given.
@@ -436,11 +439,11 @@ def prepare_op(block, op_type, inputs, outputs, attrs, op_idx, strict_attrs=True
         values[name] = ok[0]
     for spec in opdef.attrs.values():
         if spec.name not in values:
-            if spec.required:
+            default = spec.default
+            if default is REQUIRED:
                 fail(f"missing required attribute '{spec.name}'", expected=spec.type)
             # A copy: a list default is shared by every op of the type (a rule may mutate it).
-            values[spec.name] = list(spec.default) if isinstance(spec.default, list) \
-                else spec.default
+            values[spec.name] = list(default) if type(default) is list else default
     results = {}
     if opdef.infer is not None:
         # Inputs that do not exist yet cannot be read; outputs that will be created are fine.

@@ -35,9 +35,10 @@ def type_name(enum_value):
 
 
 def _int(v, bounds):
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (numbers.Integral, np.integer)):
-        raise TypeError
-    v = int(v)
+    if type(v) is not int:  # a plain int skips the (slow, abstract) class checks
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (numbers.Integral, np.integer)):
+            raise TypeError
+        v = int(v)
     if not bounds[0] <= v <= bounds[1]:
         raise ValueError(f"{v} is out of range [{bounds[0]}, {bounds[1]}]")
     return v
