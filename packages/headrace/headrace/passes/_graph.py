@@ -16,6 +16,13 @@ HOLDERS = ("feed", "fetch")
 KEEP_ATTR = "_passes_keep"
 
 
+def well_formed(op, ins=(), outs=()):
+    """Whether ``op`` binds exactly one variable to each of the slots ``ins`` and ``outs``:
+    a pass reads those by index, and a program from a file may bind none or several."""
+    return all(len(op.input(s)) == 1 for s in ins) and \
+        all(len(op.output(s)) == 1 for s in outs)
+
+
 def readers(block, name):
     """The ops of ``block`` reading ``name`` (an op owning a sub-block counts when its block's
     ops read it)."""

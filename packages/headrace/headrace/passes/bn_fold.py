@@ -33,6 +33,8 @@ def _bn_factors(bn, scope):
 
 
 def _foldable(block, bn):
+    if not _graph.well_formed(bn, ("X", "Scale", "Bias", "Mean", "Variance"), ("Y",)):
+        return False
     a = bn.attrs
     if not (a.get("is_test") or a.get("use_global_stats")) or a.get("trainable_statistics"):
         return False
@@ -52,6 +54,10 @@ def _chain(block, bn, product_types):
     op = _graph.producer(block, x, bn)
     if op is None:
         return None
+    slots = {"conv2d": (("Input", "Filter"), ("Output",)), "mul": (("X", "Y"), ("Out",)),
+             "elementwise_add": (("X", "Y"), ("Out",))}
+    if op.type in slots and not _graph.well_formed(op, *slots[op.type]):
+        return None
     if op.type in product_types:
         return op, None
     if op.type != "elementwise_add":
@@ -59,6 +65,7 @@ def _chain(block, bn, product_types):
     inner = op.input("X")[0]
     prod = _graph.producer(block, inner, op)
     if prod is None or prod.type not in product_types or \
+            not _graph.well_formed(prod, *slots[prod.type]) or \
             not _graph.sole_reader(block, inner, op):
         return None
     return prod, op
@@ -85,7 +92,7 @@ def _fold(block, scope, bn, prod, add):
         old_bias = bval.astype(np.float64).reshape(-1)
     if prod.type == "conv2d" and prod.input("Bias"):
         cb = _graph.value(scope, prod.input("Bias")[0])
-        if cb is None or prod.input("ResidualData"):
+        if cb is None or prod.input("ResidualData") or not _graph.well_formed(prod, ("Bias",)):
             return False
         old_bias = old_bias + cb.astype(np.float64).reshape(-1)
     shape = (-1, 1, 1, 1) if prod.type == "conv2d" else (1, -1)

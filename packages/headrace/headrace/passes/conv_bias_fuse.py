@@ -15,7 +15,8 @@ NAME = "conv_elementwise_add_fuse"
 def channel_bias(block, add, x_name, channels):
     """The name of ``add``'s per-channel parameter operand when ``add`` adds one to ``x_name``
     along dim 1 (axis=1, or axis -1 on a [N, M] value), else None."""
-    if add.type != "elementwise_add" or add.input("X") != [x_name]:
+    if add.type != "elementwise_add" or add.input("X") != [x_name] or \
+            not _graph.well_formed(add, ("Y",), ("Out",)):
         return None
     (y,) = add.input("Y") or [None]
     var = block._find_var_recursive(y) if y else None
@@ -31,7 +32,8 @@ def run(program, scope, place):
     changed = 0
     for conv in [op for op in block.ops if op.type == "conv2d"]:
         if conv.attrs.get("data_format", "NCHW") not in ("NCHW", "AnyLayout") or \
-                conv.input("ResidualData"):
+                conv.input("ResidualData") or len(conv.input("Bias")) > 1 or \
+                not _graph.well_formed(conv, ("Input", "Filter"), ("Output",)):
             continue
         out = conv.output("Output")[0]
         rd = _graph.readers(block, out)

@@ -32,7 +32,8 @@ def run(program, scope, place):
     changed = 0
     for conv in [op for op in block.ops if op.type == "conv2d"]:
         if conv.input("ResidualData") or \
-                conv.attrs.get("data_format", "NCHW") not in ("NCHW", "AnyLayout"):
+                conv.attrs.get("data_format", "NCHW") not in ("NCHW", "AnyLayout") or \
+                not _graph.well_formed(conv, ("Input", "Filter"), ("Output",)):
             continue
         out = conv.output("Output")[0]
         rd = _graph.readers(block, out)
@@ -41,7 +42,8 @@ def run(program, scope, place):
             continue
         add = rd[0]
         x, y = add.input("X"), add.input("Y")
-        if len(x) != 1 or len(y) != 1 or add.attrs.get("axis", -1) not in (-1, 0):
+        if len(x) != 1 or len(y) != 1 or add.attrs.get("axis", -1) not in (-1, 0) or \
+                not _graph.well_formed(add, (), ("Out",)):
             continue
         other = y[0] if x[0] == out else x[0]
         if other == out or not _same_shape(block, out, other) or \

@@ -15,7 +15,8 @@ NAME = "fc_fuse"
 
 
 def _bias(block, add, x_name, n_cols, x_num_col_dims):
-    if add.type != "elementwise_add" or add.input("X") != [x_name]:
+    if add.type != "elementwise_add" or add.input("X") != [x_name] or \
+            not _graph.well_formed(add, ("Y",), ("Out",)):
         return None
     (y,) = add.input("Y") or [None]
     var = block._find_var_recursive(y) if y else None
@@ -42,6 +43,8 @@ def run(program, scope, place):
         return 0
     changed = 0
     for mul in [op for op in block.ops if op.type == "mul"]:
+        if not _graph.well_formed(mul, ("X", "Y"), ("Out",)):
+            continue
         a = mul.attrs
         w = block._find_var_recursive(mul.input("Y")[0])
         if w is None or not w.persistable or len(w.shape) != 2 or \
@@ -55,7 +58,7 @@ def run(program, scope, place):
             continue
         fused, result, act = [mul, add], add.output("Out")[0], ""
         relu = _next(block, result, add)
-        if relu is not None and relu.type == "relu":
+        if relu is not None and relu.type == "relu" and _graph.well_formed(relu, (), ("Out",)):
             fused.append(relu)
             result, act = relu.output("Out")[0], "relu"
         _graph.replace(block, fused, "fc",

@@ -18,6 +18,8 @@ def run(program, scope, place):
     block = program.global_block()
     changed = 0
     for op in [o for o in block.ops if o.type in FLAGS]:
+        if not _graph.well_formed(op, ("X", "Y"), ("Out",)):
+            continue
         a = op.attrs
         if any(a.get(flag, False) for flag in FLAGS[op.type]) or \
                 float(a.get("alpha", 1.0)) != 1.0:
