@@ -164,8 +164,10 @@ def test_fluid_layout_model_and_combined_params(tmp_path):
     (tmp_path / "__model__").write_bytes(model)
     (tmp_path / "__params__").write_bytes(COMBINED)
     scope = hr.Scope()
+    # optimize=False: the program as the file has it (the passes would fuse mul into fc).
     prog, feeds, fetches = hio.load_inference_model(str(tmp_path), hr.Executor(),
-                                                    params_filename="__params__", scope=scope)
+                                                    params_filename="__params__", scope=scope,
+                                                    optimize=False)
     check_runs(prog, feeds, fetches, scope, out)
     mul = prog.global_block().ops[1]
     assert mul.attr("force_fp32_output") is False and mul.source.startswith('File "train.py"')
@@ -346,7 +348,8 @@ def test_saved_inference_model_decodes_with_the_reference_numbers(tmp_path):
     (tmp_path / "src.pdmodel").write_bytes(model)
     (tmp_path / "src.pdiparams").write_bytes(COMBINED)
     scope, exe = hr.Scope(), hr.Executor()
-    prog, _, fetches = hio.load_inference_model(str(tmp_path / "src"), exe, scope=scope)
+    prog, _, fetches = hio.load_inference_model(str(tmp_path / "src"), exe, scope=scope,
+                                                optimize=False)
     # Save again, targeting relu's output: the scale op goes, the parameters stay.
     hio.save_inference_model(str(tmp_path / "out"), ["x"], ["relu_0.tmp_0"], exe, prog,
                              "m.pdmodel", scope=scope)
