@@ -214,6 +214,62 @@ def test_kernel_many_images_span_several_chunks(check, dtype, layout):
     check("conv2d", {"Input": x, "Filter": w}, {"data_format": layout}, **TOL[dtype])
 
 
+# float32 NCHW products of 64K+ multiply-adds run on the packed GEMM, whose panels im2col writes
+# directly: output rows straddling 32-column panels (P % 32 != 0), strides, paddings, groups,
+# dilation, and Bias / ResidualData accumulated into the GEMM's result.
+PACKED = [
+    (16, 16, 13, 13, (3, 3), {"paddings": [1, 1], "groups": 2}),              # P = 169
+    (16, 24, 19, 19, (3, 3), {"strides": [2, 2], "paddings": [1, 1]}),        # P = 100
+    (8, 32, 17, 15, (3, 3), {"strides": [1, 2], "paddings": [2, 0, 1, 2],
+                             "dilations": [2, 1]}),                            # P = 120
+]
+
+
+@pytest.mark.parametrize("extra", ["", "bias", "residual"])
+@pytest.mark.parametrize("case", range(len(PACKED)))
+def test_kernel_packed_im2col(check, case, extra):
+    from headrace_nn.reference.conv import conv2d as ref
+    c, m, h, w, k, attrs = PACKED[case]
+    rng = np.random.default_rng(20 + case)
+    inputs = {"Input": rng.standard_normal((3, c, h, w)).astype("float32"),
+              "Filter": rng.standard_normal((m, c // attrs.get("groups", 1)) + k
+                                            ).astype("float32")}
+    out_shape = ref(dict(inputs), attrs)["Output"].shape
+    if extra == "bias":
+        inputs["Bias"] = rng.standard_normal(m).astype("float32")
+    elif extra == "residual":
+        inputs["ResidualData"] = rng.standard_normal(out_shape).astype("float32")
+    check("conv2d", inputs, attrs, **TOL["float32"])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_kernel_chunks_with_a_one_image_tail(check, dtype):
+    # float64 LeNet-2: chunks of 4 images, the 17th alone (its GEMM writes into Output, onto
+    # ResidualData); float32: the packed path, one image per GEMM.
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((17, 20, 12, 12)).astype(dtype)
+    w = (rng.standard_normal((50, 20, 5, 5)) * 0.1).astype(dtype)
+    r = rng.standard_normal((17, 50, 8, 8)).astype(dtype)
+    check("conv2d", {"Input": x, "Filter": w, "ResidualData": r}, {}, **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("size", [5, 16], ids=["blas", "packed"])
+def test_kernel_1x1_nchw_needs_no_im2col(check, dtype, size):
+    # NCHW 1x1 / stride 1 / no padding: each image's planes are the GEMM operand (groups,
+    # Bias and ResidualData onto it); at 16x16 the float32 product is on the packed GEMM.
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((3, 32, size, size)).astype(dtype)
+    inputs = {"Input": x, "Filter": rng.standard_normal((48, 16, 1, 1)).astype(dtype),
+              "Bias": rng.standard_normal(48).astype(dtype),
+              "ResidualData": rng.standard_normal((3, 48, size, size)).astype(dtype)}
+    check("conv2d", inputs, {"groups": 2}, **TOL[dtype])
+    dy = rng.standard_normal((3, 48, size, size)).astype(dtype)
+    check("conv2d_grad", {"Input": x, "Filter": inputs["Filter"], "Output@GRAD": dy},
+          {"groups": 2}, **TOL[dtype])
+
+
+
 def test_kernel_any_layout_is_nchw(kernel):
     rng = np.random.default_rng(9)
     x, w = rng.standard_normal((2, 3, 5, 5)), rng.standard_normal((4, 3, 3, 3))
@@ -316,7 +372,7 @@ def test_gradient_of_bias_and_residual(layout):
 
 @pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
 def test_gradient_of_a_1x1_filter(layout):
-    # NHWC 1x1 / stride 1 / no padding: no im2row, the images are the GEMM operand.
+    # 1x1 / stride 1 / no padding: no im2col / im2row, the images are the GEMM operand.
     rng = np.random.default_rng(13)
     x = rng.standard_normal((2, 4, 3, 3) if layout == "NCHW" else (2, 3, 3, 4))
     check_grad("conv2d", {"Input": x, "Filter": rng.standard_normal((4, 2, 1, 1))},

@@ -7,7 +7,9 @@ The batch is processed in chunks of images sized so that the chunk's col matrix 
 few MB (cache-friendly), with one GEMM per chunk and group:
 - NCHW: col[K, chunk*P] holds the K = C/g*kh*kw taps of each of the P = Ho*Wo output positions
   of every image of the chunk; tmp[M/g, chunk*P] = Filter_g [M/g, K] @ col is then unpacked
-  into Output[n, group rows] (one contiguous [M/g, P] block per image).
+  into Output[n, group rows] (one contiguous [M/g, P] block per image); a one-image chunk's
+  GEMM writes that block directly. A 1x1 filter with stride 1 and no padding needs no im2col:
+  an image's [C/g, H*W] planes are its col matrix.
 - NHWC: row[chunk*P, K] holds each position's taps with channels innermost (contiguous copies of
   C/g channels); the filter is reordered once per call to [M, kh, kw, C/g], and
   Output rows [chunk*P, M] (the group's columns, ldc = M) = row @ Filter_g^T: already NHWC.
@@ -23,7 +25,8 @@ ResidualData@GRAD, each computed only when bound. Same chunks and the same im2co
   for a one-image chunk, whose [Mg, P] block is already a matrix with ld P).
   Filter@GRAD_g^T [K, Mg] += col @ dY^T (this orientation measured faster than dY @ col^T),
   transposed into Filter@GRAD at the end; col [K, chunk*P] = Filter_g^T @ dY, then col2im adds
-  each column back onto the input positions it was read from.
+  each column back onto the input positions it was read from. 1x1/stride 1/no padding: per
+  image, Filter@GRAD_g += dY_g @ X_g^T and Input@GRAD_g = Filter_g^T @ dY_g, no col matrix.
 - NHWC: the chunk's Output@GRAD rows [chunk*P, M] are used in place (the group's columns,
   lda = M). Filter@GRAD_g (in the [M, kh, kw, C/g] row order) += dY_g^T @ row;
   row = dY_g @ Filter_g, then row2im. A 1x1/stride 1/no-padding filter needs neither.
@@ -33,6 +36,7 @@ cimport numpy as cnp
 from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memcpy, memset
 from headrace.kernels.common cimport contiguous, empty, real, shape_of
+from headrace.kernels.packed_gemm cimport hr_pgemm, hr_pgemm_ok, hr_pgemm_packed_size
 from ._common cimport expect_shape, fast_gemm, float_array
 
 import numpy as np
@@ -119,6 +123,48 @@ cdef void _im2col(const real* img, real* col, Py_ssize_t ld, const Geom* g) noex
                 col += ld
 
 
+cdef void _im2col_packed(const float* img, float* bp, Py_ssize_t K, Py_ssize_t q0,
+                         const Geom* g) noexcept nogil:
+    """_im2col written straight into the packed GEMM's B panels (packed_gemm.h: panels of 32
+    columns, [K, 32] each), as columns q0 .. q0 + Ho*Wo of a K-row matrix: the GEMM then reads
+    it as it lies, where hr_pgemm_b would copy the whole col matrix once more to pack it."""
+    cdef int c, i, j, oh, ow, ih, off, lo, hi, Wo = g.Wo, run, a, b, t
+    cdef Py_ssize_t r = 0, q
+    cdef float* d
+    cdef const float* src
+    for c in range(g.Cg):
+        for i in range(g.kh):
+            for j in range(g.kw):
+                off = j * g.dw - g.pl
+                _span(off, g.sw, g.W, Wo, &lo, &hi)
+                for oh in range(g.Ho):
+                    ih = oh * g.sh - g.pt + i * g.dh
+                    src = img + (<Py_ssize_t>c * g.H + ih) * g.W + off
+                    ow = 0
+                    while ow < Wo:       # the row's stretch inside one panel at a time
+                        q = q0 + <Py_ssize_t>oh * Wo + ow
+                        run = min(32 - <int>(q & 31), Wo - ow)
+                        d = bp + (q >> 5) * K * 32 + r * 32 + (q & 31) - ow
+                        if ih < 0 or ih >= g.H:
+                            for t in range(ow, ow + run):
+                                d[t] = 0
+                        else:
+                            a = min(max(lo, ow), ow + run)
+                            b = min(max(hi, a), ow + run)
+                            for t in range(ow, a):
+                                d[t] = 0
+                            if g.sw == 1:
+                                for t in range(a, b):
+                                    d[t] = src[t]
+                            else:
+                                for t in range(a, b):
+                                    d[t] = src[t * g.sw]
+                            for t in range(b, ow + run):
+                                d[t] = 0
+                        ow += run
+                r += 1
+
+
 cdef void _im2row(const real* img, real* row, const Geom* g) noexcept nogil:
     """row[(oh, ow), (i, j, c)] = img[oh*sh - pt + i*dh, ow*sw - pl + j*dw, c] or 0; img
     points at the group's first channel of one [H, W, C] image."""
@@ -180,14 +226,33 @@ cdef int _run(const real* x, const real* w, real* out, Py_ssize_t N, const Geom*
                       out + n0 * P * g.M + grp * g.Mg, g.M)
             n0 += nb
         return 0
-    cdef real* col = <real*>malloc(K * chunk * P * sizeof(real))
+    if g.direct:
+        # NCHW 1x1, stride 1, no padding: an image's [C, H*W] planes are its im2col matrix;
+        # Output[n, group rows] = Filter_g [Mg, Cg] @ X_g [Cg, H*W], nothing copied.
+        for n0 in range(N):
+            for grp in range(g.groups):
+                _gemm(False, g.Mg, <int>P, <int>K, w + <Py_ssize_t>grp * g.Mg * K, <int>K,
+                      x + (n0 * g.C + <Py_ssize_t>grp * g.Cg) * hw, <int>P, beta,
+                      out + (n0 * g.M + <Py_ssize_t>grp * g.Mg) * P, <int>P)
+        return 0
+    # float32 NCHW on the packed GEMM (see fast_gemm's rule): im2col writes its panels.
+    cdef bint packed = (real is float and not nhwc and
+                        <Py_ssize_t>g.Mg * P * K >= 65536 and hr_pgemm_ok())
+    cdef Py_ssize_t ncol = K * chunk * P
+    if packed:
+        # Measured: one image per GEMM is as fast as several here, and needs no unpacking.
+        chunk = 1
+        ncol = hr_pgemm_packed_size(<int>K, <int>P)
+    cdef real* col = <real*>malloc(ncol * sizeof(real))
     cdef real* tmp = NULL
-    if not nhwc:
+    if not nhwc and chunk > 1:   # a one-image chunk's GEMM writes into Output directly
         tmp = <real*>malloc(<Py_ssize_t>g.Mg * chunk * P * sizeof(real))
-    if col == NULL or (not nhwc and tmp == NULL):
+    if col == NULL or (not nhwc and chunk > 1 and tmp == NULL):
         free(col)
         free(tmp)
         return -1
+    if packed and P & 31:   # the last panel's lanes past the columns: zeros, once
+        memset(col + (P >> 5) * K * 32, 0, K * 32 * sizeof(real))
     n0 = 0
     while n0 < N:
         nb = min(chunk, N - n0)
@@ -199,10 +264,21 @@ cdef int _run(const real* x, const real* w, real* out, Py_ssize_t N, const Geom*
                     _im2row(x + (n0 + b) * hw * g.C + grp * g.Cg, col + b * P * K, g)
                 _gemm(True, <int>(nb * P), g.Mg, <int>K, col, <int>K, wg, <int>K, beta,
                       out + n0 * P * g.M + grp * g.Mg, g.M)
+            elif packed:
+                # One image per GEMM (chunk 1), straight into its [Mg, P] block of Output.
+                _im2col_packed(<const float*>x + (n0 * g.C + <Py_ssize_t>grp * g.Cg) * hw,
+                               <float*>col, K, 0, g)
+                hr_pgemm(g.Mg, <int>P, <int>K, <const float*>wg, K, 1, <float*>col,
+                         <float*>out + (n0 * g.M + <Py_ssize_t>grp * g.Mg) * P, P, accumulate)
             else:
                 for b in range(nb):
                     _im2col(x + ((n0 + b) * g.C + <Py_ssize_t>grp * g.Cg) * hw, col + b * P,
                             nb * P, g)
+                if nb == 1:
+                    # One image: its [Mg, P] block of Output is a matrix with ld P already.
+                    _gemm(False, g.Mg, <int>P, <int>K, wg, <int>K, col, <int>P, beta,
+                          out + (n0 * g.M + <Py_ssize_t>grp * g.Mg) * P, <int>P)
+                    continue
                 _gemm(False, g.Mg, <int>(nb * P), <int>K, wg, <int>K, col, <int>(nb * P), 0,
                       tmp, <int>(nb * P))
                 for b in range(nb):
@@ -378,6 +454,20 @@ cdef int _run_grad(const real* x, const real* w, const real* dy, real* dx, real*
                               w + grp * g.Mg * K, <int>K, one, dx + n0 * P * g.C + grp * g.Cg,
                               g.C)
             n0 += nb
+        return 0
+    if g.direct:
+        # NCHW 1x1, stride 1, no padding: per image, X_g [Cg, P] is the im2col matrix.
+        for n0 in range(N):
+            for grp in range(g.groups):
+                dyg = dy + (n0 * g.M + <Py_ssize_t>grp * g.Mg) * P
+                if dw != NULL:   # dW_g [Mg, Cg] += dY_g [Mg, P] @ X_g^T [P, Cg]
+                    fast_gemm(False, True, g.Mg, <int>K, <int>P, dyg, <int>P,
+                              x + (n0 * g.C + <Py_ssize_t>grp * g.Cg) * P, <int>P, one,
+                              dw + <Py_ssize_t>grp * g.Mg * K, <int>K)
+                if dx != NULL:   # dX_g [Cg, P] = W_g^T [Cg, Mg] @ dY_g [Mg, P]
+                    fast_gemm(True, False, <int>K, <int>P, g.Mg, w + <Py_ssize_t>grp * g.Mg * K,
+                              <int>K, dyg, <int>P, 0,
+                              dx + (n0 * g.C + <Py_ssize_t>grp * g.Cg) * P, <int>P)
         return 0
     col = <real*>malloc(K * chunk * P * sizeof(real))
     if not nhwc and chunk > 1:
