@@ -4,7 +4,9 @@
 (conv3x3+bn+relu, conv3x3+bn, + shortcut, relu), a stride-2 block to 32 channels (1x1 conv +
 bn shortcut), global average pool, fc10, softmax cross-entropy, Momentum(0.01, 0.9). The two
 steps take turns (interleaved rounds), so the machine's load falls on both alike; the figure
-is the median over rounds of the per-step time, and the ratio is headrace / PyTorch.
+is the median over rounds of the per-step time, and the ratio is headrace / PyTorch. Beside
+wall time, the calling thread's CPU time (one thread: all of each framework's work), which
+other people's load on a shared machine inflates far less than wall time.
 
     HEADRACE_BENCH_THREADS=1 python benchmarks/bench_resnet.py [--batch 32] [--rounds 15]
 """
@@ -91,18 +93,22 @@ def torch_step(torch, xs, ys):
 
 
 def interleaved(runs, rounds, number):
-    """Median over ``rounds`` of the per-call time of each run, the runs taking turns."""
-    times = {k: [] for k in runs}
+    """Medians over ``rounds`` of the per-call wall and thread CPU time of each run, the runs
+    taking turns: ({name: wall}, {name: cpu})."""
+    wall = {k: [] for k in runs}
+    cpu = {k: [] for k in runs}
     for fn in runs.values():
         for _ in range(3):
             fn()
     for _ in range(rounds):
         for k, fn in runs.items():
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.thread_time()
             for _ in range(number):
                 fn()
-            times[k].append((time.perf_counter() - t0) / number)
-    return {k: statistics.median(v) for k, v in times.items()}
+            cpu[k].append((time.thread_time() - c0) / number)
+            wall[k].append((time.perf_counter() - t0) / number)
+    return ({k: statistics.median(v) for k, v in wall.items()},
+            {k: statistics.median(v) for k, v in cpu.items()})
 
 
 def bench(batch, rounds):
@@ -113,12 +119,15 @@ def bench(batch, rounds):
     torch = _bench.torch_or_none()
     if torch is not None:
         runs["torch"] = torch_step(torch, xs, ys)
-    med = interleaved(runs, rounds=rounds, number=2)
+    med, cpu = interleaved(runs, rounds=rounds, number=2)
     figures = {"batch": batch, "rounds": rounds,
-               "headrace_ms": round(med["headrace"] * 1e3, 2)}
+               "headrace_ms": round(med["headrace"] * 1e3, 2),
+               "headrace_cpu_ms": round(cpu["headrace"] * 1e3, 2)}
     if torch is not None:
         figures["torch_eager_ms"] = round(med["torch"] * 1e3, 2)
+        figures["torch_eager_cpu_ms"] = round(cpu["torch"] * 1e3, 2)
         figures["ratio_headrace_to_torch"] = round(med["headrace"] / med["torch"], 3)
+        figures["ratio_cpu"] = round(cpu["headrace"] / cpu["torch"], 3)
     _bench.report("train_step_resnet", **figures)
 
 
