@@ -271,6 +271,8 @@ class Block:
         if p.source and "op_callstack" not in p.attrs:
             attr_codec.encode(desc.attrs.add(), "op_callstack", "strings", [p.source])
         op = Operator._wrap(self, desc, p.opdef)
+        op._set_io([(slot, tuple(names)) for slot, names in p.inputs.items()],
+                   [(slot, tuple(names)) for slot, names in p.outputs.items()])
         if seeded:
             op._seed_from_program = True
         self.ops.insert(index, op)

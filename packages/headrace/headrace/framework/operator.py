@@ -76,7 +76,7 @@ class Operator(metaclass=Declared):
         self.block = block
         self.desc = desc
         self.opdef = opdef
-        self._io_cache = None  # (program revision, inputs, outputs): see _io
+        self._io_cache = None  # the decoded slots: see _io
         self._sub_cache = None  # (program revision, owned block indices): see sub_blocks
 
     @classmethod
@@ -93,57 +93,69 @@ class Operator(metaclass=Declared):
         return self.block.ops.index(self)
 
     # -- slots -----------------------------------------------------------------------------
-    # The slots are decoded from the desc once per program revision: every change made through
-    # the API bumps the revision (the executor's plan cache relies on the same), and building,
-    # autodiff, analysis and plan preparation ask an op for its slots many times in between.
+    # The slots are kept decoded beside the desc: written by Block._commit from what it put
+    # into the desc, else decoded on first use (parsed and cloned programs), and dropped by
+    # rename_input/rename_output, the only changes made to an op's slots (building, autodiff,
+    # analysis and plan preparation read them many times; decoding a desc costs ~10 us).
     def _io(self):
-        rev = self.block.program._revision
         cache = self._io_cache
-        if cache is None or cache[0] != rev:
+        if cache is None:
             d = self.desc
-            ins = [(v.parameter, tuple(v.arguments)) for v in d.inputs]
-            outs = [(v.parameter, tuple(v.arguments)) for v in d.outputs]
-            # By slot: a slot the desc repeats reads as its first binding, as before.
-            cache = self._io_cache = (rev, ins, outs, dict(reversed(ins)), dict(reversed(outs)))
+            cache = self._set_io([(v.parameter, tuple(v.arguments)) for v in d.inputs],
+                                 [(v.parameter, tuple(v.arguments)) for v in d.outputs])
         return cache
+
+    def _set_io(self, ins, outs):
+        """Record the slots ``[(slot, (names...)), ...]`` the desc holds, in its order. By
+        slot: ``input(slot)`` reads a repeated slot's first binding, ``inputs`` its last."""
+        cache = self._io_cache = (ins, outs, dict(reversed(ins)), dict(reversed(outs)),
+                                  dict(ins), dict(outs))
+        return cache
+
+    def _slots(self):
+        """``({slot: (names...)}, {slot: (names...)})`` of inputs and outputs, as ``inputs``
+        and ``outputs`` give them but shared and read-only (plan preparation)."""
+        cache = self._io()
+        return cache[4], cache[5]
 
     def input(self, slot):
         """Variable names bound to input ``slot`` (empty if unbound)."""
-        return list(self._io()[3].get(slot, ()))
+        return list(self._io()[2].get(slot, ()))
 
     def output(self, slot):
         """Variable names bound to output ``slot`` (empty if unbound)."""
-        return list(self._io()[4].get(slot, ()))
+        return list(self._io()[3].get(slot, ()))
 
     @property
     def input_names(self):
-        return [s for s, _ in self._io()[1]]
+        return [s for s, _ in self._io()[0]]
 
     @property
     def output_names(self):
-        return [s for s, _ in self._io()[2]]
+        return [s for s, _ in self._io()[1]]
 
     @property
     def inputs(self):
-        return {s: list(args) for s, args in self._io()[1]}
+        return {s: list(args) for s, args in self._io()[0]}
 
     @property
     def outputs(self):
-        return {s: list(args) for s, args in self._io()[2]}
+        return {s: list(args) for s, args in self._io()[1]}
 
     @property
     def input_arg_names(self):
-        return [a for _, args in self._io()[1] for a in args]
+        return [a for _, args in self._io()[0] for a in args]
 
     @property
     def output_arg_names(self):
-        return [a for _, args in self._io()[2] for a in args]
+        return [a for _, args in self._io()[1] for a in args]
 
     def rename_input(self, old, new):
         for v in self.desc.inputs:
             for i, a in enumerate(v.arguments):
                 if a == old:
                     v.arguments[i] = new
+        self._io_cache = None
         self.block._changed()
 
     def rename_output(self, old, new):
@@ -151,6 +163,7 @@ class Operator(metaclass=Declared):
             for i, a in enumerate(v.arguments):
                 if a == old:
                     v.arguments[i] = new
+        self._io_cache = None
         self.block._changed()
 
     # -- attributes ------------------------------------------------------------------------

@@ -144,17 +144,17 @@ class Plan:
             raise OpError("no installed plugin defines this op type, so it cannot run",
                           op_type=op.type, block_idx=op.block.idx, op_idx=op_idx,
                           source=op.source)
-        ins, outs = op.inputs, op.outputs
+        ins, outs = op._slots()   # read-only: shared with the op
         in_ids = []
         for s in opdef.inputs:
-            names = ins.get(s.name, [])
+            names = ins.get(s.name, ())
             if s.duplicable:
                 in_ids.append(tuple(self._input_slot(op, s, n) for n in names))
             else:
                 in_ids.append(self._input_slot(op, s, names[0]) if names else NONE_SLOT)
         out_ids = []
         for s in opdef.outputs:
-            names = outs.get(s.name, [])
+            names = outs.get(s.name, ())
             if s.duplicable:
                 out_ids.append(tuple(self._slot_of(op, n, "output") for n in names))
             else:
@@ -170,10 +170,16 @@ class Plan:
                     dtype = d
                 if dtype in FLOAT_DTYPES:
                     break
-        where = dict(op_type=op.type, block_idx=op.block.idx, op_idx=op_idx, source=op.source)
+        try:
+            attrs = op.attrs
+        except Exception:
+            attrs = None   # read again below, where its error is reported at the op
+        where = dict(op_type=op.type, block_idx=op.block.idx, op_idx=op_idx,
+                     source=op.source if attrs is None else _source(op, attrs))
         try:
             kernel = self.registry.kernel(op.type, self.place.device, dtype)
-            attrs = op.attrs
+            if attrs is None:
+                attrs = op.attrs
             info = kernel_info(op, attrs, self.place, _seed(op, attrs, op_idx), self.subplan,
                                location=where, io=(ins, outs), slot_var=self._slot_var)
             fn = kernel.fn(attrs, info)
@@ -324,6 +330,17 @@ def _refuse_undeclared_kind(kernel, fn):
                 f"{attr} = True but is registered as an array kernel; the kind is declared at "
                 f"registration: add_kernel(..., kind={kind!r}) or a KERNELS entry ending in "
                 f"{kind!r} (the attribute is no longer read)")
+
+
+def _source(op, attrs):
+    """``op.source`` from its decoded attributes (op.source searches the desc again): the
+    first line of a STRINGS ``op_callstack``, None when it is empty or absent."""
+    cs = attrs.get("op_callstack")
+    if cs is None:
+        return None
+    if type(cs) is list and (not cs or type(cs[0]) is str):
+        return cs[0] if cs else None
+    return op.source   # another type: whatever the desc holds, as op.source reads it
 
 
 _DTYPE_NAMES = {}
