@@ -56,16 +56,17 @@ class _RunPlan:
         # Persistables come from the scope; those the run writes go back to it.
         fed = {s for _, s, _, _ in self.feeds}
         written, self.loads, self.stores = set(), [], []
+        facts = slots.facts   # each variable's (kind, SlotVar), read once by the plan
         for i, var in enumerate(slots.vars):
-            if var is not None and var.persistable and i not in fed:
+            if var is not None and facts[i][1].persistable and i not in fed:
                 self.loads.append((i, var.name))
         self._check_inputs(feed_names)
         for ins in self._all_instrs(self.plan):
             for i in plan_mod._flat(ins.out_ids):
                 if i > 0:
                     written.add(i)
-        self.stores = [(i, slots.vars[i].name, slots.vars[i].lod_level > 0)
-                       for i in sorted(written) if slots.vars[i].persistable]
+        self.stores = [(i, slots.vars[i].name, facts[i][1].lod_level > 0)
+                       for i in sorted(written) if facts[i][1].persistable]
         self.nslots = len(slots)
 
     @staticmethod
