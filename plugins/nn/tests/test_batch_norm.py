@@ -339,3 +339,38 @@ def test_backward_reads_running_statistics_only_with_global_stats():
         (gop,) = [o for o in block.ops if o.type == "batch_norm_grad"]
         assert bool(gop.input("Mean")) == reads and bool(gop.input("Variance")) == reads
         assert set(gop.output_arg_names) == {"x@GRAD"}
+
+
+def test_grad_kernel_float32_with_a_large_mean(kernel):
+    # float32 planes are summed in float32 lanes (then in double) and X@GRAD is formed in
+    # float32 from X - mean: with a mean of 1000 over unit spread, all three gradients must
+    # still agree with the float64 kernel's. 37*5 = 185 values a plane: the 16-lane loop and
+    # its tail.
+    rng = np.random.default_rng(30)
+    x = (1000 + rng.standard_normal((4, 3, 37, 5))).astype(np.float32)
+    dy = rng.standard_normal(x.shape).astype(np.float32)
+    scale = rng.uniform(0.5, 1.5, 3).astype(np.float32)
+    x64 = x.astype(np.float64)
+    mean = x64.mean(axis=(0, 2, 3))
+    inv = 1 / np.sqrt(x64.var(axis=(0, 2, 3)) + 1e-5)
+    got, want = [
+        kernel("batch_norm_grad", {"epsilon": 1e-5}, dt)(
+            x.astype(dt), scale.astype(dt), np.zeros(3, dt), np.zeros(3, dt), np.ones(3, dt),
+            mean.astype(dt), inv.astype(dt), dy.astype(dt))
+        for dt in ("float32", "float64")]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=2e-4, atol=2e-4 * np.abs(w).max())
+
+
+def test_kernel_float32_with_a_large_mean(kernel):
+    # Statistics from float32 lanes and Y from X - mean in float32, against the float64 kernel.
+    rng = np.random.default_rng(31)
+    x = (1000 + rng.standard_normal((4, 3, 37, 5))).astype(np.float32)
+    scale = rng.uniform(0.5, 1.5, 3)
+    bias = rng.uniform(-0.2, 0.2, 3)
+    got, want = [
+        kernel("batch_norm", {"epsilon": 1e-5, "momentum": 0.9}, dt)(
+            x.astype(dt), scale.astype(dt), bias.astype(dt), np.zeros(3, dt), np.ones(3, dt))
+        for dt in ("float32", "float64")]
+    for g, w in zip(got[:5], want[:5]):
+        np.testing.assert_allclose(g, w, rtol=2e-4, atol=2e-4 * np.abs(w).max())

@@ -4,9 +4,12 @@
 """batch_norm, training and inference, NCHW and NHWC, 2-D to 5-D.
 
 X is viewed as [N, C, S] (NCHW: S = the spatial size) or [R, C] (NHWC: R = N * spatial), so
-both layouts are two flat loops. Statistics are accumulated in double with two passes (mean,
-then the mean squared deviation), which stays accurate for float32 data with a large mean.
-Y = X * a[c] + b[c] with a = Scale / sqrt(var + eps) and b = Bias - mean * a.
+both layouts are two flat loops. Statistics are accumulated with two passes (mean, then the mean
+squared deviation), which stays accurate for float32 data with a large mean.
+Y = (X - mean[c]) * a[c] + Bias[c] with a = Scale / sqrt(var + eps), X centred first so that a
+large mean cancels exactly. The per-plane loops run in X's dtype over 16 independent lanes (which
+the compiler vectorizes; a double accumulator per channel is a chain of dependent adds), each
+plane's lane sums added up in double.
 
 MeanOut / VarianceOut are the Mean / Variance variables (the op updates them in place): the
 kernel writes into the arrays it was given when it may (writeable, contiguous, of the right
@@ -18,7 +21,7 @@ Scale@GRAD = sum(dY * xhat). Training statistics (mean = SavedMean, inv = SavedV
 depend on X): X@GRAD = Scale * inv * (dY - sum(dY)/m - xhat * sum(dY * xhat)/m), m = the
 values per channel. Global statistics (the forward's rule: is_test without
 trainable_statistics, or use_global_stats; mean = Mean, inv = 1/sqrt(Variance + eps), constants):
-X@GRAD = Scale * inv * dY. One pass for the sums, one for X@GRAD, in double.
+X@GRAD = Scale * inv * dY. One pass for the sums, one for X@GRAD (lanes as above).
 """
 cimport numpy as cnp
 from libc.math cimport sqrt
@@ -35,12 +38,42 @@ cnp.import_array()
 DTYPES = ("float32", "float64")
 
 
+cdef inline double _plane_sum(const real* x, real shift, bint square,
+                             Py_ssize_t S) noexcept nogil:
+    """sum of x - shift (or of its square) over one plane: 16 independent lanes in X's dtype
+    (vectorized by the compiler; one double accumulator is a chain of dependent adds), at
+    most S/16 values a lane, added up in double."""
+    cdef real lane[16]
+    cdef real d
+    cdef Py_ssize_t s = 0, l
+    cdef double total = 0.0
+    for l in range(16):
+        lane[l] = 0
+    if square:
+        while s + 16 <= S:
+            for l in range(16):
+                d = x[s + l] - shift
+                lane[l] += d * d
+            s += 16
+    else:
+        while s + 16 <= S:
+            for l in range(16):
+                lane[l] += x[s + l] - shift
+            s += 16
+    for l in range(16):
+        total += lane[l]
+    while s < S:
+        d = x[s] - shift
+        total += d * d if square else d
+        s += 1
+    return total
+
+
 cdef void _stats(const real* x, double* mean, double* var, Py_ssize_t N, Py_ssize_t C,
                  Py_ssize_t S, bint nhwc) noexcept nogil:
     """Biased batch mean and variance per channel (layout [N, C, S], or [N, C] rows if nhwc)."""
-    cdef Py_ssize_t n, c, s
+    cdef Py_ssize_t n, c
     cdef double d, cnt = <double>N * S
-    cdef const real* p
     for c in range(C):
         mean[c] = 0.0
         var[c] = 0.0
@@ -57,34 +90,33 @@ cdef void _stats(const real* x, double* mean, double* var, Py_ssize_t N, Py_ssiz
     else:
         for n in range(N):
             for c in range(C):
-                p = x + (n * C + c) * S
-                for s in range(S):
-                    mean[c] += p[s]
+                mean[c] += _plane_sum(x + (n * C + c) * S, 0, False, S)
         for c in range(C):
             mean[c] /= cnt
         for n in range(N):
             for c in range(C):
-                p = x + (n * C + c) * S
-                for s in range(S):
-                    d = p[s] - mean[c]
-                    var[c] += d * d
+                var[c] += _plane_sum(x + (n * C + c) * S, <real>mean[c], True, S)
     for c in range(C):
         var[c] /= cnt
 
 
-cdef void _apply(const real* x, real* y, const double* a, const double* b, Py_ssize_t N,
-                 Py_ssize_t C, Py_ssize_t S, bint nhwc) noexcept nogil:
+cdef void _apply(const real* x, real* y, const double* mu, const double* a, const double* b,
+                 Py_ssize_t N, Py_ssize_t C, Py_ssize_t S, bint nhwc) noexcept nogil:
+    """y = (x - mu[c]) * a[c] + b[c]; NCHW planes in X's dtype (vectorized), x centred first
+    so that a large mean cancels exactly."""
     cdef Py_ssize_t n, c, s, base
+    cdef real ac, bc, mc
     if nhwc:
         for n in range(N):
             for c in range(C):
-                y[n * C + c] = <real>(x[n * C + c] * a[c] + b[c])
+                y[n * C + c] = <real>((x[n * C + c] - mu[c]) * a[c] + b[c])
     else:
         for n in range(N):
             for c in range(C):
                 base = (n * C + c) * S
+                ac, bc, mc = <real>a[c], <real>b[c], <real>mu[c]
                 for s in range(S):
-                    y[base + s] = <real>(x[base + s] * a[c] + b[c])
+                    y[base + s] = (x[base + s] - mc) * ac + bc
 
 
 cdef class BatchNorm:
@@ -152,18 +184,20 @@ cdef class BatchNorm:
             saved_inv = (1.0 / np.sqrt(bv + self.eps)).astype(a.dtype)
         inv = 1.0 / np.sqrt(var + self.eps)
         cdef cnp.ndarray ca = np.ascontiguousarray(sc * inv)
-        cdef cnp.ndarray cb = np.ascontiguousarray(bi - mu * sc * inv)
+        cdef cnp.ndarray cb = np.ascontiguousarray(bi)
+        cdef cnp.ndarray cm = np.ascontiguousarray(mu, dtype=np.float64)
+        cdef const double* pmu = <const double*>cnp.PyArray_DATA(cm)
         cdef const double* pa = <const double*>cnp.PyArray_DATA(ca)
         cdef const double* pb = <const double*>cnp.PyArray_DATA(cb)
         if N * C * S:
             if t == cnp.NPY_FLOAT32:
                 with nogil:
                     _apply(<const float*>cnp.PyArray_DATA(a), <float*>cnp.PyArray_DATA(y),
-                           pa, pb, N, C, S, self.nhwc)
+                           pmu, pa, pb, N, C, S, self.nhwc)
             else:
                 with nogil:
                     _apply(<const double*>cnp.PyArray_DATA(a), <double*>cnp.PyArray_DATA(y),
-                           pa, pb, N, C, S, self.nhwc)
+                           pmu, pa, pb, N, C, S, self.nhwc)
         # ReserveSpace: Paddle's cuDNN workspace, empty here.
         return (y, mean_out, var_out, saved_mean, saved_inv, np.empty(0, a.dtype))
 
@@ -181,12 +215,40 @@ cdef cnp.ndarray _running(object given, cnp.ndarray param, cnp.ndarray batch, do
 
 # -- gradient -----------------------------------------------------------------------------------
 
+cdef inline void _plane_sums(const real* x, const real* dy, real mu, Py_ssize_t S,
+                             double* sa, double* sb) noexcept nogil:
+    """sum dY and sum dY * (X - mu) over one plane: 16 independent lanes in X's dtype (the
+    compiler vectorizes them, where one double accumulator is a chain of dependent adds), at
+    most S/16 values a lane, added up in double."""
+    cdef real la[16]
+    cdef real lb[16]
+    cdef Py_ssize_t s = 0, l
+    cdef double a = 0.0, b = 0.0
+    for l in range(16):
+        la[l] = 0
+        lb[l] = 0
+    while s + 16 <= S:
+        for l in range(16):
+            la[l] += dy[s + l]
+            lb[l] += dy[s + l] * (x[s + l] - mu)
+        s += 16
+    for l in range(16):
+        a += la[l]
+        b += lb[l]
+    while s < S:
+        a += dy[s]
+        b += dy[s] * (x[s] - mu)
+        s += 1
+    sa[0] = a
+    sb[0] = b
+
+
 cdef void _grad_sums(const real* x, const real* dy, const double* mean, double* sdy,
                      double* sdyx, Py_ssize_t N, Py_ssize_t C, Py_ssize_t S,
                      bint nhwc) noexcept nogil:
     """sdy[c] = sum dY, sdyx[c] = sum dY * (X - mean[c])."""
-    cdef Py_ssize_t n, c, s, base
-    cdef double a, b, mu
+    cdef Py_ssize_t n, c
+    cdef double a, b
     for c in range(C):
         sdy[c] = 0.0
         sdyx[c] = 0.0
@@ -198,35 +260,32 @@ cdef void _grad_sums(const real* x, const real* dy, const double* mean, double* 
     else:
         for n in range(N):
             for c in range(C):
-                base = (n * C + c) * S
-                a = 0.0
-                b = 0.0
-                mu = mean[c]
-                for s in range(S):
-                    a += dy[base + s]
-                    b += dy[base + s] * (x[base + s] - mu)
+                _plane_sums(x + (n * C + c) * S, dy + (n * C + c) * S, <real>mean[c], S,
+                            &a, &b)
                 sdy[c] += a
                 sdyx[c] += b
 
 
 cdef void _grad_x(const real* x, const real* dy, real* dx, const double* k, const double* q,
-                  const double* r, Py_ssize_t N, Py_ssize_t C, Py_ssize_t S,
-                  bint nhwc) noexcept nogil:
-    """dx = k[c] * dy - q[c] * x - r[c] (the training formula expanded; k = Scale*inv and
-    q = r = 0 for global statistics)."""
+                  const double* r, const double* mean, Py_ssize_t N, Py_ssize_t C,
+                  Py_ssize_t S, bint nhwc) noexcept nogil:
+    """dx = k[c] * dy - q[c] * (x - mean[c]) - r[c] (the training formula expanded; k =
+    Scale*inv and q = r = 0 for global statistics). NCHW planes in X's dtype, which the
+    compiler vectorizes; x is centred first, so a large mean cancels exactly there."""
     cdef Py_ssize_t n, c, s, base
-    cdef double kc, qc, rc
+    cdef real kc, qc, rc, mc
     if nhwc:
         for n in range(N):
             for c in range(C):
-                dx[n * C + c] = <real>(k[c] * dy[n * C + c] - q[c] * x[n * C + c] - r[c])
+                dx[n * C + c] = <real>(k[c] * dy[n * C + c] - q[c] * (x[n * C + c] - mean[c])
+                                       - r[c])
     else:
         for n in range(N):
             for c in range(C):
                 base = (n * C + c) * S
-                kc, qc, rc = k[c], q[c], r[c]
+                kc, qc, rc, mc = <real>k[c], <real>q[c], <real>r[c], <real>mean[c]
                 for s in range(S):
-                    dx[base + s] = <real>(kc * dy[base + s] - qc * x[base + s] - rc)
+                    dx[base + s] = kc * dy[base + s] - qc * (x[base + s] - mc) - rc
 
 
 cdef class BatchNormGrad:
@@ -307,10 +366,10 @@ cdef class BatchNormGrad:
             q = np.zeros(C)
             r = np.zeros(C)
         else:
-            # dx = k (dy - sdy/m - (x - mu) inv^2 sdyx/m) = k dy - q x - r
+            # dx = k (dy - sdy/m - (x - mu) inv^2 sdyx/m) = k dy - q (x - mu) - r
             m = <double>N * S
             q = k * inv * inv * sdyx / m
-            r = k * sdy / m - q * mu
+            r = k * sdy / m
         cdef cnp.ndarray ck = np.ascontiguousarray(k), cq = np.ascontiguousarray(q)
         cdef cnp.ndarray cr = np.ascontiguousarray(r)
         cdef const double* pk = <const double*>cnp.PyArray_DATA(ck)
@@ -319,11 +378,11 @@ cdef class BatchNormGrad:
         if t == cnp.NPY_FLOAT32:
             with nogil:
                 _grad_x(<const float*>cnp.PyArray_DATA(a), <const float*>cnp.PyArray_DATA(g),
-                        <float*>cnp.PyArray_DATA(dx), pk, pq, pr, N, C, S, self.nhwc)
+                        <float*>cnp.PyArray_DATA(dx), pk, pq, pr, pm, N, C, S, self.nhwc)
         else:
             with nogil:
                 _grad_x(<const double*>cnp.PyArray_DATA(a), <const double*>cnp.PyArray_DATA(g),
-                        <double*>cnp.PyArray_DATA(dx), pk, pq, pr, N, C, S, self.nhwc)
+                        <double*>cnp.PyArray_DATA(dx), pk, pq, pr, pm, N, C, S, self.nhwc)
         return (dx, dscale, dbias)
 
 
