@@ -33,6 +33,8 @@ INT_DTYPES = ("int8", "uint8", "int16", "int32", "int64")
 
 def canonical(dtype):
     """The canonical name of ``dtype`` (str, NumPy dtype/type, or wire enum int)."""
+    if type(dtype) is str and dtype in _NAME_TO_PROTO:  # canonical already: the usual case
+        return dtype
     if isinstance(dtype, str):
         name = _ALIASES.get(dtype.lower(), dtype.lower())
         if name in _NAME_TO_PROTO:

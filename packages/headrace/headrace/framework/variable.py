@@ -39,6 +39,8 @@ def normalize_shape(shape, name):
     """A tuple of ints, None and negative dims as -1; anything else is a VariableError."""
     if shape is None:
         return None
+    if type(shape) is tuple and all(type(d) is int and -1 <= d <= _INT64_MAX for d in shape):
+        return shape   # normalized already (inference results, VarDesc dims): the usual case
     try:
         dims = list(shape)
     except TypeError:
