@@ -5,7 +5,7 @@
           (bench_train.build's networks)
 - resnet: 3x32x32, conv3x3(16)+batch_norm+relu, two residual blocks (conv3x3+bn+relu,
           conv3x3+bn, + shortcut, relu) at 16 channels, a stride-2 block to 32 channels (1x1
-          conv + bn shortcut), global average pool, fc10 (bench_resnet.py's network)
+          conv + bn shortcut), global average pool, fc10 (bench_resnet.network)
 
 Each network is built and initialized in headrace (batch_norm with non-trivial statistics),
 saved with save_inference_model, loaded twice (optimize=False: the program as saved;
@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 import headrace as hr
-from bench_resnet import _block as _resnet_block
+from bench_resnet import network as resnet
 from bench_train import build as build_train
 
 
@@ -42,14 +42,7 @@ def build(model, batch):
     main, startup = hr.Program(), hr.Program()
     startup.random_seed = 1
     with hr.program_guard(main, startup):
-        x = hr.layers.data("x", shape=[-1, 3, 32, 32], dtype="float32")
-        h = hr.layers.batch_norm(hr.layers.conv2d(x, 16, 3, padding=1, bias_attr=False),
-                                 act="relu")
-        h = _resnet_block(h, 16, 1)
-        h = _resnet_block(h, 16, 1)
-        h = _resnet_block(h, 32, 2)
-        h = hr.layers.pool2d(h, pool_type="avg", global_pooling=True)
-        logits = hr.layers.fc(h, size=10)
+        logits = resnet()
     return main, startup, "x", logits, rng.standard_normal((batch, 3, 32, 32)).astype("f4")
 
 

@@ -33,18 +33,24 @@ def _block(x, channels, stride):
     return layers.relu(layers.elementwise_add(h, short))
 
 
+def network():
+    """The logits of the network on a new data variable ``x`` [-1, 3, 32, 32], in the
+    current program (bench_inference.py runs the same network)."""
+    x = hr.layers.data("x", shape=[-1, 3, 32, 32], dtype="float32")
+    h = hr.layers.batch_norm(hr.layers.conv2d(x, 16, 3, padding=1, bias_attr=False),
+                             act="relu")
+    h = _block(h, 16, 1)
+    h = _block(h, 16, 1)
+    h = _block(h, 32, 2)
+    h = hr.layers.pool2d(h, pool_type="avg", global_pooling=True)
+    return hr.layers.fc(h, size=10)
+
+
 def headrace_step(xs, ys):
     main, startup = hr.Program(), hr.Program()
     startup.random_seed = 1
     with hr.program_guard(main, startup):
-        x = hr.layers.data("x", shape=[-1, 3, 32, 32], dtype="float32")
-        h = hr.layers.batch_norm(hr.layers.conv2d(x, 16, 3, padding=1, bias_attr=False),
-                                 act="relu")
-        h = _block(h, 16, 1)
-        h = _block(h, 16, 1)
-        h = _block(h, 32, 2)
-        h = hr.layers.pool2d(h, pool_type="avg", global_pooling=True)
-        logits = hr.layers.fc(h, size=10)
+        logits = network()
         y = hr.layers.data("y", shape=[-1, 1], dtype="int64")
         loss = hr.layers.mean(hr.layers.softmax_with_cross_entropy(logits, y))
         hr.optimizer.Momentum(learning_rate=0.01, momentum=0.9).minimize(loss)
