@@ -262,14 +262,16 @@ class Block:
                 v = container.add()
                 v.parameter = slot
                 v.arguments.extend(names)
+        entries = []   # the attributes in their order, merged into the desc at once
         for name, value in p.attrs.items():
             spec = p.opdef.attr(name)
             kind = spec.type if spec is not None else attr_codec.guess_type(value)
-            attr_codec.encode(desc.attrs.add(), name, kind, value)
+            entries.append(attr_codec.encoded_entry(name, kind, value))
         if "op_role" not in p.attrs:
-            attr_codec.encode(desc.attrs.add(), "op_role", "int", self.program._op_role)
+            entries.append(attr_codec.encoded_entry("op_role", "int", self.program._op_role))
         if p.source and "op_callstack" not in p.attrs:
-            attr_codec.encode(desc.attrs.add(), "op_callstack", "strings", [p.source])
+            entries.append(attr_codec.encoded_entry("op_callstack", "strings", [p.source]))
+        desc.MergeFromString(b"".join(entries))
         op = Operator._wrap(self, desc, p.opdef)
         op._set_io([(slot, tuple(names)) for slot, names in p.inputs.items()],
                    [(slot, tuple(names)) for slot, names in p.outputs.items()])

@@ -12,7 +12,8 @@ import numpy as np
 
 from ..proto import framework_pb2 as pb
 
-__all__ = ["ATTR_TYPES", "coerce", "encode", "decode", "guess_type", "type_name"]
+__all__ = ["ATTR_TYPES", "coerce", "encode", "encoded_entry", "decode", "guess_type",
+           "type_name"]
 
 _INT32 = (-2**31, 2**31 - 1)
 _INT64 = (-2**63, 2**63 - 1)
@@ -142,6 +143,43 @@ def encode(msg, name, attr_type, value):
         getattr(msg, field).extend(value)
     else:
         setattr(msg, field, value)
+
+
+_ATTRS_TAG = b"\x22"   # OpDesc field 4 (attrs), length-delimited
+_ENTRIES = {}          # (name, type, value) -> the attrs entry's bytes
+_UNCACHED = ("float", "floats", "float64", "float64s", "block", "blocks")
+
+
+def _varint(n):
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def encoded_entry(name, attr_type, value):
+    """The wire bytes of one ``OpDesc.attrs`` entry holding ``value`` (what ``encode`` into
+    ``desc.attrs.add()`` writes): a new op's attributes are written with one
+    ``desc.MergeFromString`` of these. Entries repeat from op to op (defaults, roles, call
+    sites), so they are serialized once; floats are not cached (0.0 and -0.0 are equal keys
+    with different bytes), nor block references."""
+    key = None
+    if attr_type not in _UNCACHED:
+        key = (name, attr_type, tuple(value) if isinstance(value, list) else value)
+        entry = _ENTRIES.get(key)
+        if entry is not None:
+            return entry
+    msg = pb.OpDesc.Attr()
+    encode(msg, name, attr_type, value)
+    data = msg.SerializeToString()
+    entry = _ATTRS_TAG + _varint(len(data)) + data
+    if key is not None:
+        if len(_ENTRIES) > 65536:   # bounded: strings (call sites) can be endless
+            _ENTRIES.clear()
+        _ENTRIES[key] = entry
+    return entry
 
 
 def decode(msg):
