@@ -10,7 +10,8 @@
 Each network is built and initialized in headrace (batch_norm with non-trivial statistics),
 saved with save_inference_model, loaded twice (optimize=False: the program as saved;
 optimize=True: after headrace.passes), and exported with hr.onnx.export for ONNX Runtime
-(intra_op_num_threads=1, inter_op 1, sequential, its default graph optimizations, all). Per
+(intra_op_num_threads = HEADRACE_BENCH_THREADS, default 1; inter_op 1, sequential; its
+default graph optimizations, all). Per
 round each of the three runs ``number`` calls in turn; the figure is the median over rounds
 of the per-call time. Outputs are checked to agree before timing.
 
@@ -80,7 +81,7 @@ def prepare(model, batch, where):
                                                        optimize=False)
     hr.onnx.export(plain, feeds, targets, onnx_path, scope=load_scope)
     opts = ort.SessionOptions()
-    opts.intra_op_num_threads = 1
+    opts.intra_op_num_threads = int(_bench.THREADS)    # headrace's BLAS threads: the same
     opts.inter_op_num_threads = 1
     opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     sess = ort.InferenceSession(onnx_path, opts, providers=["CPUExecutionProvider"])
