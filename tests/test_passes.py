@@ -107,8 +107,8 @@ def test_fc_and_conv2d_attrs_are_paddles(tmp_path):
         if op.type == "fc":
             assert {"in_num_col_dims", "activation_type"} <= set(op.attr_names)
             assert set(op.inputs) == {"Input", "W", "Bias"}
-        if op.type == "conv2d":
-            assert set(op.inputs) == {"Input", "Filter", "Bias"}
+        if op.type == "conv2d":   # Paddle's oneDNN kernel is the one that reads Bias
+            assert set(op.inputs) == {"Input", "Filter", "Bias"} and op.attr("use_mkldnn")
 
 
 def _block_program():
@@ -319,6 +319,7 @@ def test_residual_block_folds_to_convs(tmp_path):
     assert _types(fast) == ["feed", "conv2d", "relu", "conv2d", "conv2d", "relu", "fetch"]
     fused = fast.global_block().ops[4]
     assert fused.input("ResidualData") == fast.global_block().ops[3].output("Output")
+    assert fused.attr("fuse_residual_connection") and fused.attr("use_mkldnn")
     xs = rng.standard_normal((2, 3, 6, 6)).astype("float32")
     (a,) = _run(plain, s1, {"x": xs})
     (b,) = _run(fast, s2, {"x": xs})

@@ -104,7 +104,8 @@ def _fold(block, scope, bn, prod, add):
     if prod.type == "conv2d":
         inputs = dict(prod.inputs, Filter=[new_w], Bias=[new_b])
         _graph.replace(block, [op for op in (prod, add, bn) if op is not None], "conv2d",
-                       inputs, {"Output": y}, attrs_of=prod)
+                       inputs, {"Output": y}, attrs_of=prod,
+                       attrs={"use_mkldnn": True})   # Paddle's kernel that reads Bias
         return True
     mul_out = prod.output("Out")
     _graph.replace(block, [prod], "mul", dict(prod.inputs, Y=[new_w]), {"Out": mul_out},

@@ -5,7 +5,9 @@ Bias), so one kernel adds the bias while the output is in cache.
 
 Conditions: the conv's output has no other reader and is not fetched; the added operand is a
 persistable [M] variable (M output channels) with a value in the scope; the conv has no Bias
-yet (else the two are summed into a new parameter); NCHW layout.
+yet (else the two are summed into a new parameter); NCHW layout. Paddle's plain conv2d
+kernels ignore Bias (its oneDNN kernel adds it), so the fused op is marked use_mkldnn, as
+Paddle's own pass leaves it.
 """
 from . import _graph
 
@@ -54,6 +56,6 @@ def run(program, scope, place):
             bias = _graph.new_param(block, scope, bias, _graph.value(scope, bias).reshape(-1))
         inputs = dict(conv.inputs, Bias=[bias])
         _graph.replace(block, [conv, add], "conv2d", inputs, {"Output": add.output("Out")},
-                       attrs_of=conv)
+                       attrs_of=conv, attrs={"use_mkldnn": True})
         changed += 1
     return changed

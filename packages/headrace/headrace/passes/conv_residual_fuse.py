@@ -8,6 +8,10 @@ Conditions: the conv's output is read only by the add and not fetched; the other
 not the conv's own output, has the same declared shape and dtype, and is written before the
 conv (or is fed or persistable); the add broadcasts nothing (axis -1 or 0 with equal ranks);
 the conv has no ResidualData yet.
+
+Paddle's plain conv2d kernels ignore ResidualData (and Bias); its oneDNN kernel reads them,
+so the fused op is marked use_mkldnn and fuse_residual_connection, as Paddle's own pass
+leaves it.
 """
 from . import _graph
 
@@ -50,6 +54,7 @@ def run(program, scope, place):
                 not _available(block, other, conv):
             continue
         _graph.replace(block, [conv, add], "conv2d", dict(conv.inputs, ResidualData=[other]),
-                       {"Output": add.output("Out")}, attrs_of=conv)
+                       {"Output": add.output("Out")}, attrs_of=conv,
+                       attrs={"fuse_residual_connection": True, "use_mkldnn": True})
         changed += 1
     return changed

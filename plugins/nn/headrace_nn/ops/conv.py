@@ -93,6 +93,9 @@ conv2d = OpDef(
              "EXPLICIT: use paddings; SAME: out = ceil(in / stride), dilation ignored; "
              "VALID: no padding", choices=PADDING_ALGORITHMS),
         Attr("is_test", "bool", False, "inference mode (no effect on the result)"),
+        Attr("fuse_residual_connection", "bool", False,
+             "Paddle's oneDNN flag that its kernel reads ResidualData; headrace adds a bound "
+             "ResidualData either way (the inference passes set it for Paddle)"),
     ],
     infer=_infer_conv2d,
     doc="Output[n, m] = sum over the group's channels c and taps (i, j) of "
