@@ -106,25 +106,33 @@ class Operator(metaclass=Declared):
         return cache
 
     def _set_io(self, ins, outs):
-        """Record the slots ``[(slot, (names...)), ...]`` the desc holds, in its order. By
-        slot: ``input(slot)`` reads a repeated slot's first binding, ``inputs`` its last."""
-        cache = self._io_cache = (ins, outs, dict(reversed(ins)), dict(reversed(outs)),
-                                  dict(ins), dict(outs))
+        """Record the slots ``[(slot, (names...)), ...]`` the desc holds, in its order; the
+        maps by slot are made when first asked for (_by_slot)."""
+        cache = self._io_cache = [ins, outs, None, None, None, None]
         return cache
+
+    def _by_slot(self, k):
+        """{slot: (names...)}: k = 2/3 inputs/outputs with a repeated slot's first binding
+        (``input(slot)``), 4/5 with its last (``inputs``)."""
+        cache = self._io()
+        m = cache[k]
+        if m is None:
+            pairs = cache[k % 2]
+            m = cache[k] = dict(reversed(pairs)) if k < 4 else dict(pairs)
+        return m
 
     def _slots(self):
         """``({slot: (names...)}, {slot: (names...)})`` of inputs and outputs, as ``inputs``
         and ``outputs`` give them but shared and read-only (plan preparation)."""
-        cache = self._io()
-        return cache[4], cache[5]
+        return self._by_slot(4), self._by_slot(5)
 
     def input(self, slot):
         """Variable names bound to input ``slot`` (empty if unbound)."""
-        return list(self._io()[2].get(slot, ()))
+        return list(self._by_slot(2).get(slot, ()))
 
     def output(self, slot):
         """Variable names bound to output ``slot`` (empty if unbound)."""
-        return list(self._io()[3].get(slot, ()))
+        return list(self._by_slot(3).get(slot, ()))
 
     @property
     def input_names(self):
@@ -148,7 +156,10 @@ class Operator(metaclass=Declared):
 
     @property
     def output_arg_names(self):
-        return [a for _, args in self._io()[1] for a in args]
+        cache = self._io_cache
+        if cache is None:   # not decoded yet (a program being parsed asks every op once)
+            return [a for v in self.desc.outputs for a in v.arguments]
+        return [a for _, args in cache[1] for a in args]
 
     def rename_input(self, old, new):
         for v in self.desc.inputs:
