@@ -149,6 +149,8 @@ def test_fc_fuse_keeps_a_fetched_intermediate():
     assert _types(prog) == ["fc", "relu"]
     prog, _, scope = _block_program()   # 'm' is fetched: nothing fuses
     assert _equal_after(prog, scope, ["fc_fuse"], ["m", "y"], x) == {"fc_fuse": 0}
+    prog, _, scope = _block_program()   # one pass may be named alone
+    assert _equal_after(prog, scope, "fc_fuse", ["y"], x) == {"fc_fuse": 1}
 
 
 def test_identity_clean_renames_fetch_targets_and_respects_rewrites():

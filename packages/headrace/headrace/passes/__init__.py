@@ -49,7 +49,8 @@ def apply(program, names=None, scope=None, place=None, keep=None):
     ``keep``: names (or Variables) you will fetch, which keep their names and values. The
     fetch ops' targets are always kept; a program without fetch ops keeps, by default, the
     values no op reads (its results)."""
-    names = list(INFERENCE_PASSES if names is None else names)
+    names = list(INFERENCE_PASSES if names is None else
+                 [names] if isinstance(names, str) else names)
     unknown = [n for n in names if n not in PASSES]
     if unknown:
         raise HeadraceError(f"unknown inference pass(es) {', '.join(map(repr, unknown))}: "
