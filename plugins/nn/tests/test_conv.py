@@ -214,14 +214,14 @@ def test_kernel_many_images_span_several_chunks(check, dtype, layout):
     check("conv2d", {"Input": x, "Filter": w}, {"data_format": layout}, **TOL[dtype])
 
 
-# float32 NCHW products of 64K+ multiply-adds run on the packed GEMM, whose panels im2col writes
-# directly: output rows straddling 32-column panels (P % 32 != 0), strides, paddings, groups,
-# dilation, and Bias / ResidualData accumulated into the GEMM's result.
+# float32 NCHW images of 512+ output positions P run on the packed GEMM, whose panels im2col
+# writes directly: output rows straddling 32-column panels (P % 32 != 0), strides, paddings,
+# groups, dilation, and Bias / ResidualData accumulated into the GEMM's result.
 PACKED = [
-    (16, 16, 13, 13, (3, 3), {"paddings": [1, 1], "groups": 2}),              # P = 169
-    (16, 24, 19, 19, (3, 3), {"strides": [2, 2], "paddings": [1, 1]}),        # P = 100
-    (8, 32, 17, 15, (3, 3), {"strides": [1, 2], "paddings": [2, 0, 1, 2],
-                             "dilations": [2, 1]}),                            # P = 120
+    (16, 16, 23, 23, (3, 3), {"paddings": [1, 1], "groups": 2}),              # P = 529
+    (8, 16, 49, 49, (3, 3), {"strides": [2, 2], "paddings": [1, 1]}),         # P = 625
+    (8, 32, 33, 45, (3, 3), {"strides": [1, 2], "paddings": [2, 0, 1, 2],
+                             "dilations": [2, 1]}),                            # P = 713
 ]
 
 
@@ -244,8 +244,8 @@ def test_kernel_packed_im2col(check, case, extra):
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_kernel_chunks_with_a_one_image_tail(check, dtype):
-    # float64 LeNet-2: chunks of 4 images, the 17th alone (its GEMM writes into Output, onto
-    # ResidualData); float32: the packed path, one image per GEMM.
+    # LeNet-2: chunks of 8 (float32) or 4 (float64) images, the 17th alone (its GEMM writes
+    # into Output, onto ResidualData, where the others go through the chunk's buffer).
     rng = np.random.default_rng(9)
     x = rng.standard_normal((17, 20, 12, 12)).astype(dtype)
     w = (rng.standard_normal((50, 20, 5, 5)) * 0.1).astype(dtype)

@@ -38,6 +38,7 @@ from libc.string cimport memcpy, memset
 from headrace.kernels.common cimport contiguous, empty, real, shape_of
 from headrace.kernels.packed_gemm cimport hr_pgemm, hr_pgemm_ok, hr_pgemm_packed_size
 from ._common cimport expect_shape, fast_gemm, float_array, gemm
+from ._im2col cimport Geom, _col2im, _im2col, _im2row, _row2im
 
 import numpy as np
 
@@ -62,125 +63,6 @@ cdef inline void _gemm(bint trans_b, int M, int N, int K, const real* A, int lda
                        const real* B, int ldb, real beta, real* C, int ldc) noexcept nogil:
     """Row-major C[M, N] = A[M, K] @ op(B) + beta * C; op(B) = B^T [N, K] when trans_b."""
     fast_gemm(False, trans_b, M, N, K, A, lda, B, ldb, beta, C, ldc)
-
-
-cdef struct Geom:
-    int C, H, W            # input channels (all groups), height, width
-    int Cg, Mg, M, groups  # channels and filters per group, filters
-    int kh, kw, sh, sw, dh, dw, pt, pl
-    int Ho, Wo
-    bint direct            # 1x1, stride 1, no padding: no im2col
-
-
-cdef inline void _span(int off, int stride, int size, int n, int* lo, int* hi) noexcept nogil:
-    """Output positions o in [lo, hi) whose input off + o*stride is in [0, size)."""
-    cdef int a = 0, b
-    if off < 0:
-        a = (-off + stride - 1) // stride
-    if size - 1 - off < 0:
-        b = 0
-    else:
-        b = (size - 1 - off) // stride + 1
-    if b > n:
-        b = n
-    if a > b:
-        a = b
-    lo[0] = a
-    hi[0] = b
-
-
-cdef void _im2col(const real* img, real* col, Py_ssize_t ld, const Geom* g) noexcept nogil:
-    """col[(c, i, j), (oh, ow)] = img[c, oh*sh - pt + i*dh, ow*sw - pl + j*dw] or 0, rows
-    ``ld`` apart; img is the group's [Cg, H, W] planes of one image."""
-    cdef int c, i, j, oh, ow, ih, off, lo, hi, Wo = g.Wo
-    cdef real* d
-    cdef const real* src
-    for c in range(g.Cg):
-        for i in range(g.kh):
-            for j in range(g.kw):
-                off = j * g.dw - g.pl
-                _span(off, g.sw, g.W, Wo, &lo, &hi)
-                for oh in range(g.Ho):
-                    d = col + oh * Wo
-                    ih = oh * g.sh - g.pt + i * g.dh
-                    if ih < 0 or ih >= g.H:
-                        for ow in range(Wo):
-                            d[ow] = 0
-                        continue
-                    src = img + (<Py_ssize_t>c * g.H + ih) * g.W + off
-                    # Plain loops, not memcpy: the rows are short (Wo values) and the compiler
-                    # vectorizes these, where a call per row would cost more than the copy.
-                    for ow in range(lo):
-                        d[ow] = 0
-                    if g.sw == 1:
-                        for ow in range(lo, hi):
-                            d[ow] = src[ow]
-                    else:
-                        for ow in range(lo, hi):
-                            d[ow] = src[ow * g.sw]
-                    for ow in range(hi, Wo):
-                        d[ow] = 0
-                col += ld
-
-
-cdef void _im2col_packed(const float* img, float* bp, Py_ssize_t K, Py_ssize_t q0,
-                         const Geom* g) noexcept nogil:
-    """_im2col written straight into the packed GEMM's B panels (packed_gemm.h: panels of 32
-    columns, [K, 32] each), as columns q0 .. q0 + Ho*Wo of a K-row matrix: the GEMM then reads
-    it as it lies, where hr_pgemm_b would copy the whole col matrix once more to pack it."""
-    cdef int c, i, j, oh, ow, ih, off, lo, hi, Wo = g.Wo, run, a, b, t
-    cdef Py_ssize_t r = 0, q
-    cdef float* d
-    cdef const float* src
-    for c in range(g.Cg):
-        for i in range(g.kh):
-            for j in range(g.kw):
-                off = j * g.dw - g.pl
-                _span(off, g.sw, g.W, Wo, &lo, &hi)
-                for oh in range(g.Ho):
-                    ih = oh * g.sh - g.pt + i * g.dh
-                    src = img + (<Py_ssize_t>c * g.H + ih) * g.W + off
-                    ow = 0
-                    while ow < Wo:       # the row's stretch inside one panel at a time
-                        q = q0 + <Py_ssize_t>oh * Wo + ow
-                        run = min(32 - <int>(q & 31), Wo - ow)
-                        d = bp + (q >> 5) * K * 32 + r * 32 + (q & 31) - ow
-                        if ih < 0 or ih >= g.H:
-                            for t in range(ow, ow + run):
-                                d[t] = 0
-                        else:
-                            a = min(max(lo, ow), ow + run)
-                            b = min(max(hi, a), ow + run)
-                            for t in range(ow, a):
-                                d[t] = 0
-                            if g.sw == 1:
-                                for t in range(a, b):
-                                    d[t] = src[t]
-                            else:
-                                for t in range(a, b):
-                                    d[t] = src[t * g.sw]
-                            for t in range(b, ow + run):
-                                d[t] = 0
-                        ow += run
-                r += 1
-
-
-cdef void _im2row(const real* img, real* row, const Geom* g) noexcept nogil:
-    """row[(oh, ow), (i, j, c)] = img[oh*sh - pt + i*dh, ow*sw - pl + j*dw, c] or 0; img
-    points at the group's first channel of one [H, W, C] image."""
-    cdef int oh, ow, i, j, ih, iw
-    cdef Py_ssize_t cg = g.Cg
-    for oh in range(g.Ho):
-        for ow in range(g.Wo):
-            for i in range(g.kh):
-                ih = oh * g.sh - g.pt + i * g.dh
-                for j in range(g.kw):
-                    iw = ow * g.sw - g.pl + j * g.dw
-                    if ih < 0 or ih >= g.H or iw < 0 or iw >= g.W:
-                        memset(row, 0, cg * sizeof(real))
-                    else:
-                        memcpy(row, img + (<Py_ssize_t>ih * g.W + iw) * g.C, cg * sizeof(real))
-                    row += cg
 
 
 cdef void _unpack(const real* tmp, real* out, Py_ssize_t n0, Py_ssize_t b, int grp,
@@ -235,8 +117,10 @@ cdef int _run(const real* x, const real* w, real* out, Py_ssize_t N, const Geom*
                       x + (n0 * g.C + <Py_ssize_t>grp * g.Cg) * hw, <int>P, beta,
                       out + (n0 * g.M + <Py_ssize_t>grp * g.Mg) * P, <int>P)
         return 0
-    # float32 NCHW on the packed GEMM (see fast_gemm's rule): im2col writes its panels.
-    cdef bint packed = (real is float and not nhwc and
+    # float32 NCHW on the packed GEMM (see fast_gemm's rule), im2col writing its panels, one
+    # image per GEMM: where an image has 512+ output positions (16+ panels). Smaller images
+    # measured faster in multi-image chunks (LeNet-2's 8x8 outputs: 10%; 16x16: 0-7%).
+    cdef bint packed = (real is float and not nhwc and P >= 512 and
                         <Py_ssize_t>g.Mg * P * K >= 65536 and hr_pgemm_ok())
     cdef Py_ssize_t ncol = K * chunk * P
     if packed:
@@ -266,14 +150,13 @@ cdef int _run(const real* x, const real* w, real* out, Py_ssize_t N, const Geom*
                       out + n0 * P * g.M + grp * g.Mg, g.M)
             elif packed:
                 # One image per GEMM (chunk 1), straight into its [Mg, P] block of Output.
-                _im2col_packed(<const float*>x + (n0 * g.C + <Py_ssize_t>grp * g.Cg) * hw,
-                               <float*>col, K, 0, g)
+                _im2col(x + (n0 * g.C + <Py_ssize_t>grp * g.Cg) * hw, col, K, True, g)
                 hr_pgemm(g.Mg, <int>P, <int>K, <const float*>wg, K, 1, <float*>col,
                          <float*>out + (n0 * g.M + <Py_ssize_t>grp * g.Mg) * P, P, accumulate)
             else:
                 for b in range(nb):
                     _im2col(x + ((n0 + b) * g.C + <Py_ssize_t>grp * g.Cg) * hw, col + b * P,
-                            nb * P, g)
+                            nb * P, False, g)
                 if nb == 1:
                     # One image: its [Mg, P] block of Output is a matrix with ld P already.
                     _gemm(False, g.Mg, <int>P, <int>K, wg, <int>K, col, <int>P, beta,
@@ -382,50 +265,6 @@ cdef class Conv2D:
 
 # -- gradient -----------------------------------------------------------------------------------
 
-cdef void _col2im(const real* col, real* img, Py_ssize_t ld, const Geom* g) noexcept nogil:
-    """The adjoint of _im2col: img[c, oh*sh - pt + i*dh, ow*sw - pl + j*dw] += col[(c, i, j),
-    (oh, ow)] for the positions inside the image; img is the group's [Cg, H, W] planes."""
-    cdef int c, i, j, oh, ow, ih, off, lo, hi, Wo = g.Wo
-    cdef const real* s
-    cdef real* dst
-    for c in range(g.Cg):
-        for i in range(g.kh):
-            for j in range(g.kw):
-                off = j * g.dw - g.pl
-                _span(off, g.sw, g.W, Wo, &lo, &hi)
-                for oh in range(g.Ho):
-                    ih = oh * g.sh - g.pt + i * g.dh
-                    if ih < 0 or ih >= g.H:
-                        continue
-                    s = col + oh * Wo
-                    dst = img + (<Py_ssize_t>c * g.H + ih) * g.W + off
-                    if g.sw == 1:
-                        for ow in range(lo, hi):
-                            dst[ow] += s[ow]
-                    else:
-                        for ow in range(lo, hi):
-                            dst[ow * g.sw] += s[ow]
-                col += ld
-
-
-cdef void _row2im(const real* row, real* img, const Geom* g) noexcept nogil:
-    """The adjoint of _im2row: img[ih, iw, group channels] += row[(oh, ow), (i, j, c)]."""
-    cdef int oh, ow, i, j, ih, iw, c
-    cdef int cg = g.Cg
-    cdef real* d
-    for oh in range(g.Ho):
-        for ow in range(g.Wo):
-            for i in range(g.kh):
-                ih = oh * g.sh - g.pt + i * g.dh
-                for j in range(g.kw):
-                    iw = ow * g.sw - g.pl + j * g.dw
-                    if ih >= 0 and ih < g.H and iw >= 0 and iw < g.W:
-                        d = img + (<Py_ssize_t>ih * g.W + iw) * g.C
-                        for c in range(cg):
-                            d[c] += row[c]
-                    row += cg
-
-
 cdef int _run_grad(const real* x, const real* w, const real* dy, real* dx, real* dw,
                    Py_ssize_t N, const Geom* g, bint nhwc, Py_ssize_t chunk) noexcept nogil:
     """Input@GRAD into a zeroed dx and Filter@GRAD into a zeroed dw (either may be NULL: not
@@ -512,7 +351,7 @@ cdef int _run_grad(const real* x, const real* w, const real* dy, real* dx, real*
             if dw != NULL:
                 for b in range(nb):
                     _im2col(x + ((n0 + b) * g.C + <Py_ssize_t>grp * g.Cg) * hw, col + b * P,
-                            cols, g)
+                            cols, False, g)
                 # Filter@GRAD_g^T [K, Mg]: Mg is the packed GEMM's panel width (32 columns);
                 # where half a panel or more would be empty (Mg = 16 and the like), BLAS
                 # (measured: 16 -> 16 and 3 -> 16 3x3 filters 16-30% faster per call; at
