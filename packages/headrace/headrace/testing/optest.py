@@ -49,7 +49,8 @@ def _split(value):
 
 # Outputs an op updates in place, bound to their input's variables as the layers bind them (the
 # op's infer refuses anything else): run_op's ``same_var`` for these ops.
-IN_PLACE_OUTPUTS = {"batch_norm": {"MeanOut": "Mean", "VarianceOut": "Variance"}}
+_RUNNING_STATS = {"MeanOut": "Mean", "VarianceOut": "Variance"}
+IN_PLACE_OUTPUTS = {"batch_norm": _RUNNING_STATS, "sync_batch_norm": _RUNNING_STATS}
 
 
 def run_op(op_type, inputs, output_slots=None, attrs=None, place=None, registry=None,
