@@ -38,6 +38,20 @@ def best_time(fn, repeat=5, number=1, warmup=1):
     return best
 
 
+def torch_train_step(torch, net, opt, x, y):
+    """One PyTorch eager training step of ``net`` on (x, y) with cross entropy and ``opt``,
+    as a function that returns the loss: the peer of headrace's training benchmarks."""
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad()
+        loss = loss_fn(net(x), y)
+        loss.backward()
+        opt.step()
+        return loss.item()
+    return step
+
+
 def report(name, **figures):
     figures = {"benchmark": name, **figures,
                "threads": {"OMP_NUM_THREADS": os.environ["OMP_NUM_THREADS"],

@@ -87,15 +87,7 @@ def torch_step(torch, xs, ys):
     net.train()
     x, y = torch.from_numpy(xs), torch.from_numpy(ys[:, 0])
     opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
-    loss_fn = nn.CrossEntropyLoss()
-
-    def step():
-        opt.zero_grad()
-        loss = loss_fn(net(x), y)
-        loss.backward()
-        opt.step()
-        return loss.item()
-    return step
+    return _bench.torch_train_step(torch, net, opt, x, y)
 
 
 def interleaved(runs, rounds, number):

@@ -66,15 +66,7 @@ def torch_step(torch, model, batch):
         x = torch.randn(batch, 1, 28, 28)
     y = torch.randint(0, 10, (batch,))
     opt = torch.optim.SGD(net.parameters(), lr=0.01)
-    loss_fn = nn.CrossEntropyLoss()
-
-    def step():
-        opt.zero_grad()
-        loss = loss_fn(net(x), y)
-        loss.backward()
-        opt.step()
-        return loss.item()
-    return step
+    return _bench.torch_train_step(torch, net, opt, x, y)
 
 
 def bench_step(model, batch):

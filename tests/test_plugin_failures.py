@@ -18,7 +18,8 @@ from headrace.ops import In, OpDef, Out, PluginWarning, build_registry, hookimpl
 from headrace.ops import plugins as plugins_mod
 from headrace.ops.shape import same_as
 from headrace.runtime import executor as executor_mod
-from headrace.testing.plugin_dists import package_plugin, write_plugin_distribution
+from headrace.testing.plugin_dists import (eager_plugin, package_plugin,
+                                            write_plugin_distribution)
 
 MATH = "headrace-math:math"
 
@@ -216,7 +217,7 @@ def test_a_malformed_kernels_list_is_the_plugins_error(path, source, error):
     # A good module first: the package is all or nothing.
     _write_package(path, package, {"a_good": "KERNELS = [('m_op', len, ['float64'])]\n",
                                    "b_bad": source + "\n"})
-    reg = build_registry(plugins=[("good", _eager_plugin("good_op")),
+    reg = build_registry(plugins=[("good", eager_plugin("good_op")),
                                   ("bad", package_plugin(package, "m_op"))], autoload=False)
     with pytest.warns(PluginWarning) as record:
         with pytest.raises(KernelNotFoundError) as info:
@@ -234,26 +235,11 @@ def test_a_package_failure_found_in_another_plugins_hook_is_not_that_plugins(pat
     _write_package(path, package, {"k": "KERNELS = [('m_op', abs)]\n"})
     with pytest.warns(PluginWarning) as record:
         reg = build_registry(plugins=[("bad", package_plugin(package, "m_op")),
-                                      ("late", _eager_plugin("late_op"))], autoload=False)
+                                      ("late", eager_plugin("late_op"))], autoload=False)
     (message,) = [str(w.message) for w in record]
     assert message.startswith("headrace plugin 'bad': ") and "KERNELS[0] must be" in message
     assert reg.failed == {} and reg.plugins[1:] == ["bad", "late"]
     assert reg.kernel("late_op", "cpu").fn is abs and "cpu" in reg.unavailable
-
-
-def _eager_plugin(op):
-    class Plugin:
-        @staticmethod
-        @hookimpl
-        def headrace_register_ops(registry):
-            registry.add_op(OpDef(op, inputs=[In("X")], outputs=[Out("Out")],
-                                  infer=same_as("X")))
-
-        @staticmethod
-        @hookimpl
-        def headrace_register_kernels(registry):
-            registry.add_kernel(op, "cpu", abs)
-    return Plugin
 
 
 # -- threads ----------------------------------------------------------------------------------

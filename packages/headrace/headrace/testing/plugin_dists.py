@@ -7,7 +7,7 @@ from ..ops.hookspecs import hookimpl
 from ..ops.plugins import ENTRY_POINT_GROUP
 from ..ops.shape import same_as
 
-__all__ = ["write_plugin_distribution", "package_plugin"]
+__all__ = ["write_plugin_distribution", "package_plugin", "eager_plugin"]
 
 
 def write_plugin_distribution(folder, dist, modules, entry_point="ops"):
@@ -32,10 +32,9 @@ def write_plugin_distribution(folder, dist, modules, entry_point="ops"):
     return f"{dist}:{entry_point}"
 
 
-def package_plugin(package, op, device="cpu"):
-    """A plugin object (for ``build_registry(plugins=[(name, plugin)])``) that defines op
-    ``op`` (X -> Out, Out shaped as X) and names ``package`` as its ``device`` kernel package,
-    imported on the device's first use: how tests make a kernel package fail late."""
+def _x_to_out_plugin(op, register_kernels):
+    """A plugin object that defines op ``op`` (X -> Out, Out shaped as X) and registers its
+    kernels with ``register_kernels(registry)``."""
     class Plugin:
         @staticmethod
         @hookimpl
@@ -46,5 +45,17 @@ def package_plugin(package, op, device="cpu"):
         @staticmethod
         @hookimpl
         def headrace_register_kernels(registry):
-            registry.add_kernel_package(package, device)
+            register_kernels(registry)
     return Plugin
+
+
+def package_plugin(package, op, device="cpu"):
+    """A plugin object (for ``build_registry(plugins=[(name, plugin)])``) that defines op
+    ``op`` (X -> Out, Out shaped as X) and names ``package`` as its ``device`` kernel package,
+    imported on the device's first use: how tests make a kernel package fail late."""
+    return _x_to_out_plugin(op, lambda registry: registry.add_kernel_package(package, device))
+
+
+def eager_plugin(op, fn=abs, device="cpu"):
+    """Like ``package_plugin``, with ``fn`` registered as the ``device`` kernel at once."""
+    return _x_to_out_plugin(op, lambda registry: registry.add_kernel(op, device, fn))
