@@ -19,7 +19,7 @@ def main():
     exe, scope = hr.Executor(), hr.Scope()
     # The fetch copies the result to the caller, so time the executor's own plan run as well.
     rp = exe._run_plan(prog, ("x", "y"), ("out",), False)
-    slots = dict((n, i) for n, i, _ in rp.feeds)
+    slots = {feed[0]: feed[1] for feed in rp.feeds}     # (name, slot, ...)
 
     def kernel_only():
         values = [None] * rp.nslots
