@@ -25,6 +25,17 @@ setup(
     version="0.1.0",
     description="headrace: the core and every first-party op plugin",
     packages=[],
+    # protobuf 7 (the core's IR) has wheels for Python 3.10 and newer only.
+    python_requires=">=3.10",
+    classifiers=[
+        "Development Status :: 3 - Alpha",
+        "Intended Audience :: Developers",
+        "Intended Audience :: Science/Research",
+        "Operating System :: POSIX :: Linux",
+        "Programming Language :: Python :: 3",
+        "Programming Language :: Python :: 3 :: Only",
+        "Topic :: Scientific/Engineering :: Artificial Intelligence",
+    ],
     install_requires=[f"{name} @ file://{os.path.join(HERE, path)}" for name, path in PARTS.items()]
     # The demo's data set ships inside scikit-learn; tqdm draws its progress bar.
     + ["scikit-learn>=1.3", "tqdm>=4.60"],
