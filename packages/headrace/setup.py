@@ -11,6 +11,6 @@ os.chdir(here)
 # headrace/build.py by path: importing the package would need its runtime dependencies.
 kernel_build = runpy.run_path(os.path.join("headrace", "build.py"))["kernel_build"]
 # The kernels cimport headrace/kernels/common.pxd from this source tree (the working directory).
-sources = ["headrace/runtime/_loop.pyx",
+sources = ["headrace/runtime/_loop.pyx", "headrace/kernels/threads.pyx",
            *sorted(glob.glob(os.path.join("headrace", "core_ops", "kernels", "cpu", "*.pyx")))]
 setup(**kernel_build("headrace", "headrace", sources, include_path=[here]))

@@ -16,6 +16,7 @@ from .framework import (PROGRAM_VERSION, Block, Operator, Parameter, Program, Va
                         default_main_program, default_startup_program, program_guard)
 from .runtime import (CPUPlace, CUDAPlace, Executor, Scope, Tensor, TensorArray,
                       create_lod_tensor, global_scope, scope_guard)
+from .runtime.threads import get_num_threads, set_num_threads
 from . import clip, initializer, layers, optimizer, profiler, regularizer
 from . import passes  # inference passes over programs (hr.passes.apply)
 from . import onnx  # ONNX export; the onnx package itself is imported only by an export
@@ -37,5 +38,5 @@ __all__ = [
     "Tensor", "TensorArray", "create_lod_tensor", "global_scope", "scope_guard", "__version__",
     "LayerError", "clip", "initializer", "layers", "optimizer", "profiler", "regularizer",
     "LayerHelper",
-    "ParamAttr", "eval", "onnx", "draw", "passes",
+    "ParamAttr", "eval", "onnx", "draw", "passes", "set_num_threads", "get_num_threads",
 ]

@@ -24,7 +24,7 @@ import glob
 import os
 import sys
 
-__all__ = ["include_path", "cython_extensions", "kernel_build"]
+__all__ = ["include_path", "cython_extensions", "kernel_build", "openmp_flags"]
 
 # Cython code generation that keeps the C small: no source lines copied into the C as comments
 # (a third of the lines) and no signatures or line tracing compiled in.
@@ -37,6 +37,15 @@ NO_DEBUG_INFO = ("-g0",)
 # -O3's unswitching, peeling and cloning that took 40-75% longer to compile the big modules.
 OPTIMIZE = ("-O2", "-fvect-cost-model=dynamic")
 DEFINE_MACROS = [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]
+
+
+def openmp_flags():
+    """Compile and link flags for OpenMP (the kernels' ``prange`` loops and the packed GEMM's
+    ``omp parallel``): GCC's ``-fopenmp`` on Linux; none elsewhere (Apple's clang has no
+    OpenMP runtime) or with ``HEADRACE_OPENMP=0``, and the loops then run serially."""
+    if os.environ.get("HEADRACE_OPENMP", "1") == "0" or not sys.platform.startswith("linux"):
+        return ()
+    return ("-fopenmp",)
 
 
 def include_path():
@@ -90,11 +99,11 @@ def kernel_build(dist, package, sources, include_path=(), include_dirs=(), extra
     from setuptools import Extension
     from setuptools.command.build_ext import build_ext
 
-    args = [*OPTIMIZE, *extra_compile_args, *NO_DEBUG_INFO]
+    args = [*OPTIMIZE, *openmp_flags(), *extra_compile_args, *NO_DEBUG_INFO]
     extensions = [
         Extension(path[:-len(".pyx")].replace(os.sep, "."), [path],
                   include_dirs=[np.get_include(), *include_dirs], define_macros=DEFINE_MACROS,
-                  extra_compile_args=args)
+                  extra_compile_args=args, extra_link_args=list(openmp_flags()))
         for path in sources]
     options = {"include_path": list(include_path), "compiler_directives": DIRECTIVES}
     if tuple(int(v) for v in Cython.__version__.split(".")[:2]) >= (3, 1):

@@ -89,79 +89,147 @@ HR_AVX512 static void hr_pgemm_tile##MR(int k, const float* a, ptrdiff_t a_rs, p
 
 HR_TILE(12) HR_TILE(8) HR_TILE(4) HR_TILE(2) HR_TILE(1)
 
+/* The row tiles of rows [i0, i1) against one panel block (kc rows of b, columns j0.. of c). */
+#define HR_ROWS(I0, I1, KC, AK, B, CP)                                                        \
+    do {                                                                                     \
+        int i = (I0);                                                                        \
+        for (; i + 12 <= (I1); i += 12)                                                      \
+            hr_pgemm_tile12(KC, AK + i * a_rs, a_rs, a_ks, B, CP + i * ldc, ldc, acc, m0, m1); \
+        for (; i + 8 <= (I1); i += 8)                                                        \
+            hr_pgemm_tile8(KC, AK + i * a_rs, a_rs, a_ks, B, CP + i * ldc, ldc, acc, m0, m1);  \
+        for (; i + 4 <= (I1); i += 4)                                                        \
+            hr_pgemm_tile4(KC, AK + i * a_rs, a_rs, a_ks, B, CP + i * ldc, ldc, acc, m0, m1);  \
+        for (; i + 2 <= (I1); i += 2)                                                        \
+            hr_pgemm_tile2(KC, AK + i * a_rs, a_rs, a_ks, B, CP + i * ldc, ldc, acc, m0, m1);  \
+        for (; i < (I1); i++)                                                                \
+            hr_pgemm_tile1(KC, AK + i * a_rs, a_rs, a_ks, B, CP + i * ldc, ldc, acc, m0, m1);  \
+    } while (0)
+
+#define HR_MASKS(NJ)                                                                          \
+    __mmask16 m0 = (NJ) >= 16 ? 0xFFFF : (__mmask16)((1u << (NJ)) - 1);                       \
+    __mmask16 m1 = (NJ) >= 32 ? 0xFFFF : (NJ) > 16 ? (__mmask16)((1u << ((NJ) - 16)) - 1) : 0
+
 /* C[m, n] = A B (+ C when accumulate), B packed by hr_pgemm_pack. k in blocks of HR_KC: a
  * panel's block (32 KB) stays in L1 while every row tile passes over it, and the weight
- * gradient's A block (h^T, k rows of it) in L2 across the panels. */
+ * gradient's A block (h^T, k rows of it) in L2 across the panels. This computes rows [i0, i1)
+ * and panels [p0, p1) of C: one thread's share (hr_pgemm_split). */
 #define HR_KC 256
 
-HR_AVX512 static void hr_pgemm(int m, int n, int k, const float* a, ptrdiff_t a_rs,
-                                  ptrdiff_t a_ks, const float* bp, float* c, ptrdiff_t ldc,
-                                  int accumulate) {
+HR_AVX512 static void hr_pgemm_part(int i0, int i1, int p0, int p1, int n, int k,
+                                    const float* a, ptrdiff_t a_rs, ptrdiff_t a_ks,
+                                    const float* bp, float* c, ptrdiff_t ldc, int accumulate) {
     if (k <= 0 && !accumulate)   /* an empty product: C = 0, as BLAS with beta 0 */
-        for (int i = 0; i < m; i++)
-            memset(c + i * ldc, 0, sizeof(float) * (size_t)(n > 0 ? n : 0));
+        for (int i = i0; i < i1; i++)
+            for (int p = p0; p < p1; p++)
+                memset(c + i * ldc + p * HR_NR, 0,
+                       sizeof(float) * (size_t)(n - p * HR_NR < HR_NR ? n - p * HR_NR : HR_NR));
     for (int k0 = 0; k0 < k; k0 += HR_KC) {
         int kc = k - k0 < HR_KC ? k - k0 : HR_KC;
         int acc = accumulate || k0 > 0;
         const float* ak = a + k0 * a_ks;
-        for (int p = 0; p < (n + HR_NR - 1) / HR_NR; p++) {
+        for (int p = p0; p < p1; p++) {
             int j0 = p * HR_NR, nj = n - j0 < HR_NR ? n - j0 : HR_NR;
-            __mmask16 m0 = nj >= 16 ? 0xFFFF : (__mmask16)((1u << nj) - 1);
-            __mmask16 m1 = nj >= 32 ? 0xFFFF : nj > 16 ? (__mmask16)((1u << (nj - 16)) - 1) : 0;
-            const float* b = bp + ((size_t)p * k + k0) * HR_NR;
-            float* cp = c + j0;
-            int i = 0;
-            for (; i + 12 <= m; i += 12)
-                hr_pgemm_tile12(kc, ak + i * a_rs, a_rs, a_ks, b, cp + i * ldc, ldc, acc, m0, m1);
-            for (; i + 8 <= m; i += 8)
-                hr_pgemm_tile8(kc, ak + i * a_rs, a_rs, a_ks, b, cp + i * ldc, ldc, acc, m0, m1);
-            for (; i + 4 <= m; i += 4)
-                hr_pgemm_tile4(kc, ak + i * a_rs, a_rs, a_ks, b, cp + i * ldc, ldc, acc, m0, m1);
-            for (; i + 2 <= m; i += 2)
-                hr_pgemm_tile2(kc, ak + i * a_rs, a_rs, a_ks, b, cp + i * ldc, ldc, acc, m0, m1);
-            for (; i < m; i++)
-                hr_pgemm_tile1(kc, ak + i * a_rs, a_rs, a_ks, b, cp + i * ldc, ldc, acc, m0, m1);
+            HR_MASKS(nj);
+            HR_ROWS(i0, i1, kc, ak, bp + ((size_t)p * k + k0) * HR_NR, c + j0);
         }
     }
 }
 
-/* C[m, n] = A B (+ C) with B as it lies (row stride ldb): each panel's k block is packed
- * into a 32 KB buffer just before its tiles, so a large B (the weight gradient's, the gates'
- * gradients of every step) is read once and never copied whole. */
-HR_AVX512 static void hr_pgemm_b(int m, int n, int k, const float* a, ptrdiff_t a_rs,
-                                    ptrdiff_t a_ks, const float* b, ptrdiff_t ldb, float* c,
-                                    ptrdiff_t ldc, int accumulate) {
+/* The same with B as it lies (row stride ldb): each panel's k block is packed into a 32 KB
+ * buffer just before its tiles, so a large B (the weight gradient's, the gates' gradients of
+ * every step) is read once and never copied whole. */
+HR_AVX512 static void hr_pgemm_b_part(int i0, int i1, int p0, int p1, int n, int k,
+                                      const float* a, ptrdiff_t a_rs, ptrdiff_t a_ks,
+                                      const float* b, ptrdiff_t ldb, float* c, ptrdiff_t ldc,
+                                      int accumulate) {
     float buf[HR_KC * HR_NR] __attribute__((aligned(64)));
-    if (k <= 0 && !accumulate)
-        for (int i = 0; i < m; i++)
-            memset(c + i * ldc, 0, sizeof(float) * (size_t)(n > 0 ? n : 0));
+    if (k <= 0) {
+        hr_pgemm_part(i0, i1, p0, p1, n, k, a, a_rs, a_ks, b, c, ldc, accumulate);
+        return;
+    }
     for (int k0 = 0; k0 < k; k0 += HR_KC) {
         int kc = k - k0 < HR_KC ? k - k0 : HR_KC;
         int acc = accumulate || k0 > 0;
         const float* ak = a + k0 * a_ks;
-        for (int p = 0; p < (n + HR_NR - 1) / HR_NR; p++) {
+        for (int p = p0; p < p1; p++) {
             int j0 = p * HR_NR, nj = n - j0 < HR_NR ? n - j0 : HR_NR;
-            __mmask16 m0 = nj >= 16 ? 0xFFFF : (__mmask16)((1u << nj) - 1);
-            __mmask16 m1 = nj >= 32 ? 0xFFFF : nj > 16 ? (__mmask16)((1u << (nj - 16)) - 1) : 0;
+            HR_MASKS(nj);
             for (int l = 0; l < kc; l++) {
                 const float* src = b + (size_t)(k0 + l) * ldb + j0;
                 _mm512_store_ps(buf + l * HR_NR, _mm512_maskz_loadu_ps(m0, src));
                 _mm512_store_ps(buf + l * HR_NR + 16, _mm512_maskz_loadu_ps(m1, src + 16));
             }
-            float* cp = c + j0;
-            int i = 0;
-            for (; i + 12 <= m; i += 12)
-                hr_pgemm_tile12(kc, ak + i * a_rs, a_rs, a_ks, buf, cp + i * ldc, ldc, acc, m0, m1);
-            for (; i + 8 <= m; i += 8)
-                hr_pgemm_tile8(kc, ak + i * a_rs, a_rs, a_ks, buf, cp + i * ldc, ldc, acc, m0, m1);
-            for (; i + 4 <= m; i += 4)
-                hr_pgemm_tile4(kc, ak + i * a_rs, a_rs, a_ks, buf, cp + i * ldc, ldc, acc, m0, m1);
-            for (; i + 2 <= m; i += 2)
-                hr_pgemm_tile2(kc, ak + i * a_rs, a_rs, a_ks, buf, cp + i * ldc, ldc, acc, m0, m1);
-            for (; i < m; i++)
-                hr_pgemm_tile1(kc, ak + i * a_rs, a_rs, a_ks, buf, cp + i * ldc, ldc, acc, m0, m1);
+            HR_ROWS(i0, i1, kc, ak, buf, c + j0);
         }
     }
+}
+
+/* Thread t of nt's share of C: whole panels when there are enough of them to go round (each
+ * thread then reads only its part of B), else bands of whole 12-row tiles. Every element of C
+ * is computed by one thread in the same order as serially: the result does not depend on the
+ * thread count. */
+static inline void hr_pgemm_split(int m, int n, int t, int nt, int* i0, int* i1, int* p0,
+                                  int* p1) {
+    int np = (n + HR_NR - 1) / HR_NR, tiles = (m + HR_MR - 1) / HR_MR;
+    if (np >= 2 * nt || np >= tiles || (np >= nt && np % nt == 0)) {
+        *i0 = 0; *i1 = m;
+        *p0 = (int)((long)np * t / nt); *p1 = (int)((long)np * (t + 1) / nt);
+    } else {
+        *p0 = 0; *p1 = np;
+        *i0 = (int)((long)tiles * t / nt) * HR_MR; *i1 = (int)((long)tiles * (t + 1) / nt) * HR_MR;
+        if (*i1 > m) *i1 = m;
+    }
+}
+
+#ifdef _OPENMP
+#include <omp.h>
+/* Runs CALL on each of nthreads threads (the caller's variable), each with its share. */
+#define HR_PARALLEL(CALL)                                                                     \
+    if (nthreads > 1) {                                                                      \
+        _Pragma("omp parallel num_threads(nthreads)")                                        \
+        {                                                                                    \
+            int i0, i1, p0, p1;                                                              \
+            hr_pgemm_split(m, n, omp_get_thread_num(), omp_get_num_threads(),                \
+                           &i0, &i1, &p0, &p1);                                              \
+            CALL;                                                                            \
+        }                                                                                    \
+        return;                                                                              \
+    }
+#else
+#define HR_PARALLEL(CALL)
+#endif
+
+/* C[m, n] = A B (+ C when accumulate), B packed by hr_pgemm_pack, on nthreads threads
+ * (OpenMP; serial in a build without it). */
+static void hr_pgemm_mt(int m, int n, int k, const float* a, ptrdiff_t a_rs, ptrdiff_t a_ks,
+                        const float* bp, float* c, ptrdiff_t ldc, int accumulate,
+                        int nthreads) {
+    HR_PARALLEL(hr_pgemm_part(i0, i1, p0, p1, n, k, a, a_rs, a_ks, bp, c, ldc,
+                                        accumulate))
+    hr_pgemm_part(0, m, 0, (n + HR_NR - 1) / HR_NR, n, k, a, a_rs, a_ks, bp, c, ldc,
+                  accumulate);
+}
+
+/* C[m, n] = A B (+ C) with B as it lies, on nthreads threads. */
+static void hr_pgemm_b_mt(int m, int n, int k, const float* a, ptrdiff_t a_rs,
+                          ptrdiff_t a_ks, const float* b, ptrdiff_t ldb, float* c,
+                          ptrdiff_t ldc, int accumulate, int nthreads) {
+    HR_PARALLEL(hr_pgemm_b_part(i0, i1, p0, p1, n, k, a, a_rs, a_ks, b, ldb, c, ldc,
+                                          accumulate))
+    hr_pgemm_b_part(0, m, 0, (n + HR_NR - 1) / HR_NR, n, k, a, a_rs, a_ks, b, ldb, c, ldc,
+                    accumulate);
+}
+
+static inline void hr_pgemm(int m, int n, int k, const float* a, ptrdiff_t a_rs,
+                            ptrdiff_t a_ks, const float* bp, float* c, ptrdiff_t ldc,
+                            int accumulate) {
+    hr_pgemm_mt(m, n, k, a, a_rs, a_ks, bp, c, ldc, accumulate, 1);
+}
+
+static inline void hr_pgemm_b(int m, int n, int k, const float* a, ptrdiff_t a_rs,
+                              ptrdiff_t a_ks, const float* b, ptrdiff_t ldb, float* c,
+                              ptrdiff_t ldc, int accumulate) {
+    hr_pgemm_b_mt(m, n, k, a, a_rs, a_ks, b, ldb, c, ldc, accumulate, 1);
 }
 
 #else
@@ -177,6 +245,17 @@ static void hr_pgemm_b(int m, int n, int k, const float* a, ptrdiff_t a_rs, ptrd
                           int accumulate) {
     (void)m; (void)n; (void)k; (void)a; (void)a_rs; (void)a_ks; (void)b; (void)ldb; (void)c;
     (void)ldc; (void)accumulate;
+}
+static void hr_pgemm_mt(int m, int n, int k, const float* a, ptrdiff_t a_rs, ptrdiff_t a_ks,
+                        const float* bp, float* c, ptrdiff_t ldc, int accumulate, int nt) {
+    (void)nt;
+    hr_pgemm(m, n, k, a, a_rs, a_ks, bp, c, ldc, accumulate);
+}
+static void hr_pgemm_b_mt(int m, int n, int k, const float* a, ptrdiff_t a_rs, ptrdiff_t a_ks,
+                          const float* b, ptrdiff_t ldb, float* c, ptrdiff_t ldc,
+                          int accumulate, int nt) {
+    (void)nt;
+    hr_pgemm_b(m, n, k, a, a_rs, a_ks, b, ldb, c, ldc, accumulate);
 }
 #endif
 

@@ -9,3 +9,10 @@ cdef extern from "headrace/kernels/packed_gemm.h" nogil:
                   const float* bp, float* c, Py_ssize_t ldc, int accumulate)
     void hr_pgemm_b(int m, int n, int k, const float* a, Py_ssize_t a_rs, Py_ssize_t a_ks,
                     const float* b, Py_ssize_t ldb, float* c, Py_ssize_t ldc, int accumulate)
+    # The same on nthreads threads (OpenMP; threads_for() of headrace.kernels.threads says how
+    # many): C is split into whole panels or 12-row bands, so the result is the serial one.
+    void hr_pgemm_mt(int m, int n, int k, const float* a, Py_ssize_t a_rs, Py_ssize_t a_ks,
+                     const float* bp, float* c, Py_ssize_t ldc, int accumulate, int nthreads)
+    void hr_pgemm_b_mt(int m, int n, int k, const float* a, Py_ssize_t a_rs, Py_ssize_t a_ks,
+                       const float* b, Py_ssize_t ldb, float* c, Py_ssize_t ldc, int accumulate,
+                       int nthreads)

@@ -4,7 +4,7 @@ applies the activation while the row is in cache (an unfused mul + elementwise_a
 reads and writes Out three times).
 
 The GEMM: for a few rows (inference at batch 1), sgemm/dgemm from scipy.linalg.cython_blas,
-whose small-M path reads W once as it lies; else matmul.pxd's gemm_rowmajor (the core's packed
+whose small-M path reads W once as it lies; else _gemm.pxd's gemm_rowmajor (the core's packed
 GEMM for large float32 products), whose packing of W pays off from about 8 rows (at 1 row it
 took twice BLAS's time for a 784 x 256 W)."""
 cimport numpy as cnp
@@ -12,7 +12,7 @@ from cpython.object cimport PyObject
 from headrace.kernels.common cimport contiguous, dtype_name, shape_of, typenum
 from ._common cimport recycled
 from scipy.linalg.cython_blas cimport dgemm, sgemm
-from .matmul cimport gemm_rowmajor
+from ._gemm cimport gemm_rowmajor
 
 cnp.import_array()
 

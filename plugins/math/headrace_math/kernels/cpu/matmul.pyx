@@ -9,15 +9,14 @@ place whenever BLAS can (rows or columns contiguous, any leading dimension, any 
 a column-major matrix being a transposed row-major one) and copies only an operand it cannot.
 """
 cimport numpy as cnp
-from scipy.linalg.cython_blas cimport dgemm, sgemm
-from libc.stdlib cimport free, malloc
-from headrace.kernels.packed_gemm cimport (hr_pgemm, hr_pgemm_b, hr_pgemm_ok, hr_pgemm_pack,
-                                           hr_pgemm_packed_size)
+from ._gemm cimport gemm_rowmajor
 from cpython.object cimport PyObject
 from headrace.kernels.common cimport _normalized, behaved, contiguous, dtype_name, shape_of, typenum
 from ._common cimport recycled
 
 import numpy as np
+
+from ._gemm import use_packed_gemm  # noqa: F401  (a switch the tests use)
 
 cnp.import_array()
 
@@ -30,60 +29,6 @@ cdef Py_ssize_t _prod(tuple dims):
     for d in dims:
         n *= <Py_ssize_t>d
     return n
-
-
-# float32 products big enough to amortize packing take the core's packed AVX-512 GEMM where the
-# CPU has it (up to 1.7x OpenBLAS here, which repacks both operands per call); else BLAS.
-cdef bint _packed = hr_pgemm_ok()
-cdef Py_ssize_t PACKED_MIN_FLOPS = 1 << 16
-
-
-def use_packed_gemm(flag=None):
-    """Set (``flag``) whether float32 products may use the packed GEMM; returns the old value."""
-    global _packed
-    old = _packed
-    if flag is not None:
-        _packed = bool(flag) and hr_pgemm_ok()
-    return old
-
-
-cdef bint _packed_gemm(bint trans_a, bint trans_b, int M, int N, int K, double alpha,
-                       const float* A, int lda, const float* B, int ldb, double beta,
-                       float* C, int ldc) noexcept nogil:
-    cdef Py_ssize_t a_rs = 1 if trans_a else lda, a_ks = lda if trans_a else 1
-    cdef float* bp
-    if not _packed or alpha != 1.0 or (beta != 0.0 and beta != 1.0) or K <= 0 or \
-            <Py_ssize_t>M * N * K < PACKED_MIN_FLOPS:
-        return False
-    if not trans_b:   # B as it lies: packed block by block inside
-        hr_pgemm_b(M, N, K, A, a_rs, a_ks, B, ldb, C, ldc, beta == 1.0)
-        return True
-    bp = <float*>malloc(hr_pgemm_packed_size(K, N) * sizeof(float))
-    if bp == NULL:
-        return False
-    hr_pgemm_pack(B, ldb, 1, K, N, bp)   # op(B)[l, j] = B[j * ldb + l]
-    hr_pgemm(M, N, K, A, a_rs, a_ks, bp, C, ldc, beta == 1.0)
-    free(bp)
-    return True
-
-
-cdef void gemm_rowmajor(int typenum, bint trans_a, bint trans_b, int M, int N, int K,
-                        double alpha, void* A, int lda, void* B, int ldb, double beta,
-                        void* C, int ldc) noexcept nogil:
-    """C[M,N] = alpha * op(A)[M,K] @ op(B)[K,N] + beta * C, all row-major."""
-    cdef char ta = b'T' if trans_b else b'N'
-    cdef char tb = b'T' if trans_a else b'N'
-    cdef float fa = <float>alpha, fb = <float>beta
-    if typenum == cnp.NPY_FLOAT32 and _packed_gemm(trans_a, trans_b, M, N, K, alpha,
-                                                   <const float*>A, lda, <const float*>B, ldb,
-                                                   beta, <float*>C, ldc):
-        return
-    if typenum == cnp.NPY_FLOAT32:
-        sgemm(&ta, &tb, &N, &M, &K, &fa, <float*>B, &ldb, <float*>A, &lda, &fb,
-              <float*>C, &ldc)
-    else:
-        dgemm(&ta, &tb, &N, &M, &K, &alpha, <double*>B, &ldb, <double*>A, &lda, &beta,
-              <double*>C, &ldc)
 
 
 cdef class Mul:

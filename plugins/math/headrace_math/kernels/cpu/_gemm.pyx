@@ -1,0 +1,68 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""The row-major GEMM every product of this plugin takes (mul, matmul, fc): the core's packed
+AVX-512 GEMM for large float32 products, split over the threads of ``hr.set_num_threads``,
+else sgemm/dgemm from scipy.linalg.cython_blas (whose own threads follow the same setting).
+"""
+cimport numpy as cnp
+from libc.stdlib cimport free, malloc
+from scipy.linalg.cython_blas cimport dgemm, sgemm
+from headrace.kernels.packed_gemm cimport (hr_pgemm_b_mt, hr_pgemm_mt, hr_pgemm_ok, hr_pgemm_pack,
+                                           hr_pgemm_packed_size)
+from headrace.kernels.threads cimport threads_for
+
+
+# float32 products big enough to amortize packing take the core's packed AVX-512 GEMM where the
+# CPU has it (up to 1.7x OpenBLAS here, which repacks both operands per call); else BLAS. It is
+# split over threads from GEMM_GRAIN multiply-adds a thread (~20 us at one core's ~45 GMAC/s).
+cdef bint _packed = hr_pgemm_ok()
+cdef Py_ssize_t PACKED_MIN_FLOPS = 1 << 16
+cdef double GEMM_GRAIN = 1 << 20
+
+
+def use_packed_gemm(flag=None):
+    """Set (``flag``) whether float32 products may use the packed GEMM; returns the old value."""
+    global _packed
+    old = _packed
+    if flag is not None:
+        _packed = bool(flag) and hr_pgemm_ok()
+    return old
+
+
+cdef bint _packed_gemm(bint trans_a, bint trans_b, int M, int N, int K, double alpha,
+                       const float* A, int lda, const float* B, int ldb, double beta,
+                       float* C, int ldc) noexcept nogil:
+    cdef Py_ssize_t a_rs = 1 if trans_a else lda, a_ks = lda if trans_a else 1
+    cdef float* bp
+    cdef int nt = threads_for(<double>M * N * K, GEMM_GRAIN)
+    if not _packed or alpha != 1.0 or (beta != 0.0 and beta != 1.0) or K <= 0 or \
+            <Py_ssize_t>M * N * K < PACKED_MIN_FLOPS:
+        return False
+    if not trans_b:   # B as it lies: packed block by block inside
+        hr_pgemm_b_mt(M, N, K, A, a_rs, a_ks, B, ldb, C, ldc, beta == 1.0, nt)
+        return True
+    bp = <float*>malloc(hr_pgemm_packed_size(K, N) * sizeof(float))
+    if bp == NULL:
+        return False
+    hr_pgemm_pack(B, ldb, 1, K, N, bp)   # op(B)[l, j] = B[j * ldb + l]
+    hr_pgemm_mt(M, N, K, A, a_rs, a_ks, bp, C, ldc, beta == 1.0, nt)
+    free(bp)
+    return True
+
+
+cdef void gemm_rowmajor(int typenum, bint trans_a, bint trans_b, int M, int N, int K,
+                        double alpha, void* A, int lda, void* B, int ldb, double beta,
+                        void* C, int ldc) noexcept nogil:
+    """C[M,N] = alpha * op(A)[M,K] @ op(B)[K,N] + beta * C, all row-major."""
+    cdef char ta = b'T' if trans_b else b'N'
+    cdef char tb = b'T' if trans_a else b'N'
+    cdef float fa = <float>alpha, fb = <float>beta
+    if typenum == cnp.NPY_FLOAT32 and _packed_gemm(trans_a, trans_b, M, N, K, alpha,
+                                                   <const float*>A, lda, <const float*>B, ldb,
+                                                   beta, <float*>C, ldc):
+        return
+    if typenum == cnp.NPY_FLOAT32:
+        sgemm(&ta, &tb, &N, &M, &K, &fa, <float*>B, &ldb, <float*>A, &lda, &fb,
+              <float*>C, &ldc)
+    else:
+        dgemm(&ta, &tb, &N, &M, &K, &alpha, <double*>B, &ldb, <double*>A, &lda, &beta,
+              <double*>C, &ldc)

@@ -1,0 +1,99 @@
+"""hr.set_num_threads / get_num_threads: the one thread setting of the CPU kernels and BLAS,
+its default from OMP_NUM_THREADS, and parallel kernels that give the serial results."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import headrace as hr
+from headrace.kernels import threads as kernel_threads
+from headrace.runtime import threads
+
+
+@pytest.fixture
+def restore_threads():
+    was = hr.get_num_threads()
+    yield
+    hr.set_num_threads(was)
+
+
+def test_set_get_round_trip(restore_threads):
+    for n in (1, 2, 3, 1):
+        hr.set_num_threads(n)
+        assert hr.get_num_threads() == n
+
+
+@pytest.mark.parametrize("bad", [0, -2, 1.5, "2", True, None])
+def test_set_num_threads_refuses_what_is_not_a_positive_int(bad, restore_threads):
+    with pytest.raises(hr.LayerError, match="set_num_threads: argument 'n'"):
+        hr.set_num_threads(bad)
+
+
+def test_blas_follows_the_setting(restore_threads):
+    found = threads._find_blas()
+    if not found:
+        pytest.skip("BLAS is not an OpenBLAS this process can see")
+    for n in (2, 1):
+        hr.set_num_threads(n)
+        assert [getter() for _, _, _, getter in found] == [n] * len(found)
+
+
+def test_blas_serial_brackets_a_parallel_loop(restore_threads):
+    # A kernel that calls BLAS from each thread of its own parallel loop makes BLAS serial for
+    # the loop and restores it after: the two pools never ask for every core at once.
+    if not threads.bind_blas():
+        pytest.skip("BLAS is not an OpenBLAS this process can see")
+    hr.set_num_threads(2)
+    assert kernel_threads._blas_serial_probe() == (1, 2)
+    hr.set_num_threads(1)
+    assert kernel_threads._blas_serial_probe() == (1, 1)
+
+
+@pytest.mark.parametrize("value, expected", [("3", 3), ("2,1", 2), (" 1 ", 1)])
+def test_default_reads_omp_num_threads(value, expected):
+    assert threads.default_num_threads({"OMP_NUM_THREADS": value}) == expected
+
+
+def test_default_without_or_with_a_bad_omp_num_threads_is_the_cpu_count():
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert threads.default_num_threads({}) == cpus
+    assert threads.default_num_threads({"OMP_NUM_THREADS": "many"}) == cpus
+    assert threads.default_num_threads({"OMP_NUM_THREADS": "0"}) == cpus
+
+
+@pytest.mark.parametrize("value", ["1", "3"])
+def test_a_fresh_process_honours_omp_num_threads(value):
+    env = dict(os.environ, OMP_NUM_THREADS=value)
+    out = subprocess.run([sys.executable, "-c",
+                          "import headrace as hr; print(hr.get_num_threads())"],
+                         env=env, capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == value
+
+
+def test_the_kernels_are_built_with_openmp():
+    if not sys.platform.startswith("linux"):
+        pytest.skip("OpenMP is compiled in on Linux only (headrace.build.openmp_flags)")
+    assert kernel_threads._team_size(2) == 2
+    assert kernel_threads._team_size(1) == 1
+
+
+@pytest.mark.parametrize("m, k, n", [(1024, 256, 512), (128, 784, 256), (37, 300, 70),
+                                     (500, 64, 33), (13, 2000, 16), (300, 520, 1000)])
+@pytest.mark.parametrize("transposed", [False, True])
+def test_mul_on_two_threads_is_the_serial_result(m, k, n, transposed, restore_threads):
+    # The packed GEMM splits C into whole panels or 12-row bands: each element is computed by
+    # one thread in the serial order, so the result is bit-for-bit the one-thread one.
+    from headrace_math.kernels.cpu.matmul import Matmul
+    rng = np.random.default_rng(m + n)
+    a = rng.standard_normal((m, k)).astype("float32")
+    b = rng.standard_normal((n, k) if transposed else (k, n)).astype("float32")
+    matmul = Matmul("matmul_v2", False, transposed, 1.0)
+    hr.set_num_threads(1)
+    serial = np.array(matmul(a, b)[0])
+    hr.set_num_threads(2)
+    parallel = np.array(matmul(a, b)[0])
+    np.testing.assert_array_equal(parallel, serial)
+    np.testing.assert_allclose(serial, a.astype("float64") @ (b.T if transposed else b),
+                               rtol=1e-4, atol=1e-3)
