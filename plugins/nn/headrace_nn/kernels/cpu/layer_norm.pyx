@@ -1,10 +1,17 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """layer_norm and its gradient: one pass of C per row for the statistics, one for the output
 (the gradient: one for the row's two sums, one for X@GRAD), in X's precision with the sums in
-double."""
+double. float32 runs the vectorized row loops of _rows.h (their partial sums are double too)."""
 cimport numpy as cnp
 from libc.math cimport sqrt
 from headrace.kernels.common cimport real
+
+cdef extern from "_rows.h" nogil:
+    void hr_layer_norm_f32(const float* x, const float* s, const float* b, float* y,
+                           float* mean, float* var, Py_ssize_t rows, Py_ssize_t n, double eps)
+    void hr_layer_norm_grad_f32(const float* x, const float* s, const float* mean,
+                                const float* var, const float* dy, float* dx, double* ds,
+                                double* db, Py_ssize_t rows, Py_ssize_t n, double eps)
 
 import numpy as np
 
@@ -124,7 +131,10 @@ cdef _run(real[::1] x, s, b, real[::1] y, real[::1] mean, real[::1] var, Py_ssiz
         bv = b
         pb = &bv[0]
     with nogil:
-        _forward(&x[0], ps, pb, &y[0], &mean[0], &var[0], left, right, eps)
+        if real is float:
+            hr_layer_norm_f32(&x[0], ps, pb, &y[0], &mean[0], &var[0], left, right, eps)
+        else:
+            _forward(&x[0], ps, pb, &y[0], &mean[0], &var[0], left, right, eps)
 
 
 cdef class LayerNormGrad:
@@ -185,7 +195,11 @@ cdef _run_grad(real[::1] x, s, real[::1] mean, real[::1] var, real[::1] dy, dx, 
         dbv = db
         pdb = &dbv[0]
     with nogil:
-        _backward(&x[0], ps, &mean[0], &var[0], &dy[0], pdx, pds, pdb, left, right, eps)
+        if real is float:
+            hr_layer_norm_grad_f32(&x[0], ps, &mean[0], &var[0], &dy[0], pdx, pds, pdb, left,
+                                   right, eps)
+        else:
+            _backward(&x[0], ps, &mean[0], &var[0], &dy[0], pdx, pds, pdb, left, right, eps)
 
 
 KERNELS = [("layer_norm", LayerNorm, DTYPES), ("layer_norm_grad", LayerNormGrad, DTYPES)]

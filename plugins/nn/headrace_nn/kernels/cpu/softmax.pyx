@@ -15,8 +15,12 @@ cimport numpy as cnp
 from libc.math cimport exp, expf
 from libc.stdlib cimport free, malloc
 from headrace.kernels.common cimport contiguous, empty_like, real, shape_of
-from headrace.kernels.fastmath cimport hr_f32_exp
 from ._common cimport expect_shape, float_array, same_float
+
+cdef extern from "_rows.h" nogil:
+    void hr_softmax_rows_f32(const float* x, float* out, Py_ssize_t rows, Py_ssize_t n)
+    void hr_softmax_grad_rows_f32(const float* y, const float* dy, float* dx, Py_ssize_t rows,
+                                  Py_ssize_t n)
 
 cnp.import_array()
 
@@ -31,12 +35,16 @@ cdef inline real _exp(real v) noexcept nogil:
 
 
 cdef void _rows(const real* x, real* out, Py_ssize_t rows, Py_ssize_t C) noexcept nogil:
-    """Softmax of each contiguous row of C values (inner == 1)."""
+    """Softmax of each contiguous row of C values (inner == 1); float32 by _rows.h's
+    vectorized loop (fastmath.h's exp, the sum in double)."""
     cdef Py_ssize_t r, c
     cdef const real* xr
     cdef real* orow
     cdef real m, e
     cdef double s, inv
+    if real is float:
+        hr_softmax_rows_f32(x, out, rows, C)
+        return
     for r in range(rows):
         xr = x + r * C
         orow = out + r * C
@@ -45,19 +53,10 @@ cdef void _rows(const real* x, real* out, Py_ssize_t rows, Py_ssize_t C) noexcep
             if xr[c] > m:
                 m = xr[c]
         s = 0.0
-        if real is float:
-            # The exps through the core's vectorized float32 loop (libm's expf is a scalar
-            # call, most of the op's time), then the sum on its own.
-            for c in range(C):
-                orow[c] = xr[c] - m
-            hr_f32_exp(orow, orow, C)
-            for c in range(C):
-                s += orow[c]
-        else:
-            for c in range(C):
-                e = _exp(xr[c] - m)   # <= 1: the max subtracted, nothing overflows
-                orow[c] = e
-                s += e                # double sum: float32 rows of many classes keep precision
+        for c in range(C):
+            e = _exp(xr[c] - m)   # <= 1: the max subtracted, nothing overflows
+            orow[c] = e
+            s += e                # double sum: rows of many classes keep precision
         inv = 1.0 / s
         for c in range(C):
             orow[c] = <real>(orow[c] * inv)
@@ -162,6 +161,9 @@ cdef void _grad_rows(const real* y, const real* dy, real* dx, Py_ssize_t rows,
     cdef Py_ssize_t r, c
     cdef double s
     cdef real sr
+    if real is float:
+        hr_softmax_grad_rows_f32(y, dy, dx, rows, C)
+        return
     for r in range(rows):
         s = 0.0
         for c in range(C):
