@@ -3,7 +3,8 @@
 import pytest
 
 from headrace.errors import OpDefinitionError
-from headrace.ops import OpDef, default_registry
+from headrace.ops import In, OpDef, Out, build_registry, default_registry
+from headrace.ops.shape import same_as
 
 # The CUDA kernel modules import numba, so the check runs where they load: the cudasim and gpu
 # environments (the cpu environment has no numba, and would see every CUDA kernel missing).
@@ -25,14 +26,20 @@ def _cpu_ops():
     return sorted(t for t in REGISTRY if _kernels(t).get("cpu") is not None)
 
 
+def _missing_cuda(registry, pending=()):
+    """Ops of ``registry`` with a CPU kernel, no CUDA kernel, no host_only reason and not in
+    ``pending``."""
+    return sorted(t for t in registry if registry.kernels_for(t).get("cpu") is not None
+                  and registry.kernels_for(t).get("cuda") is None
+                  and registry.get(t).host_only is None and t not in pending)
+
+
 def test_pending_list_is_sorted_and_unique():
     assert CUDA_PENDING == sorted(set(CUDA_PENDING))
 
 
 def test_every_cpu_op_has_a_cuda_kernel_or_a_reason():
-    pending = set(CUDA_PENDING)
-    missing = [t for t in _cpu_ops() if _kernels(t).get("cuda") is None
-               and REGISTRY.get(t).host_only is None and t not in pending]
+    missing = _missing_cuda(REGISTRY, set(CUDA_PENDING))
     assert not missing, (f"ops with a CPU kernel but no CUDA kernel: {missing}; write the CUDA "
                          f"kernel (kernels/cuda/<module>.py) or give the op's definition "
                          f"host_only=\"why it runs on the host only\"")
@@ -58,3 +65,16 @@ def test_host_only_must_say_why():
     for bad in ("", "  ", True, 1):
         with pytest.raises(OpDefinitionError, match="host_only must say why"):
             OpDef("host_io", no_kernel=True, host_only=bad)
+
+
+def test_the_check_catches_a_cpu_only_op():
+    # The check above on a registry with one op more that has only a CPU kernel: it is named,
+    # and its host_only twin is not.
+    registry = build_registry(autoload=False)
+    assert _missing_cuda(registry) == []    # the core's own ops all have CUDA kernels
+    for op_type, host_only in (("cpu_only", None), ("host_side", "reads a host file")):
+        registry.add_op(OpDef(op_type, inputs=[In("X")], outputs=[Out("Out")],
+                              infer=same_as("X"), host_only=host_only))
+        registry.add_kernel(op_type, "cpu", lambda x: x)
+    assert _missing_cuda(registry) == ["cpu_only"]
+    assert _missing_cuda(registry, {"cpu_only"}) == []
