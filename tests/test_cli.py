@@ -50,6 +50,15 @@ def test_ops_says_how_to_get_the_cuda_kernels_when_numba_is_missing(monkeypatch)
     assert "pip install headrace[cuda]" in out
 
 
+@pytest.mark.cuda
+def test_ops_lists_the_cuda_kernels_where_numba_imports():
+    # In the cudasim and gpu environments every kernel line names both devices.
+    rc, out = run("ops", "mul", "sgd", "dropout_grad")
+    assert rc == 0 and "unavailable" not in out
+    kernels = [line for line in out.splitlines() if line.startswith("    kernels: ")]
+    assert len(kernels) == 3 and all("cpu: " in k and "; cuda: " in k for k in kernels)
+
+
 def test_ops_unknown_type_is_a_one_line_usage_error(capsys):
     rc, _ = run("ops", "mull")
     err = capsys.readouterr().err

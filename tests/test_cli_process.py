@@ -125,3 +125,28 @@ def test_log_level_shows_the_headrace_logger_on_stderr():
         in r.stderr, r.stderr
     quiet = headrace("ops", "relu")
     assert quiet.returncode == 0 and "DEBUG" not in quiet.stderr and quiet.stdout == r.stdout
+
+
+# numba (and numba-cuda) not installed: their imports fail as on a machine without them.
+_WITHOUT_NUMBA = """
+import sys
+class NoNumba:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("numba", "numba_cuda"):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+for m in [m for m in sys.modules if m.split(".")[0] in ("numba", "numba_cuda")]:
+    del sys.modules[m]
+sys.meta_path.insert(0, NoNumba())
+from headrace.cli import main
+sys.exit(main(["ops", "mul"]))
+"""
+
+
+def test_ops_without_numba_says_how_to_get_the_cuda_kernels():
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    r = subprocess.run([sys.executable, "-c", _WITHOUT_NUMBA], capture_output=True, text=True,
+                       timeout=300, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "    kernels: cpu: float32, float64\n" in r.stdout      # the CPU's only
+    assert "note: cuda kernels unavailable here" in r.stdout
+    assert r.stdout.rstrip().endswith("pip install headrace[cuda]")
