@@ -1,7 +1,9 @@
 # cython: language_level=3, boundscheck=False, cdivision=True
 # wraparound stays on: shapes are Python tuples indexed from the end (xs[-1], xs[:-1]); the
 # C loops index raw pointers, which it never touches.
-"""conv2d as im2col + GEMM (the core's packed GEMM for float32, else BLAS), NCHW and NHWC.
+"""conv2d as im2col + GEMM (the core's packed GEMM for float32, else BLAS), NCHW and NHWC;
+float32 NCHW convs of 2+ taps whose output rows fill 16-float vectors go without a col matrix
+on AVX-512 CPUs (_conv_direct.h: forward, filter gradient, stride-1 input gradient).
 
 The batch is processed in chunks of images sized so that the chunk's col matrix stays within a
 few MB (cache-friendly), with one GEMM per chunk and group:
@@ -38,6 +40,8 @@ from libc.string cimport memcpy, memset
 from headrace.kernels.common cimport contiguous, empty, real, shape_of
 from headrace.kernels.packed_gemm cimport hr_pgemm, hr_pgemm_ok, hr_pgemm_packed_size
 from ._common cimport expect_shape, fast_gemm, float_array, gemm
+from ._conv_direct cimport (direct_filter_grad, direct_fits, direct_forward,
+                            direct_input_fits, direct_input_grad, hr_conv_direct_ok)
 from ._im2col cimport Geom, _col2im, _im2col, _im2row, _row2im
 
 import numpy as np
@@ -57,6 +61,10 @@ cdef Py_ssize_t CHUNK_BYTES = 1 << 20
 # buffer of at most 512 KB.
 cdef Py_ssize_t GRAD_CHUNK_COLS = 256
 cdef Py_ssize_t GRAD_CHUNK_BYTES = 1 << 19
+# float32 NCHW on _conv_direct.h's kernels (no col matrix) where they apply (direct_fits);
+# False: im2col + GEMM everywhere (the tests compare both; the benchmarks' A/B).
+DIRECT = True
+DIRECT_OK = bool(hr_conv_direct_ok())   # the CPU has them (AVX-512)
 
 
 cdef inline void _gemm(bint trans_b, int M, int N, int K, const real* A, int lda,
@@ -82,7 +90,7 @@ cdef void _unpack(const real* tmp, real* out, Py_ssize_t n0, Py_ssize_t b, int g
 
 
 cdef int _run(const real* x, const real* w, real* out, Py_ssize_t N, const Geom* g,
-              bint nhwc, bint accumulate, Py_ssize_t chunk) noexcept nogil:
+              bint nhwc, bint accumulate, Py_ssize_t chunk, bint direct) noexcept nogil:
     """Every image, ``chunk`` images per GEMM; -1 when scratch memory is lacking.
 
     One GEMM per chunk and group ([Mg, K] x [K, chunk*P]) keeps a multi-threaded BLAS busy
@@ -108,6 +116,8 @@ cdef int _run(const real* x, const real* w, real* out, Py_ssize_t N, const Geom*
                       out + n0 * P * g.M + grp * g.Mg, g.M)
             n0 += nb
         return 0
+    if real is float and direct and not nhwc and direct_fits(g):
+        return direct_forward(x, w, out, N, g, accumulate)
     if g.direct:
         # NCHW 1x1, stride 1, no padding: an image's [C, H*W] planes are its im2col matrix;
         # Output[n, group rows] = Filter_g [Mg, Cg] @ X_g [Cg, H*W], nothing copied.
@@ -248,16 +258,18 @@ cdef class Conv2D:
         # The GEMM of a chunk gets chunk*P columns (NCHW) or rows (NHWC): keep it in int range.
         chunk = max(1, min(chunk, INT_MAX // P))
         cdef bint acc = beta != 0
+        cdef bint use_direct = DIRECT
         cdef int rc
         if t == cnp.NPY_FLOAT32:
             with nogil:
                 rc = _run(<const float*>cnp.PyArray_DATA(x), <const float*>cnp.PyArray_DATA(w),
-                          <float*>cnp.PyArray_DATA(out), N, &g, self.nhwc, acc, chunk)
+                          <float*>cnp.PyArray_DATA(out), N, &g, self.nhwc, acc, chunk,
+                          use_direct)
         else:
             with nogil:
                 rc = _run(<const double*>cnp.PyArray_DATA(x),
                           <const double*>cnp.PyArray_DATA(w), <double*>cnp.PyArray_DATA(out),
-                          N, &g, self.nhwc, acc, chunk)
+                          N, &g, self.nhwc, acc, chunk, False)
         if rc:
             raise MemoryError("conv2d: no memory for the im2col buffers")
         return (out,)
@@ -266,7 +278,8 @@ cdef class Conv2D:
 # -- gradient -----------------------------------------------------------------------------------
 
 cdef int _run_grad(const real* x, const real* w, const real* dy, real* dx, real* dw,
-                   Py_ssize_t N, const Geom* g, bint nhwc, Py_ssize_t chunk) noexcept nogil:
+                   Py_ssize_t N, const Geom* g, bint nhwc, Py_ssize_t chunk,
+                   bint direct) noexcept nogil:
     """Input@GRAD into a zeroed dx and Filter@GRAD into a zeroed dw (either may be NULL: not
     wanted); w and dw in the row order of the layout (NHWC: [M, kh, kw, Cg]). -1: no memory."""
     cdef Py_ssize_t K = <Py_ssize_t>g.Cg * g.kh * g.kw, P = <Py_ssize_t>g.Ho * g.Wo
@@ -295,6 +308,19 @@ cdef int _run_grad(const real* x, const real* w, const real* dy, real* dx, real*
                               g.C)
             n0 += nb
         return 0
+    if real is float and direct and not nhwc and direct_fits(g):
+        if dw != NULL:
+            if direct_filter_grad(x, dy, dw, N, g):
+                return -1
+            dw = NULL
+        # The input gradient of a stride-1 conv is a stride-1 conv of Output@GRAD; a strided
+        # one stays on col2im.
+        if dx != NULL and direct_input_fits(g):
+            if direct_input_grad(w, dy, dx, N, g):
+                return -1
+            dx = NULL
+        if dx == NULL:
+            return 0
     if g.direct:
         # NCHW 1x1, stride 1, no padding: per image, X_g [Cg, P] is the im2col matrix.
         for n0 in range(N):
@@ -426,24 +452,37 @@ cdef class Conv2DGrad(Conv2D):
         chunk = max(1, min(chunk, INT_MAX // P))
         cdef void* pdx = cnp.PyArray_DATA(dx) if dx is not None else NULL
         cdef void* pdw = cnp.PyArray_DATA(dw) if dw is not None else NULL
+        cdef bint use_direct = DIRECT
         cdef int rc
         if t == cnp.NPY_FLOAT32:
             with nogil:
                 rc = _run_grad(<const float*>cnp.PyArray_DATA(x),
                                <const float*>cnp.PyArray_DATA(w),
                                <const float*>cnp.PyArray_DATA(dy), <float*>pdx, <float*>pdw,
-                               N, &g, self.nhwc, chunk)
+                               N, &g, self.nhwc, chunk, use_direct)
         else:
             with nogil:
                 rc = _run_grad(<const double*>cnp.PyArray_DATA(x),
                                <const double*>cnp.PyArray_DATA(w),
-                               <const double*>cnp.PyArray_DATA(dy), <double*>pdx, <double*>pdw,
-                               N, &g, self.nhwc, chunk)
+                               <const double*>cnp.PyArray_DATA(dy), <double*>pdx,
+                               <double*>pdw, N, &g, self.nhwc, chunk, False)
         if rc:
             raise MemoryError(f"{name}: no memory for the im2col buffers")
         if dw is not None and self.nhwc and not g.direct:
             dw = np.ascontiguousarray(dw.transpose(0, 3, 1, 2))  # back to [M, Cg, kh, kw]
         return (dx, dw, db, dr)
+
+
+def direct_paths(dict attrs, tuple input_shape, tuple filter_shape):
+    """Which float32 computations of conv2d with ``attrs`` on these shapes run on
+    _conv_direct.h's kernels while ``DIRECT`` is on: (forward, filter gradient, input
+    gradient). For the tests, which must reach each path."""
+    plan = ConvAttrs(attrs)
+    cdef Conv2D k = Conv2D(attrs)
+    cdef Geom g
+    k._geometry(&g, input_shape, filter_shape)
+    fits = bool(DIRECT and not plan.nhwc and direct_fits(&g))
+    return fits, fits, fits and bool(direct_input_fits(&g))
 
 
 KERNELS = [("conv2d", Conv2D, DTYPES), ("conv2d_grad", Conv2DGrad, DTYPES)]

@@ -1,0 +1,320 @@
+/* conv2d in float32 NCHW without a col matrix (AVX-512), for conv.pyx: the small-channel
+ * layers of CNNs (3/16/32 channels, 3x3 and 1x1, 32x32 and 16x16 images) spent as long
+ * writing and re-reading im2col's [C*kh*kw, P] matrix as multiplying it, and their 16 or 32
+ * filters half-filled the packed GEMM's 12-row tiles (12 + 4).
+ *
+ * Each image's group planes are first copied once into a zero-padded buffer split by column
+ * phase (column q of phase f holds padded column q*sw + f), so the input of tap (c, i, j) for
+ * output (oh, ow) lies at a fixed offset off[c, i, j] + oh*sh*Wq + ow: every tap of a row of
+ * 16 outputs is one contiguous 16-float load, whatever the stride or dilation. Then, per 16
+ * output positions of a row ("vector", masked at the row's end):
+ * - forward: Out[m, v] += W[m, t] * X[t, v] over the taps t, 8 filters x 3 vectors of
+ *   accumulators (the packed GEMM's register tile, its B operand read in place);
+ * - filter gradient: dW[m, t] += dY[m, v] . X[t, v], 4 filters x 6 taps of accumulators over
+ *   every vector of the image, their 16 lanes summed once at the end of the batch;
+ * - input gradient of a stride-1 conv: the forward of dY with the filter flipped and
+ *   transposed (a "full" correlation: paddings (k-1)*d - p).
+ * hr_conv_direct_ok() is 0 without AVX-512: conv.pyx keeps im2col + GEMM then. */
+#ifndef HEADRACE_CONV_DIRECT_H
+#define HEADRACE_CONV_DIRECT_H
+
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "headrace/kernels/packed_gemm.h"
+
+#define HR_CD_VEC 6   /* vectors per forward group: the tiles below take 3 or 6 of them */
+#define HR_CD_TB 6    /* taps per filter-gradient tile */
+
+/* One conv of a group's planes: Cin input channels of Hin x Win (images img_in floats
+ * apart), Cout outputs of Ho x Wo, kh x kw taps, strides, dilations, top/left paddings
+ * (negative: rows/columns cropped). */
+typedef struct {
+    int Cin, Hin, Win, Cout, Ho, Wo, kh, kw, sh, sw, dh, dw, pt, pl;
+} hr_cd_geom;
+
+/* The padded, phase-split buffer's extents and the vectors of a geometry. */
+typedef struct {
+    int nph, Hp, Wq, nvec, K;
+    size_t size;                 /* floats of one image's buffer */
+    int* toff;                   /* [K] tap offsets in the buffer */
+    ptrdiff_t* ib;               /* [nvec rounded up] vector's input offset */
+    int* ob;                     /* [...] its output offset (oh * Wo + ow) */
+    unsigned short* mk;          /* [...] its lanes */
+} hr_cd_plan;
+
+static void hr_cd_free(hr_cd_plan* p) {
+    free(p->toff);
+    free(p->ib);
+    free(p->ob);
+    free(p->mk);
+}
+
+/* -1 when memory is lacking. Taps run (c, i, j) in Filter's row order. */
+static int hr_cd_plan_make(const hr_cd_geom* g, hr_cd_plan* p) {
+    int maxq = 0;
+    p->nph = g->kw == 1 ? 1 : g->sw;   /* a 1x1 filter reads phase 0 only */
+    for (int j = 0; j < g->kw; j++)
+        if ((j * g->dw) / g->sw > maxq)
+            maxq = (j * g->dw) / g->sw;
+    p->Hp = (g->Ho - 1) * g->sh + (g->kh - 1) * g->dh + 1;
+    p->Wq = g->Wo + maxq;
+    p->K = g->Cin * g->kh * g->kw;
+    p->size = (size_t)g->Cin * p->nph * p->Hp * p->Wq;
+    int per_row = (g->Wo + 15) / 16;
+    p->nvec = g->Ho * per_row;
+    int nalloc = (p->nvec + HR_CD_VEC - 1) / HR_CD_VEC * HR_CD_VEC;
+    p->toff = malloc(sizeof(int) * (size_t)(p->K + HR_CD_TB));
+    p->ib = malloc(sizeof(ptrdiff_t) * (size_t)nalloc);
+    p->ob = malloc(sizeof(int) * (size_t)nalloc);
+    p->mk = malloc(sizeof(unsigned short) * (size_t)nalloc);
+    if (!p->toff || !p->ib || !p->ob || !p->mk) {
+        hr_cd_free(p);
+        return -1;
+    }
+    int t = 0;
+    for (int c = 0; c < g->Cin; c++)
+        for (int i = 0; i < g->kh; i++)
+            for (int j = 0; j < g->kw; j++) {
+                int col = j * g->dw;
+                p->toff[t++] = (int)((((size_t)c * p->nph + col % g->sw) * p->Hp + i * g->dh)
+                                     * p->Wq + col / g->sw);
+            }
+    for (; t < p->K + HR_CD_TB; t++)   /* the gradient's tap tail: harmless reads, dropped */
+        p->toff[t] = 0;
+    int v = 0;
+    for (int oh = 0; oh < g->Ho; oh++)
+        for (int ow = 0; ow < g->Wo; ow += 16) {
+            int n = g->Wo - ow < 16 ? g->Wo - ow : 16;
+            p->ib[v] = (ptrdiff_t)oh * g->sh * p->Wq + ow;
+            p->ob[v] = oh * g->Wo + ow;
+            p->mk[v] = (unsigned short)((1u << n) - 1);
+            v++;
+        }
+    for (; v < nalloc; v++) {          /* the last group's missing vectors: no lanes */
+        p->ib[v] = 0;
+        p->ob[v] = 0;
+        p->mk[v] = 0;
+    }
+    return 0;
+}
+
+/* The buffer of one image's group: dst[c][f][r][q] = src[c][r - pt][q*sw + f - pl], 0 outside
+ * the image. */
+static void hr_cd_prep(const float* src, const hr_cd_geom* g, const hr_cd_plan* p, float* dst) {
+    size_t plane = (size_t)g->Hin * g->Win;
+    for (int c = 0; c < g->Cin; c++)
+        for (int f = 0; f < p->nph; f++)
+            for (int r = 0; r < p->Hp; r++) {
+                float* d = dst + (((size_t)c * p->nph + f) * p->Hp + r) * p->Wq;
+                int ih = r - g->pt;
+                if (ih < 0 || ih >= g->Hin) {
+                    memset(d, 0, sizeof(float) * (size_t)p->Wq);
+                    continue;
+                }
+                const float* s = src + c * plane + (size_t)ih * g->Win;
+                /* q with 0 <= q*sw + f - pl < Win */
+                int lo = 0, hi = p->Wq, off = f - g->pl;
+                if (off < 0)
+                    lo = (-off + g->sw - 1) / g->sw;
+                if (g->Win - 1 - off < 0)
+                    hi = 0;
+                else if ((g->Win - 1 - off) / g->sw + 1 < hi)
+                    hi = (g->Win - 1 - off) / g->sw + 1;
+                if (lo > hi)
+                    lo = hi;
+                for (int q = 0; q < lo; q++)
+                    d[q] = 0;
+                if (g->sw == 1)
+                    memcpy(d + lo, s + lo + off, sizeof(float) * (size_t)(hi - lo));
+                else
+                    for (int q = lo; q < hi; q++)
+                        d[q] = s[q * g->sw + off];
+                for (int q = hi; q < p->Wq; q++)
+                    d[q] = 0;
+            }
+}
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#include <immintrin.h>
+
+static inline int hr_conv_direct_ok(void) { return hr_pgemm_ok(); }
+
+/* Forward tile: MB filters x NV vectors. wt[t * ldw + r]: filter r's tap t. */
+#define HR_CD_FWD(MB, NV)                                                                    \
+HR_AVX512 static void hr_cd_fwd_##MB##_##NV(int K, const float* wt, int ldw,                  \
+        const int* toff, const float* x, const ptrdiff_t* ib, const int* ob,                 \
+        const unsigned short* mk, float* out, ptrdiff_t ldo, int acc) {                       \
+    __m512 a[MB][NV];                                                                        \
+    _Pragma("GCC unroll 8") for (int r = 0; r < MB; r++)                                     \
+        _Pragma("GCC unroll 6") for (int v = 0; v < NV; v++) a[r][v] = _mm512_setzero_ps();   \
+    for (int t = 0; t < K; t++) {                                                            \
+        const float* xt = x + toff[t];                                                       \
+        const float* wr = wt + (size_t)t * ldw;                                              \
+        __m512 xv[NV];                                                                       \
+        _Pragma("GCC unroll 6") for (int v = 0; v < NV; v++)                                 \
+            xv[v] = _mm512_maskz_loadu_ps(mk[v], xt + ib[v]);                                \
+        _Pragma("GCC unroll 8") for (int r = 0; r < MB; r++) {                               \
+            __m512 b = _mm512_set1_ps(wr[r]);                                                \
+            _Pragma("GCC unroll 6") for (int v = 0; v < NV; v++)                             \
+                a[r][v] = _mm512_fmadd_ps(b, xv[v], a[r][v]);                                \
+        }                                                                                    \
+    }                                                                                        \
+    _Pragma("GCC unroll 8") for (int r = 0; r < MB; r++)                                     \
+        _Pragma("GCC unroll 6") for (int v = 0; v < NV; v++) {                               \
+            float* o = out + r * ldo + ob[v];                                                \
+            __m512 s = a[r][v];                                                              \
+            if (acc)                                                                         \
+                s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(mk[v], o));                       \
+            _mm512_mask_storeu_ps(o, mk[v], s);                                              \
+        }                                                                                    \
+}
+
+HR_CD_FWD(8, 3) HR_CD_FWD(8, 2) HR_CD_FWD(8, 1) HR_CD_FWD(4, 6) HR_CD_FWD(2, 6) HR_CD_FWD(1, 6)
+
+/* Filter-gradient tile: MB filters x HR_CD_TB taps over all vectors of one image, added to
+ * part[r * ldp + t * 16 + lane]. */
+#define HR_CD_WGT(MB)                                                                        \
+HR_AVX512 static void hr_cd_wgt_##MB(int nvec, const float* dy, ptrdiff_t ldy,                \
+        const int* toff, const float* x, const ptrdiff_t* ib, const int* ob,                 \
+        const unsigned short* mk, float* part, ptrdiff_t ldp) {                               \
+    __m512 a[MB][HR_CD_TB];                                                                  \
+    _Pragma("GCC unroll 4") for (int r = 0; r < MB; r++)                                     \
+        _Pragma("GCC unroll 6") for (int t = 0; t < HR_CD_TB; t++)                           \
+            a[r][t] = _mm512_setzero_ps();                                                   \
+    for (int v = 0; v < nvec; v++) {                                                         \
+        __m512 d[MB];                                                                        \
+        _Pragma("GCC unroll 4") for (int r = 0; r < MB; r++)                                 \
+            d[r] = _mm512_maskz_loadu_ps(mk[v], dy + r * ldy + ob[v]);                       \
+        const float* xv = x + ib[v];                                                         \
+        _Pragma("GCC unroll 6") for (int t = 0; t < HR_CD_TB; t++) {                         \
+            __m512 xt = _mm512_maskz_loadu_ps(mk[v], xv + toff[t]);                          \
+            _Pragma("GCC unroll 4") for (int r = 0; r < MB; r++)                             \
+                a[r][t] = _mm512_fmadd_ps(d[r], xt, a[r][t]);                                \
+        }                                                                                    \
+    }                                                                                        \
+    _Pragma("GCC unroll 4") for (int r = 0; r < MB; r++)                                     \
+        _Pragma("GCC unroll 6") for (int t = 0; t < HR_CD_TB; t++) {                         \
+            float* q = part + r * ldp + t * 16;                                              \
+            _mm512_storeu_ps(q, _mm512_add_ps(_mm512_loadu_ps(q), a[r][t]));                 \
+        }                                                                                    \
+}
+
+HR_CD_WGT(4) HR_CD_WGT(2) HR_CD_WGT(1)
+
+/* Out (Cout planes of Ho*Wo per image, images img_out apart) = conv(src) with wt [K, Cout]
+ * (tap-major), over n images; + Out when acc. -1: no memory. */
+HR_AVX512 static int hr_cd_conv(const float* src, ptrdiff_t img_in, float* out,
+                                ptrdiff_t img_out, ptrdiff_t n, const hr_cd_geom* g,
+                                const float* wt, int acc) {
+    hr_cd_plan p;
+    if (hr_cd_plan_make(g, &p))
+        return -1;
+    float* buf = malloc(sizeof(float) * (p.size ? p.size : 1));
+    if (!buf) {
+        hr_cd_free(&p);
+        return -1;
+    }
+    ptrdiff_t ldo = (ptrdiff_t)g->Ho * g->Wo;
+    for (ptrdiff_t b = 0; b < n; b++) {
+        hr_cd_prep(src + b * img_in, g, &p, buf);
+        float* o = out + b * img_out;
+        for (int v = 0; v < p.nvec; v += HR_CD_VEC) {
+            const ptrdiff_t* ib = p.ib + v;
+            const int* ob = p.ob + v;
+            const unsigned short* mk = p.mk + v;
+            int m = 0, rem = p.nvec - v;
+            for (; m + 8 <= g->Cout; m += 8) {
+                /* 8 filters: 3 vectors a tile; the image's last 1-5 vectors without the
+                 * lane-less ones the 4-filter tiles below compute */
+                for (int u = 0; u < HR_CD_VEC && u < rem; u += 3) {
+                    int nv = rem - u < 3 ? rem - u : 3;
+                    float* om = o + m * ldo;
+                    if (nv == 3)
+                        hr_cd_fwd_8_3(p.K, wt + m, g->Cout, p.toff, buf, ib + u, ob + u,
+                                      mk + u, om, ldo, acc);
+                    else if (nv == 2)
+                        hr_cd_fwd_8_2(p.K, wt + m, g->Cout, p.toff, buf, ib + u, ob + u,
+                                      mk + u, om, ldo, acc);
+                    else
+                        hr_cd_fwd_8_1(p.K, wt + m, g->Cout, p.toff, buf, ib + u, ob + u,
+                                      mk + u, om, ldo, acc);
+                }
+            }
+            for (; m + 4 <= g->Cout; m += 4)
+                hr_cd_fwd_4_6(p.K, wt + m, g->Cout, p.toff, buf, ib, ob, mk, o + m * ldo, ldo,
+                              acc);
+            for (; m + 2 <= g->Cout; m += 2)
+                hr_cd_fwd_2_6(p.K, wt + m, g->Cout, p.toff, buf, ib, ob, mk, o + m * ldo, ldo,
+                              acc);
+            for (; m < g->Cout; m++)
+                hr_cd_fwd_1_6(p.K, wt + m, g->Cout, p.toff, buf, ib, ob, mk, o + m * ldo, ldo,
+                              acc);
+        }
+    }
+    free(buf);
+    hr_cd_free(&p);
+    return 0;
+}
+
+/* dW[m, t] += sum over n images and positions of dY[m, pos] * X[t, pos] (the geometry's
+ * forward: Cout = filters); dw is [Cout, K]. -1: no memory. */
+HR_AVX512 static int hr_cd_filter_grad(const float* src, ptrdiff_t img_in, const float* dy,
+                                       ptrdiff_t img_dy, ptrdiff_t n, const hr_cd_geom* g,
+                                       float* dw) {
+    hr_cd_plan p;
+    if (hr_cd_plan_make(g, &p))
+        return -1;
+    int kt = (p.K + HR_CD_TB - 1) / HR_CD_TB * HR_CD_TB;
+    ptrdiff_t ldp = (ptrdiff_t)kt * 16;
+    float* buf = malloc(sizeof(float) * (p.size ? p.size : 1));
+    float* part = calloc((size_t)g->Cout * ldp, sizeof(float));
+    if (!buf || !part) {
+        free(buf);
+        free(part);
+        hr_cd_free(&p);
+        return -1;
+    }
+    ptrdiff_t ldy = (ptrdiff_t)g->Ho * g->Wo;
+    for (ptrdiff_t b = 0; b < n; b++) {
+        hr_cd_prep(src + b * img_in, g, &p, buf);
+        const float* d = dy + b * img_dy;
+        for (int t = 0; t < p.K; t += HR_CD_TB) {
+            int m = 0;
+            for (; m + 4 <= g->Cout; m += 4)
+                hr_cd_wgt_4(p.nvec, d + m * ldy, ldy, p.toff + t, buf, p.ib, p.ob, p.mk,
+                            part + m * ldp + t * 16, ldp);
+            for (; m + 2 <= g->Cout; m += 2)
+                hr_cd_wgt_2(p.nvec, d + m * ldy, ldy, p.toff + t, buf, p.ib, p.ob, p.mk,
+                            part + m * ldp + t * 16, ldp);
+            for (; m < g->Cout; m++)
+                hr_cd_wgt_1(p.nvec, d + m * ldy, ldy, p.toff + t, buf, p.ib, p.ob, p.mk,
+                            part + m * ldp + t * 16, ldp);
+        }
+    }
+    for (int m = 0; m < g->Cout; m++)
+        for (int t = 0; t < p.K; t++)
+            dw[(size_t)m * p.K + t] += _mm512_reduce_add_ps(
+                _mm512_loadu_ps(part + m * ldp + t * 16));
+    free(buf);
+    free(part);
+    hr_cd_free(&p);
+    return 0;
+}
+
+#else
+static inline int hr_conv_direct_ok(void) { return 0; }
+static int hr_cd_conv(const float* src, ptrdiff_t img_in, float* out, ptrdiff_t img_out,
+                      ptrdiff_t n, const hr_cd_geom* g, const float* wt, int acc) {
+    (void)src; (void)img_in; (void)out; (void)img_out; (void)n; (void)g; (void)wt; (void)acc;
+    return -1;
+}
+static int hr_cd_filter_grad(const float* src, ptrdiff_t img_in, const float* dy,
+                             ptrdiff_t img_dy, ptrdiff_t n, const hr_cd_geom* g, float* dw) {
+    (void)src; (void)img_in; (void)dy; (void)img_dy; (void)n; (void)g; (void)dw;
+    return -1;
+}
+#endif
+
+#endif

@@ -1,0 +1,117 @@
+# cython: language_level=3
+"""conv.pyx's float32 NCHW convolutions without a col matrix (_conv_direct.h: why and how),
+per group: the forward, the filter gradient, and the input gradient of a stride-1 conv. Only
+conv.pyx cimports it."""
+from libc.stdlib cimport free, malloc
+from ._im2col cimport Geom
+
+cdef extern from "_conv_direct.h" nogil:
+    ctypedef struct hr_cd_geom:
+        int Cin, Hin, Win, Cout, Ho, Wo, kh, kw, sh, sw, dh, dw, pt, pl
+    int hr_conv_direct_ok()
+    int hr_cd_conv(const float* src, Py_ssize_t img_in, float* out, Py_ssize_t img_out,
+                   Py_ssize_t n, const hr_cd_geom* g, const float* wt, int acc)
+    int hr_cd_filter_grad(const float* src, Py_ssize_t img_in, const float* dy,
+                          Py_ssize_t img_dy, Py_ssize_t n, const hr_cd_geom* g, float* dw)
+
+
+cdef inline bint direct_rows(int wo) noexcept nogil:
+    """Whether rows of ``wo`` outputs fill the kernel's 16-lane vectors well enough (3/4):
+    LeNet-2's 8-wide rows would waste half of every multiply, and stay on im2col + GEMM."""
+    return wo * 4 >= ((wo + 15) // 16) * 16 * 3
+
+
+cdef inline bint direct_fits(const Geom* g) noexcept nogil:
+    """Convs the kernels take: rows that fill the vectors, more than one tap (a 1x1 filter's
+    16 taps per output measured slower than its GEMM: the per-image copy outweighs the
+    products), at most 1024 taps (a tile's input window then outgrows the L1 cache)."""
+    cdef Py_ssize_t taps = <Py_ssize_t>g.Cg * g.kh * g.kw
+    # The padded buffers' offsets are C ints (a generous bound on both directions' buffers).
+    cdef Py_ssize_t room = (<Py_ssize_t>(g.Cg + g.Mg) * g.sw * (g.H + g.Ho + 2 * g.kh * g.dh) *
+                            (g.W + g.Wo + 2 * g.kw * g.dw))
+    return (direct_rows(g.Wo) and g.kh * g.kw > 1 and taps <= 1024 and room < (1 << 30) and
+            hr_conv_direct_ok())
+
+
+cdef inline bint direct_input_fits(const Geom* g) noexcept nogil:
+    """Whether the input gradient goes through direct_input_grad: stride 1, input rows that
+    fill the vectors, and 4+ channels a group (its outputs; 1-3 filters a tile measured no
+    faster than col2im)."""
+    return g.sh == 1 and g.sw == 1 and direct_rows(g.W) and g.Cg >= 4
+
+
+cdef inline hr_cd_geom forward_geom(const Geom* g) noexcept nogil:
+    cdef hr_cd_geom d
+    d.Cin, d.Hin, d.Win, d.Cout, d.Ho, d.Wo = g.Cg, g.H, g.W, g.Mg, g.Ho, g.Wo
+    d.kh, d.kw, d.sh, d.sw, d.dh, d.dw, d.pt, d.pl = (g.kh, g.kw, g.sh, g.sw, g.dh, g.dw,
+                                                      g.pt, g.pl)
+    return d
+
+
+cdef inline int direct_forward(const float* x, const float* w, float* out, Py_ssize_t N,
+                               const Geom* g, bint acc) noexcept nogil:
+    """Output (+ Output when ``acc``) of every image and group; -1: no memory."""
+    cdef hr_cd_geom d = forward_geom(g)
+    cdef Py_ssize_t K = <Py_ssize_t>g.Cg * g.kh * g.kw, hw = <Py_ssize_t>g.H * g.W
+    cdef Py_ssize_t P = <Py_ssize_t>g.Ho * g.Wo, t, m
+    cdef int grp, rc = 0
+    cdef float* wt = <float*>malloc(K * g.Mg * sizeof(float))   # [K, Mg]: tap-major
+    if wt == NULL:
+        return -1
+    for grp in range(g.groups):
+        for m in range(g.Mg):
+            for t in range(K):
+                wt[t * g.Mg + m] = w[(<Py_ssize_t>grp * g.Mg + m) * K + t]
+        rc = hr_cd_conv(x + <Py_ssize_t>grp * g.Cg * hw, g.C * hw,
+                        out + <Py_ssize_t>grp * g.Mg * P, g.M * P, N, &d, wt, acc)
+        if rc:
+            break
+    free(wt)
+    return rc
+
+
+cdef inline int direct_filter_grad(const float* x, const float* dy, float* dw, Py_ssize_t N,
+                                   const Geom* g) noexcept nogil:
+    """Filter@GRAD [M, Cg*kh*kw] += over every image; -1: no memory."""
+    cdef hr_cd_geom d = forward_geom(g)
+    cdef Py_ssize_t K = <Py_ssize_t>g.Cg * g.kh * g.kw, hw = <Py_ssize_t>g.H * g.W
+    cdef Py_ssize_t P = <Py_ssize_t>g.Ho * g.Wo
+    cdef int grp
+    for grp in range(g.groups):
+        if hr_cd_filter_grad(x + <Py_ssize_t>grp * g.Cg * hw, g.C * hw,
+                             dy + <Py_ssize_t>grp * g.Mg * P, g.M * P, N, &d,
+                             dw + <Py_ssize_t>grp * g.Mg * K):
+            return -1
+    return 0
+
+
+cdef inline int direct_input_grad(const float* w, const float* dy, float* dx, Py_ssize_t N,
+                                  const Geom* g) noexcept nogil:
+    """Input@GRAD of a stride-1 conv: Output@GRAD correlated with the filter flipped and
+    transposed, dX[c, y, x] = sum W[m, c, i, j] dY[m, y + pt - i*dh, x + pl - j*dw], written
+    (not added) into dx; -1: no memory."""
+    cdef hr_cd_geom d
+    d.Cin, d.Hin, d.Win, d.Cout, d.Ho, d.Wo = g.Mg, g.Ho, g.Wo, g.Cg, g.H, g.W
+    d.kh, d.kw, d.sh, d.sw, d.dh, d.dw = g.kh, g.kw, 1, 1, g.dh, g.dw
+    d.pt = (g.kh - 1) * g.dh - g.pt
+    d.pl = (g.kw - 1) * g.dw - g.pl
+    cdef Py_ssize_t K = <Py_ssize_t>g.Cg * g.kh * g.kw, hw = <Py_ssize_t>g.H * g.W
+    cdef Py_ssize_t P = <Py_ssize_t>g.Ho * g.Wo, kk = <Py_ssize_t>g.kh * g.kw
+    cdef Py_ssize_t m, c, i, j
+    cdef int grp, rc = 0
+    cdef float* wt = <float*>malloc(K * g.Mg * sizeof(float))   # [(m, i', j'), c]
+    if wt == NULL:
+        return -1
+    for grp in range(g.groups):
+        for m in range(g.Mg):
+            for c in range(g.Cg):
+                for i in range(g.kh):
+                    for j in range(g.kw):
+                        wt[((m * g.kh + g.kh - 1 - i) * g.kw + g.kw - 1 - j) * g.Cg + c] = \
+                            w[((<Py_ssize_t>grp * g.Mg + m) * g.Cg + c) * kk + i * g.kw + j]
+        rc = hr_cd_conv(dy + <Py_ssize_t>grp * g.Mg * P, g.M * P,
+                        dx + <Py_ssize_t>grp * g.Cg * hw, g.C * hw, N, &d, wt, 0)
+        if rc:
+            break
+    free(wt)
+    return rc

@@ -1,0 +1,128 @@
+"""conv2d's float32 NCHW kernels without a col matrix (kernels/cpu/_conv_direct.h): forward,
+filter gradient and stride-1 input gradient, against the float64 NumPy reference, against the
+im2col + GEMM path (conv.DIRECT off), and through the adjoint identities
+<conv(X), dY> = <X, Input@GRAD> = <W, Filter@GRAD> (exact for a linear op: a finite-difference
+check without the step's error). Each case asserts which paths it reaches."""
+import numpy as np
+import pytest
+
+from headrace_nn.kernels.cpu import conv
+from headrace_nn.reference.conv import conv2d as ref_conv
+from headrace_nn.reference.conv import conv2d_grad as ref_grad
+
+pytestmark = pytest.mark.skipif(not conv.DIRECT_OK, reason="needs AVX-512 (else the "
+                                "kernels stay on im2col + GEMM, which test_conv.py covers)")
+
+# (N, C, M, H, W, kh, kw, attrs, paths (forward, filter grad, input grad))
+CASES = [
+    # the small ResNet's layers: 32-wide rows (2 vectors), 16-wide rows (the 8-filter tiles'
+    # tails of 1 and 2 vectors: 16 and 8 vectors an image), stride 2, 3 input channels
+    (2, 16, 16, 32, 32, 3, 3, {"paddings": [1, 1]}, (True, True, True)),
+    (3, 32, 32, 16, 16, 3, 3, {"paddings": [1, 1]}, (True, True, True)),
+    (2, 16, 32, 32, 32, 3, 3, {"strides": [2, 2], "paddings": [1, 1]}, (True, True, False)),
+    (2, 3, 16, 32, 32, 3, 3, {"paddings": [1, 1]}, (True, True, False)),
+    (1, 8, 16, 8, 16, 3, 3, {"paddings": [1, 1]}, (True, True, True)),
+    # odd sizes: 13- and 40-wide rows (masked lanes, 3 vectors a row), filters 13 and 14
+    # (8 + 4 + 1, 8 + 4 + 2 tiles), taps not a multiple of 6, asymmetric paddings
+    (2, 5, 13, 11, 13, 3, 3, {"paddings": [0, 2, 1, 1]}, (True, True, True)),
+    (2, 4, 14, 7, 40, 3, 2, {"paddings": [2, 1]}, (True, True, True)),
+    # LeNet-1: 5x5 over one channel (24-wide rows)
+    (3, 1, 20, 28, 28, 5, 5, {}, (True, True, False)),
+    # dilation, stride 2 with dilation, groups, a padding wider than the filter (the input
+    # gradient's paddings go negative)
+    (2, 6, 8, 20, 24, 3, 3, {"paddings": [2, 2], "dilations": [2, 2]}, (True, True, True)),
+    (2, 4, 6, 30, 33, 3, 3, {"strides": [2, 1], "paddings": [1, 1], "dilations": [1, 2]},
+     (True, True, False)),
+    (2, 8, 12, 14, 14, 3, 3, {"paddings": [1, 1], "groups": 2}, (True, True, True)),
+    (2, 4, 4, 10, 24, 2, 2, {"paddings": [3, 3]}, (True, True, True)),
+    # not taken: a 1x1 filter, 8-wide rows (LeNet-2), NHWC
+    (2, 16, 32, 32, 32, 1, 1, {"strides": [2, 2]}, (False, False, False)),
+    (2, 20, 50, 12, 12, 5, 5, {}, (False, False, False)),
+]
+
+
+def _inputs(case, rng):
+    n, c, m, h, w, kh, kw, attrs, _ = case
+    x = rng.standard_normal((n, c, h, w)).astype("float32")
+    filt = rng.standard_normal((m, c // attrs.get("groups", 1), kh, kw)).astype("float32")
+    return x, filt
+
+
+def _both(fn):
+    """``fn()`` with the direct kernels and on im2col + GEMM."""
+    try:
+        conv.DIRECT = True
+        direct = fn()
+        conv.DIRECT = False
+        gemm = fn()
+    finally:
+        conv.DIRECT = True
+    return direct, gemm
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_paths_are_the_ones_meant(case):
+    n, c, m, h, w, kh, kw, attrs, paths = CASES[case]
+    groups = attrs.get("groups", 1)
+    assert conv.direct_paths(dict(attrs), (n, c, h, w), (m, c // groups, kh, kw)) == paths
+    if any(paths):
+        assert conv.direct_paths(dict(attrs, data_format="NHWC"), (n, h, w, c),
+                                 (m, c // groups, kh, kw)) == (False, False, False)
+
+
+@pytest.mark.parametrize("extra", ["", "bias", "residual", "both"])
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_forward_matches_reference(kernel, case, extra):
+    rng = np.random.default_rng(100 + case)
+    x, filt = _inputs(CASES[case], rng)
+    attrs = CASES[case][7]
+    want = ref_conv({"Input": x.astype("float64"), "Filter": filt.astype("float64")},
+                    attrs)["Output"]
+    args = [x, filt, None, None]
+    if extra in ("bias", "both"):
+        args[2] = rng.standard_normal(want.shape[1]).astype("float32")
+        want = want + args[2].reshape(1, -1, 1, 1)
+    if extra in ("residual", "both"):
+        args[3] = rng.standard_normal(want.shape).astype("float32")
+        want = want + args[3]
+    run = kernel("conv2d", attrs)
+    got, gemm = _both(lambda: run(*args)[0])
+    scale = np.abs(want).max()
+    np.testing.assert_allclose(got, want, rtol=0, atol=2e-6 * scale * np.sqrt(filt[0].size))
+    np.testing.assert_allclose(got, gemm, rtol=0, atol=2e-6 * scale * np.sqrt(filt[0].size))
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_gradients_match_reference_and_adjoint(kernel, case):
+    rng = np.random.default_rng(200 + case)
+    x, filt = _inputs(CASES[case], rng)
+    attrs = CASES[case][7]
+    y = ref_conv({"Input": x.astype("float64"), "Filter": filt.astype("float64")},
+                 attrs)["Output"]
+    dy = rng.standard_normal(y.shape).astype("float32")
+    want = ref_grad({"Input": x.astype("float64"), "Filter": filt.astype("float64"),
+                     "Output@GRAD": dy.astype("float64")}, attrs)
+    run = kernel("conv2d_grad", attrs)
+    (dx, dw, _, _), (gx, gw, _, _) = _both(lambda: run(x, filt, dy))
+    for got, gemm, slot in ((dx, gx, "Input@GRAD"), (dw, gw, "Filter@GRAD")):
+        exp = want[slot]
+        tol = 2e-6 * np.abs(exp).max() * np.sqrt(dy.size / dy.shape[0])
+        np.testing.assert_allclose(got, exp, rtol=0, atol=tol, err_msg=slot)
+        np.testing.assert_allclose(got, gemm, rtol=0, atol=tol, err_msg=slot)
+    # <conv(X), dY> = <X, dX> = <W, dW>: the gradients are the op's adjoints.
+    inner = float(np.vdot(y, dy.astype("float64")))
+    bound = 1e-5 * float(np.abs(y).sum() * np.abs(dy).max())
+    assert abs(float(np.vdot(x.astype("float64"), dx.astype("float64"))) - inner) <= bound
+    assert abs(float(np.vdot(filt.astype("float64"), dw.astype("float64"))) - inner) <= bound
+
+
+def test_many_images_and_an_odd_batch(kernel):
+    # The filter gradient sums every image's lanes once at the end: 37 images of LeNet-1.
+    rng = np.random.default_rng(300)
+    x = rng.standard_normal((37, 1, 28, 28)).astype("float32")
+    filt = rng.standard_normal((20, 1, 5, 5)).astype("float32")
+    dy = rng.standard_normal((37, 20, 24, 24)).astype("float32")
+    want = ref_grad({"Input": x.astype("float64"), "Filter": filt.astype("float64"),
+                     "Output@GRAD": dy.astype("float64")}, {})["Filter@GRAD"]
+    got = kernel("conv2d_grad", {})(x, filt, dy)[1]
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * np.abs(want).max())
