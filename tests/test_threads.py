@@ -97,3 +97,35 @@ def test_mul_on_two_threads_is_the_serial_result(m, k, n, transposed, restore_th
     np.testing.assert_array_equal(parallel, serial)
     np.testing.assert_allclose(serial, a.astype("float64") @ (b.T if transposed else b),
                                rtol=1e-4, atol=1e-3)
+
+
+def _conv_block_step(threads, dtype):
+    """Outputs and gradients of conv2d + batch_norm + relu + residual add (its gradient is a
+    sum) + sigmoid on 131K-value activations: above the grains, so 2 threads split them."""
+    hr.set_num_threads(threads)
+    main, startup = hr.Program(), hr.Program()
+    startup.random_seed = 7
+    with hr.program_guard(main, startup):
+        x = hr.layers.data("x", shape=[-1, 8, 32, 32], dtype=dtype)
+        h = hr.layers.batch_norm(hr.layers.conv2d(x, 16, 3, padding=1, bias_attr=False),
+                                 act="relu")
+        out = hr.layers.sigmoid(hr.layers.elementwise_add(
+            hr.layers.conv2d(h, 16, 3, padding=1), h))
+        loss = hr.layers.mean(out)
+        grads = hr.append_backward(loss)
+    exe, scope = hr.Executor(hr.CPUPlace()), hr.Scope()
+    exe.run(startup, scope=scope)
+    feed = {"x": np.random.default_rng(3).standard_normal((8, 8, 32, 32)).astype(dtype) + 2}
+    fetch = [out, h, h.name + "@GRAD"] + [g for _, g in grads]
+    return exe.run(main, feed=feed, fetch_list=fetch, scope=scope)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_conv_block_on_two_threads_is_the_serial_result(dtype, restore_threads):
+    # Every parallel kernel splits independent outputs (GEMM panels or row bands, batch_norm
+    # channels and planes, elementwise chunks): bit for bit the serial values.
+    serial = _conv_block_step(1, dtype)
+    parallel = _conv_block_step(2, dtype)
+    assert len(serial) == len(parallel) > 5
+    for s, p in zip(serial, parallel):
+        np.testing.assert_array_equal(p, s)

@@ -8,15 +8,14 @@ from libc.stdlib cimport free, malloc
 from scipy.linalg.cython_blas cimport dgemm, sgemm
 from headrace.kernels.packed_gemm cimport (hr_pgemm_b_mt, hr_pgemm_mt, hr_pgemm_ok, hr_pgemm_pack,
                                            hr_pgemm_packed_size)
-from headrace.kernels.threads cimport threads_for
+from headrace.kernels.threads cimport GEMM_GRAIN, threads_for
 
 
 # float32 products big enough to amortize packing take the core's packed AVX-512 GEMM where the
 # CPU has it (up to 1.7x OpenBLAS here, which repacks both operands per call); else BLAS. It is
-# split over threads from GEMM_GRAIN multiply-adds a thread (~20 us at one core's ~45 GMAC/s).
+# split over threads from GEMM_GRAIN multiply-adds a thread.
 cdef bint _packed = hr_pgemm_ok()
 cdef Py_ssize_t PACKED_MIN_FLOPS = 1 << 16
-cdef double GEMM_GRAIN = 1 << 20
 
 
 def use_packed_gemm(flag=None):
@@ -34,18 +33,26 @@ cdef bint _packed_gemm(bint trans_a, bint trans_b, int M, int N, int K, double a
     cdef Py_ssize_t a_rs = 1 if trans_a else lda, a_ks = lda if trans_a else 1
     cdef float* bp
     cdef int nt = threads_for(<double>M * N * K, GEMM_GRAIN)
-    if not _packed or alpha != 1.0 or (beta != 0.0 and beta != 1.0) or K <= 0 or \
-            <Py_ssize_t>M * N * K < PACKED_MIN_FLOPS:
+    cdef Py_ssize_t i, j
+    cdef float fa = <float>alpha
+    # alpha (attention's 1/sqrt(d) in matmul) only into a fresh C: scaled after the product,
+    # C = alpha (A B), as sgemm applies it; with beta 1 the old C must not be scaled.
+    if not _packed or (alpha != 1.0 and beta != 0.0) or (beta != 0.0 and beta != 1.0) or \
+            K <= 0 or <Py_ssize_t>M * N * K < PACKED_MIN_FLOPS:
         return False
     if not trans_b:   # B as it lies: packed block by block inside
         hr_pgemm_b_mt(M, N, K, A, a_rs, a_ks, B, ldb, C, ldc, beta == 1.0, nt)
-        return True
-    bp = <float*>malloc(hr_pgemm_packed_size(K, N) * sizeof(float))
-    if bp == NULL:
-        return False
-    hr_pgemm_pack(B, ldb, 1, K, N, bp)   # op(B)[l, j] = B[j * ldb + l]
-    hr_pgemm_mt(M, N, K, A, a_rs, a_ks, bp, C, ldc, beta == 1.0, nt)
-    free(bp)
+    else:
+        bp = <float*>malloc(hr_pgemm_packed_size(K, N) * sizeof(float))
+        if bp == NULL:
+            return False
+        hr_pgemm_pack(B, ldb, 1, K, N, bp)   # op(B)[l, j] = B[j * ldb + l]
+        hr_pgemm_mt(M, N, K, A, a_rs, a_ks, bp, C, ldc, beta == 1.0, nt)
+        free(bp)
+    if alpha != 1.0:
+        for i in range(M):
+            for j in range(N):
+                C[i * ldc + j] *= fa
     return True
 
 

@@ -15,6 +15,7 @@ exp(+large); softplus is max(z, 0) + log1p(exp(-|z|)); gelu uses erfc (exact) or
 NaN; elu uses expm1; relu, relu6 and hard_sigmoid keep NaN as NumPy's maximum/minimum do.
 """
 cimport numpy as cnp
+from cython.parallel cimport prange
 from libc.math cimport (ceil, cos, erfc, exp, expm1, fabs, floor, isinf, log, log1p, pow,
                         round, sin, sqrt, tanh)
 from cpython.object cimport PyObject
@@ -23,6 +24,7 @@ from ._common cimport recycled
 from headrace.kernels.fastmath cimport (hr_f32_exp, hr_f32_gelu, hr_f32_gelu_grad,
                                        hr_f32_gelu_tanh, hr_f32_sigmoid, hr_f32_swish,
                                        hr_f32_tanh)
+from headrace.kernels.threads cimport ELEMENT_GRAIN, split_at, threads_for
 
 cnp.import_array()
 
@@ -188,6 +190,28 @@ cdef bint _run_f32(int code, const float* x, float* out, Py_ssize_t n,
     return True
 
 
+cdef void _values(int code, const real* x, real* out, Py_ssize_t n, double p,
+                  double q) noexcept nogil:
+    if real is float:
+        if _run_f32(code, x, out, n, p):
+            return
+    _run(code, x, out, n, p, q)
+
+
+cdef void _forward(int code, const real* x, real* out, Py_ssize_t n, double p,
+                   double q) noexcept nogil:
+    """The op over n values, split over hr.set_num_threads' threads when there are
+    ELEMENT_GRAIN values a thread (each value's result is the serial one)."""
+    cdef int t, nt = threads_for(<double>n, ELEMENT_GRAIN)
+    cdef Py_ssize_t i0
+    if nt <= 1:
+        _values(code, x, out, n, p, q)
+        return
+    for t in prange(nt, nogil=True, num_threads=nt, schedule="static"):
+        i0 = split_at(n, t, nt)
+        _values(code, x + i0, out + i0, split_at(n, t + 1, nt) - i0, p, q)
+
+
 cdef class Activation:
     """Kernel of one activation op: its code and parameters are bound at prepare time."""
     cdef int code
@@ -206,15 +230,13 @@ cdef class Activation:
         if t == cnp.NPY_FLOAT32:
             out = self._out = recycled(<PyObject*>self._out, shape_of(a), t)
             with nogil:
-                if not _run_f32(self.code, <const float*>cnp.PyArray_DATA(a),
-                                <float*>cnp.PyArray_DATA(out), n, self.p):
-                    _run(self.code, <const float*>cnp.PyArray_DATA(a),
+                _forward(self.code, <const float*>cnp.PyArray_DATA(a),
                          <float*>cnp.PyArray_DATA(out), n, self.p, self.q)
         elif t == cnp.NPY_FLOAT64:
             out = self._out = recycled(<PyObject*>self._out, shape_of(a), t)
             with nogil:
-                _run(self.code, <const double*>cnp.PyArray_DATA(a),
-                     <double*>cnp.PyArray_DATA(out), n, self.p, self.q)
+                _forward(self.code, <const double*>cnp.PyArray_DATA(a),
+                         <double*>cnp.PyArray_DATA(out), n, self.p, self.q)
         else:
             raise TypeError(f"{self.name}: X has dtype {dtype_name(a)}, expected float32 or "
                             f"float64")
@@ -374,6 +396,30 @@ cdef void _run_grad(int code, const real* v, const real* d, real* out, Py_ssize_
             out[i] = 0
 
 
+cdef void _grad_values(int code, const real* v, const real* d, real* out, Py_ssize_t n,
+                       double p, double q) noexcept nogil:
+    if real is float:
+        if code == GELU:
+            # libm's double erfc and exp (the generic path) are scalar calls: this was the
+            # slowest op of a transformer's feed-forward.
+            hr_f32_gelu_grad(v, d, out, n)
+            return
+    _run_grad(code, v, d, out, n, p, q)
+
+
+cdef void _backward(int code, const real* v, const real* d, real* out, Py_ssize_t n,
+                    double p, double q) noexcept nogil:
+    """The gradient over n values, split over the threads as _forward."""
+    cdef int t, nt = threads_for(<double>n, ELEMENT_GRAIN)
+    cdef Py_ssize_t i0
+    if nt <= 1:
+        _grad_values(code, v, d, out, n, p, q)
+        return
+    for t in prange(nt, nogil=True, num_threads=nt, schedule="static"):
+        i0 = split_at(n, t, nt)
+        _grad_values(code, v + i0, d + i0, out + i0, split_at(n, t + 1, nt) - i0, p, q)
+
+
 cdef class ActivationGrad:
     """<op>_grad: (X or Out, Out@GRAD) -> (X@GRAD,), or (Out@GRAD,) -> (zeros,) for floor,
     ceil and round."""
@@ -409,21 +455,14 @@ cdef class ActivationGrad:
         cdef cnp.ndarray out = recycled(<PyObject*>self._out, shape_of(g), t)
         self._out = out
         cdef Py_ssize_t n = cnp.PyArray_SIZE(g)
-        if t == cnp.NPY_FLOAT32 and self.code == GELU:
+        if t == cnp.NPY_FLOAT32:
             with nogil:
-                # libm's double erfc and exp (the generic path) are scalar calls: this
-                # was the slowest op of a transformer's feed-forward.
-                hr_f32_gelu_grad(<const float*>cnp.PyArray_DATA(a),
-                                 <const float*>cnp.PyArray_DATA(g),
-                                 <float*>cnp.PyArray_DATA(out), n)
-        elif t == cnp.NPY_FLOAT32:
-            with nogil:
-                _run_grad(self.code, <const float*>cnp.PyArray_DATA(a),
+                _backward(self.code, <const float*>cnp.PyArray_DATA(a),
                           <const float*>cnp.PyArray_DATA(g), <float*>cnp.PyArray_DATA(out), n,
                           self.p, self.q)
         else:
             with nogil:
-                _run_grad(self.code, <const double*>cnp.PyArray_DATA(a),
+                _backward(self.code, <const double*>cnp.PyArray_DATA(a),
                           <const double*>cnp.PyArray_DATA(g), <double*>cnp.PyArray_DATA(out),
                           n, self.p, self.q)
         return (out,)

@@ -8,7 +8,9 @@ merges adjacent dims that broadcast alike, and a strided loop walks the output r
 stride 0 on the broadcast dims (so [N, C] + [C] is a single 2-D loop whatever N's rank was).
 """
 cimport numpy as cnp
+from cython.parallel cimport prange
 from libc.math cimport log, pow as cpow, powf
+from headrace.kernels.threads cimport ELEMENT_GRAIN, split_at, threads_for
 from ._broadcast cimport Bcast, Walk, broadcast, walk_next, walk_start
 from cpython.object cimport PyObject
 from headrace.kernels.common cimport contiguous, dtype_name, real, same_shape, shape_of, typenum
@@ -84,6 +86,19 @@ cdef inline void _row(int code, const num* x, Py_ssize_t sx, const num* y, Py_ss
             out[i] = <num>cpow(<double>x[i * sx], <double>y[i * sy])
 
 
+cdef void _flat(int code, const num* x, const num* y, num* out, Py_ssize_t n) noexcept nogil:
+    """Equal shapes: one flat row, split over hr.set_num_threads' threads when there are
+    ELEMENT_GRAIN values a thread (each value's result is the serial one)."""
+    cdef int t, nt = threads_for(<double>n, ELEMENT_GRAIN)
+    cdef Py_ssize_t i0
+    if nt <= 1:
+        _row(code, x, 1, y, 1, out, n)
+        return
+    for t in prange(nt, nogil=True, num_threads=nt, schedule="static"):
+        i0 = split_at(n, t, nt)
+        _row(code, x + i0, 1, y + i0, 1, out + i0, split_at(n, t + 1, nt) - i0)
+
+
 cdef void _strided(int code, const num* x, const num* y, num* out,
                    const Bcast* bc) noexcept nogil:
     """out (contiguous) = f(x, y), row by row over the merged broadcast dims."""
@@ -157,16 +172,16 @@ cdef class Elementwise:
         cdef void* po = cnp.PyArray_DATA(out)
         if t == cnp.NPY_FLOAT32:
             with nogil:
-                _row(self.code, <float*>pa, 1, <float*>pb, 1, <float*>po, n)
+                _flat(self.code, <float*>pa, <float*>pb, <float*>po, n)
         elif t == cnp.NPY_FLOAT64:
             with nogil:
-                _row(self.code, <double*>pa, 1, <double*>pb, 1, <double*>po, n)
+                _flat(self.code, <double*>pa, <double*>pb, <double*>po, n)
         elif t == cnp.NPY_INT32:
             with nogil:
-                _row(self.code, <int*>pa, 1, <int*>pb, 1, <int*>po, n)
+                _flat(self.code, <int*>pa, <int*>pb, <int*>po, n)
         else:
             with nogil:
-                _row(self.code, <long long*>pa, 1, <long long*>pb, 1, <long long*>po, n)
+                _flat(self.code, <long long*>pa, <long long*>pb, <long long*>po, n)
 
     cdef _dispatch_strided(self, int t, cnp.ndarray a, cnp.ndarray b, cnp.ndarray out,
                            const Bcast* bc):

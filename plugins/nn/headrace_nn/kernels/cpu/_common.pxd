@@ -5,8 +5,9 @@ from libc.math cimport exp, expf, tanh, tanhf
 from scipy.linalg.cython_blas cimport dgemm, sgemm
 from headrace.kernels.common cimport contiguous, real, shape_of
 from headrace.kernels.fastmath cimport hr_f32_sigmoid, hr_f32_tanh
-from headrace.kernels.packed_gemm cimport (hr_pgemm, hr_pgemm_b, hr_pgemm_ok, hr_pgemm_pack,
-                                           hr_pgemm_packed_size)
+from headrace.kernels.packed_gemm cimport (hr_pgemm_b_mt, hr_pgemm_mt, hr_pgemm_ok,
+                                           hr_pgemm_pack, hr_pgemm_packed_size)
+from headrace.kernels.threads cimport GEMM_GRAIN, threads_for
 from libc.stdlib cimport free, malloc
 
 
@@ -41,19 +42,22 @@ cdef inline int expect_shape(cnp.ndarray a, tuple want, str op, str slot,
 cdef inline void fast_gemm(bint ta, bint tb, int M, int N, int K, const real* A, int lda,
                            const real* B, int ldb, real beta, real* C, int ldc) noexcept nogil:
     """:func:`gemm`, on the core's packed AVX-512 GEMM for float32 products of 64K+
-    multiply-adds where the CPU has AVX-512 (up to 1.7x OpenBLAS here); else BLAS."""
+    multiply-adds where the CPU has AVX-512 (up to 1.7x OpenBLAS here), split over
+    hr.set_num_threads' threads from GEMM_GRAIN multiply-adds a thread; else BLAS."""
     cdef Py_ssize_t a_rs = 1 if ta else lda, a_ks = lda if ta else 1
     cdef float* bp
+    cdef int nt
     if real is float:
         if K > 0 and (beta == 0 or beta == 1) and <Py_ssize_t>M * N * K >= 65536 and \
                 hr_pgemm_ok():
+            nt = threads_for(<double>M * N * K, GEMM_GRAIN)
             if not tb:
-                hr_pgemm_b(M, N, K, A, a_rs, a_ks, B, ldb, C, ldc, beta == 1)
+                hr_pgemm_b_mt(M, N, K, A, a_rs, a_ks, B, ldb, C, ldc, beta == 1, nt)
                 return
             bp = <float*>malloc(hr_pgemm_packed_size(K, N) * sizeof(float))
             if bp != NULL:
                 hr_pgemm_pack(B, ldb, 1, K, N, bp)
-                hr_pgemm(M, N, K, A, a_rs, a_ks, bp, C, ldc, beta == 1)
+                hr_pgemm_mt(M, N, K, A, a_rs, a_ks, bp, C, ldc, beta == 1, nt)
                 free(bp)
                 return
     gemm(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc)

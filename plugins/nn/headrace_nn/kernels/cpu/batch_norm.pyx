@@ -24,7 +24,9 @@ trainable_statistics, or use_global_stats; mean = Mean, inv = 1/sqrt(Variance + 
 X@GRAD = Scale * inv * dY. One pass for the sums, one for X@GRAD (lanes as above).
 """
 cimport numpy as cnp
+from cython.parallel cimport prange
 from libc.math cimport sqrt
+from headrace.kernels.threads cimport ELEMENT_GRAIN, threads_for
 from headrace.kernels.common cimport contiguous, empty_like, prod, real, shape_of
 from ._common cimport expect_shape, float_array
 
@@ -69,54 +71,87 @@ cdef inline double _plane_sum(const real* x, real shift, bint square,
     return total
 
 
+cdef void _stat_channels(const real* x, double* mean, double* var, Py_ssize_t N, Py_ssize_t C,
+                         Py_ssize_t S, Py_ssize_t c0, Py_ssize_t c1) noexcept nogil:
+    """NCHW mean and variance of channels [c0, c1): one thread's share."""
+    cdef Py_ssize_t n, c
+    cdef double cnt = <double>N * S
+    for c in range(c0, c1):
+        mean[c] = 0.0
+        var[c] = 0.0
+        for n in range(N):
+            mean[c] += _plane_sum(x + (n * C + c) * S, 0, False, S)
+        mean[c] /= cnt
+        for n in range(N):
+            var[c] += _plane_sum(x + (n * C + c) * S, <real>mean[c], True, S)
+        var[c] /= cnt
+
+
 cdef void _stats(const real* x, double* mean, double* var, Py_ssize_t N, Py_ssize_t C,
                  Py_ssize_t S, bint nhwc) noexcept nogil:
-    """Biased batch mean and variance per channel (layout [N, C, S], or [N, C] rows if nhwc)."""
+    """Biased batch mean and variance per channel (layout [N, C, S], or [N, C] rows if nhwc).
+    NCHW splits the channels over the threads (threads_for): each channel is summed by one
+    thread in the serial order, so the result does not depend on the thread count."""
     cdef Py_ssize_t n, c
     cdef double d, cnt = <double>N * S
+    cdef int t, nt
+    if not nhwc:
+        nt = threads_for(<double>N * C * S, ELEMENT_GRAIN)
+        nt = nt if nt < C else <int>C
+        if nt <= 1:
+            _stat_channels(x, mean, var, N, C, S, 0, C)
+        else:
+            for t in prange(nt, nogil=True, num_threads=nt, schedule="static"):
+                _stat_channels(x, mean, var, N, C, S, C * t // nt, C * (t + 1) // nt)
+        return
     for c in range(C):
         mean[c] = 0.0
         var[c] = 0.0
-    if nhwc:
-        for n in range(N):
-            for c in range(C):
-                mean[c] += x[n * C + c]
+    for n in range(N):
         for c in range(C):
-            mean[c] /= cnt
-        for n in range(N):
-            for c in range(C):
-                d = x[n * C + c] - mean[c]
-                var[c] += d * d
-    else:
-        for n in range(N):
-            for c in range(C):
-                mean[c] += _plane_sum(x + (n * C + c) * S, 0, False, S)
+            mean[c] += x[n * C + c]
+    for c in range(C):
+        mean[c] /= cnt
+    for n in range(N):
         for c in range(C):
-            mean[c] /= cnt
-        for n in range(N):
-            for c in range(C):
-                var[c] += _plane_sum(x + (n * C + c) * S, <real>mean[c], True, S)
+            d = x[n * C + c] - mean[c]
+            var[c] += d * d
     for c in range(C):
         var[c] /= cnt
+
+
+cdef void _apply_planes(const real* x, real* y, const double* mu, const double* a,
+                        const double* b, Py_ssize_t C, Py_ssize_t S, Py_ssize_t p0,
+                        Py_ssize_t p1) noexcept nogil:
+    """NCHW planes [p0, p1) (plane p = image p // C, channel p % C)."""
+    cdef Py_ssize_t p, c, s, base
+    cdef real ac, bc, mc
+    for p in range(p0, p1):
+        c = p % C
+        base = p * S
+        ac, bc, mc = <real>a[c], <real>b[c], <real>mu[c]
+        for s in range(S):
+            y[base + s] = (x[base + s] - mc) * ac + bc
 
 
 cdef void _apply(const real* x, real* y, const double* mu, const double* a, const double* b,
                  Py_ssize_t N, Py_ssize_t C, Py_ssize_t S, bint nhwc) noexcept nogil:
     """y = (x - mu[c]) * a[c] + b[c]; NCHW planes in X's dtype (vectorized), x centred first
-    so that a large mean cancels exactly."""
-    cdef Py_ssize_t n, c, s, base
-    cdef real ac, bc, mc
+    so that a large mean cancels exactly; the planes are split over the threads."""
+    cdef Py_ssize_t n, c, P = N * C
+    cdef int t, nt
     if nhwc:
         for n in range(N):
             for c in range(C):
                 y[n * C + c] = <real>((x[n * C + c] - mu[c]) * a[c] + b[c])
+        return
+    nt = threads_for(<double>P * S, ELEMENT_GRAIN)
+    nt = nt if nt < P else <int>P
+    if nt <= 1:
+        _apply_planes(x, y, mu, a, b, C, S, 0, P)
     else:
-        for n in range(N):
-            for c in range(C):
-                base = (n * C + c) * S
-                ac, bc, mc = <real>a[c], <real>b[c], <real>mu[c]
-                for s in range(S):
-                    y[base + s] = (x[base + s] - mc) * ac + bc
+        for t in prange(nt, nogil=True, num_threads=nt, schedule="static"):
+            _apply_planes(x, y, mu, a, b, C, S, P * t // nt, P * (t + 1) // nt)
 
 
 cdef class BatchNorm:
@@ -243,27 +278,59 @@ cdef inline void _plane_sums(const real* x, const real* dy, real mu, Py_ssize_t 
     sb[0] = b
 
 
+cdef void _grad_channels(const real* x, const real* dy, const double* mean, double* sdy,
+                         double* sdyx, Py_ssize_t N, Py_ssize_t C, Py_ssize_t S, Py_ssize_t c0,
+                         Py_ssize_t c1) noexcept nogil:
+    """NCHW sums of channels [c0, c1): one thread's share."""
+    cdef Py_ssize_t n, c
+    cdef double a, b
+    for c in range(c0, c1):
+        sdy[c] = 0.0
+        sdyx[c] = 0.0
+        for n in range(N):
+            _plane_sums(x + (n * C + c) * S, dy + (n * C + c) * S, <real>mean[c], S, &a, &b)
+            sdy[c] += a
+            sdyx[c] += b
+
+
 cdef void _grad_sums(const real* x, const real* dy, const double* mean, double* sdy,
                      double* sdyx, Py_ssize_t N, Py_ssize_t C, Py_ssize_t S,
                      bint nhwc) noexcept nogil:
-    """sdy[c] = sum dY, sdyx[c] = sum dY * (X - mean[c])."""
+    """sdy[c] = sum dY, sdyx[c] = sum dY * (X - mean[c]); NCHW channels split over the
+    threads, each summed by one thread in the serial order."""
     cdef Py_ssize_t n, c
-    cdef double a, b
+    cdef int t, nt
+    if not nhwc:
+        nt = threads_for(<double>N * C * S, ELEMENT_GRAIN)
+        nt = nt if nt < C else <int>C
+        if nt <= 1:
+            _grad_channels(x, dy, mean, sdy, sdyx, N, C, S, 0, C)
+        else:
+            for t in prange(nt, nogil=True, num_threads=nt, schedule="static"):
+                _grad_channels(x, dy, mean, sdy, sdyx, N, C, S, C * t // nt,
+                               C * (t + 1) // nt)
+        return
     for c in range(C):
         sdy[c] = 0.0
         sdyx[c] = 0.0
-    if nhwc:
-        for n in range(N):
-            for c in range(C):
-                sdy[c] += dy[n * C + c]
-                sdyx[c] += dy[n * C + c] * (x[n * C + c] - mean[c])
-    else:
-        for n in range(N):
-            for c in range(C):
-                _plane_sums(x + (n * C + c) * S, dy + (n * C + c) * S, <real>mean[c], S,
-                            &a, &b)
-                sdy[c] += a
-                sdyx[c] += b
+    for n in range(N):
+        for c in range(C):
+            sdy[c] += dy[n * C + c]
+            sdyx[c] += dy[n * C + c] * (x[n * C + c] - mean[c])
+
+
+cdef void _grad_planes(const real* x, const real* dy, real* dx, const double* k,
+                       const double* q, const double* r, const double* mean, Py_ssize_t C,
+                       Py_ssize_t S, Py_ssize_t p0, Py_ssize_t p1) noexcept nogil:
+    """NCHW planes [p0, p1) of X@GRAD."""
+    cdef Py_ssize_t p, c, s, base
+    cdef real kc, qc, rc, mc
+    for p in range(p0, p1):
+        c = p % C
+        base = p * S
+        kc, qc, rc, mc = <real>k[c], <real>q[c], <real>r[c], <real>mean[c]
+        for s in range(S):
+            dx[base + s] = kc * dy[base + s] - qc * (x[base + s] - mc) - rc
 
 
 cdef void _grad_x(const real* x, const real* dy, real* dx, const double* k, const double* q,
@@ -271,21 +338,23 @@ cdef void _grad_x(const real* x, const real* dy, real* dx, const double* k, cons
                   Py_ssize_t S, bint nhwc) noexcept nogil:
     """dx = k[c] * dy - q[c] * (x - mean[c]) - r[c] (the training formula expanded; k =
     Scale*inv and q = r = 0 for global statistics). NCHW planes in X's dtype, which the
-    compiler vectorizes; x is centred first, so a large mean cancels exactly there."""
-    cdef Py_ssize_t n, c, s, base
-    cdef real kc, qc, rc, mc
+    compiler vectorizes, split over the threads; x is centred first, so a large mean cancels
+    exactly there."""
+    cdef Py_ssize_t n, c, P = N * C
+    cdef int t, nt
     if nhwc:
         for n in range(N):
             for c in range(C):
                 dx[n * C + c] = <real>(k[c] * dy[n * C + c] - q[c] * (x[n * C + c] - mean[c])
                                        - r[c])
+        return
+    nt = threads_for(<double>P * S, ELEMENT_GRAIN)
+    nt = nt if nt < P else <int>P
+    if nt <= 1:
+        _grad_planes(x, dy, dx, k, q, r, mean, C, S, 0, P)
     else:
-        for n in range(N):
-            for c in range(C):
-                base = (n * C + c) * S
-                kc, qc, rc, mc = <real>k[c], <real>q[c], <real>r[c], <real>mean[c]
-                for s in range(S):
-                    dx[base + s] = kc * dy[base + s] - qc * (x[base + s] - mc) - rc
+        for t in prange(nt, nogil=True, num_threads=nt, schedule="static"):
+            _grad_planes(x, dy, dx, k, q, r, mean, C, S, P * t // nt, P * (t + 1) // nt)
 
 
 cdef class BatchNormGrad:
