@@ -1,5 +1,6 @@
 """The CUDA caching allocator: its pool bookkeeping (pure Python, no GPU), the hr.cuda counters,
-the EMM wiring on a real GPU, and the install hint when Numba is missing."""
+the EMM wiring on a real GPU, and the install hint when Numba is missing. A training step's
+reuse of the pool in Numba's simulator is tests/test_cuda_step_memory.py."""
 import os
 import subprocess
 import sys
@@ -92,7 +93,8 @@ def test_hr_cuda_counters_exist():
 def test_emm_reuses_blocks_on_a_gpu():
     if os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0"):
         pytest.skip("Numba's CUDA simulator has no External Memory Management plugins "
-                    "(a platform limit); the pool logic is tested above without a GPU")
+                    "(a platform limit); the pool logic is tested above without a GPU, and "
+                    "a training step's reuse in the simulator by test_cuda_step_memory.py")
     import numpy as np
     prog = hr.Program()
     blk = prog.global_block()
