@@ -13,11 +13,12 @@ from headrace.errors import HeadraceError
 from headrace.framework.analysis import prune
 
 DATA = pathlib.Path(__file__).resolve().parent / "data"
-# What each pass may leave in a program: Paddle op types (fc and conv2d's Bias are Paddle's
-# fused inference forms).
+# What each pass may leave in a program: Paddle op types (fc, fused_conv2d_add_act and
+# conv2d's Bias are Paddle's fused inference forms).
 PADDLE_TYPES = {"feed", "fetch", "conv2d", "fc", "mul", "elementwise_add", "relu", "scale",
                 "batch_norm", "dropout", "pool2d", "softmax", "assign", "tanh", "transpose2",
-                "matmul_v2"}
+                "matmul_v2", "fused_conv2d_add_act"}
+FUSED_CONV = "fused_conv2d_add_act"
 
 
 def _types(program):
@@ -76,9 +77,11 @@ def test_load_inference_model_optimizes_by_default(tmp_path):
     assert _types(plain) == ["feed", "conv2d", "elementwise_add", "batch_norm", "relu",
                              "dropout", "mul", "elementwise_add", "batch_norm", "mul",
                              "elementwise_add", "relu", "dropout", "scale", "fetch"]
-    # conv + bias + bn -> conv2d(Bias); downgrade dropout -> scale; mul + add + bn + (the
-    # next) -> fc; mul + add + relu -> fc(relu); upscale dropout and scale(1) removed.
-    assert _types(fast) == ["feed", "conv2d", "relu", "scale", "fc", "fc", "fetch"]
+    # conv + bias + bn + relu -> fused_conv2d_add_act(relu); downgrade dropout -> scale;
+    # mul + add + bn + (the next) -> fc; mul + add + relu -> fc(relu); upscale dropout and
+    # scale(1) removed.
+    assert _types(fast) == ["feed", FUSED_CONV, "scale", "fc", "fc", "fetch"]
+    assert fast.global_block().ops[1].attr("activation") == "relu"
     assert set(_types(fast)) <= PADDLE_TYPES and feeds == feeds2
     x = rng.standard_normal((3, 3, 8, 8)).astype("float32")
     (a,) = _run(plain, s1, {"img": x})
@@ -107,8 +110,11 @@ def test_fc_and_conv2d_attrs_are_paddles(tmp_path):
         if op.type == "fc":
             assert {"in_num_col_dims", "activation_type"} <= set(op.attr_names)
             assert set(op.inputs) == {"Input", "W", "Bias"}
-        if op.type == "conv2d":   # Paddle's oneDNN kernel is the one that reads Bias
-            assert set(op.inputs) == {"Input", "Filter", "Bias"} and op.attr("use_mkldnn")
+        if op.type == FUSED_CONV:   # Paddle's conv2d_fusion (cuDNN), no oneDNN form
+            assert {"Input", "Filter", "Bias"} <= set(op.inputs) <= \
+                {"Input", "Filter", "Bias", "ResidualData"} and not op.attr("use_mkldnn")
+            assert {"activation", "strides", "paddings", "dilations", "groups"} <= \
+                set(op.attr_names)
 
 
 def _block_program():
@@ -261,7 +267,8 @@ def _paddle_train_inference(name, target_of):
 
 
 @pytest.mark.parametrize("name, target_of, fused", [
-    ("conv_momentum", ("softmax_with_cross_entropy", "Logits"), {"conv_bn_fuse", "fc_fuse"}),
+    ("conv_momentum", ("softmax_with_cross_entropy", "Logits"),
+     {"conv_bn_fuse", "fc_fuse", "conv_elementwise_add_act_fuse"}),
     ("mse_sgd", ("elementwise_sub", "X"), {"fc_fuse"}),
     # Paddle 2.x's Linear: matmul_v2 + elementwise_add -> mul + add -> fc.
     ("ce_adam", ("softmax_with_cross_entropy", "Logits"), {"map_matmul_to_mul", "fc_fuse"}),
@@ -318,14 +325,25 @@ def test_residual_block_folds_to_convs(tmp_path):
     hr.io.save_inference_model(str(tmp_path), ["x"], [out], exe, main, scope=scope)
     plain, _, _, s1 = _load(str(tmp_path), optimize=False)
     fast, _, _, s2 = _load(str(tmp_path), optimize=True)
-    assert _types(fast) == ["feed", "conv2d", "relu", "conv2d", "conv2d", "relu", "fetch"]
-    fused = fast.global_block().ops[4]
-    assert fused.input("ResidualData") == fast.global_block().ops[3].output("Output")
-    assert fused.attr("fuse_residual_connection") and fused.attr("use_mkldnn")
+    # Without the activation pass: Paddle's oneDNN conv2d with ResidualData.
+    names = [n for n in hr.passes.INFERENCE_PASSES if n != "conv_elementwise_add_act_fuse"]
+    onednn = plain.clone()
+    hr.passes.apply(onednn, names, scope=s1)
+    assert _types(onednn) == ["feed", "conv2d", "relu", "conv2d", "conv2d", "relu", "fetch"]
+    res = onednn.global_block().ops[4]
+    assert res.input("ResidualData") == onednn.global_block().ops[3].output("Output")
+    assert res.attr("fuse_residual_connection") and res.attr("use_mkldnn")
+    assert _types(fast) == ["feed"] + [FUSED_CONV] * 3 + ["fetch"]
+    first, short, fused = fast.global_block().ops[1:4]
+    assert fused.input("ResidualData") == short.output("Output")
+    assert [op.attr("activation") for op in (first, short, fused)] == \
+        ["relu", "identity", "relu"]
     xs = rng.standard_normal((2, 3, 6, 6)).astype("float32")
     (a,) = _run(plain, s1, {"x": xs})
     (b,) = _run(fast, s2, {"x": xs})
+    (c,) = _run(onednn, s1, {"x": xs})
     np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(c, b)
     # The shortcut written after the conv cannot be its ResidualData: nothing fuses then.
     prog = hr.Program()
     blk = prog.global_block()

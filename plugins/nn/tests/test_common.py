@@ -13,6 +13,7 @@ NN_OPS = {
     "norm", "group_norm", "instance_norm", "lstm_unit", "gru_unit", "sequence_slice", "lstmp",
     "rnn",
     "sequence_concat", "sequence_reshape", "sequence_enumerate", "sequence_scatter",
+    "fused_conv2d_add_act",
 }
 # Their gradient ops (Paddle's names: cross_entropy2's is cross_entropy_grad2).
 GRAD_OPS = {
@@ -27,7 +28,8 @@ GRAD_OPS = {
     "sequence_concat_grad", "sequence_reshape_grad", "sequence_scatter_grad",
 }
 # op-conventions.md: "Ops with no gradient: ... top_k, accuracy ..."
-NO_GRADIENT = {"accuracy", "top_k", "sequence_mask", "sequence_enumerate"}
+NO_GRADIENT = {"accuracy", "top_k", "sequence_mask", "sequence_enumerate",
+               "fused_conv2d_add_act"}   # an inference op, as Paddle's
 # op-conventions.md: "int." outputs, kept for the backward pass.
 INTERMEDIATE = {
     "cross_entropy2": {"XShape", "MatchX"},

@@ -13,8 +13,8 @@ programs belong here: a training program's batch_norm statistics and dropout are
 from ..errors import HeadraceError
 from ..runtime.place import CPUPlace
 from ..runtime.scope import global_scope
-from . import (bn_fold, constant_folding, conv_bias_fuse, conv_residual_fuse, fc_fuse,
-               identity_clean, matmul_to_mul)
+from . import (bn_fold, constant_folding, conv_act_fuse, conv_bias_fuse, conv_residual_fuse,
+               fc_fuse, identity_clean, matmul_to_mul)
 from . import _graph
 from ._graph import drop_unused_vars
 
@@ -30,15 +30,16 @@ PASSES = {
     matmul_to_mul.NAME: matmul_to_mul.run,
     fc_fuse.NAME: fc_fuse.run,
     conv_residual_fuse.NAME: conv_residual_fuse.run,
+    conv_act_fuse.NAME: conv_act_fuse.run,
 }
 
 # The order matters: identities go first so that chains become adjacent; conv biases are
 # bound before batch_norm folds into them; matmuls become muls, whose batch_norm becomes a
 # bias add that fc_fuse then fuses; a residual add is taken into the conv once batch_norm no
-# longer sits between.
+# longer sits between; the activation after a biased (and residual) conv goes last.
 INFERENCE_PASSES = [identity_clean.NAME, constant_folding.NAME, conv_bias_fuse.NAME,
                     bn_fold.NAME, matmul_to_mul.NAME, bn_fold.MUL_NAME, fc_fuse.NAME,
-                    conv_residual_fuse.NAME]
+                    conv_residual_fuse.NAME, conv_act_fuse.NAME]
 
 
 def apply(program, names=None, scope=None, place=None, keep=None):

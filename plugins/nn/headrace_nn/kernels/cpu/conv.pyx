@@ -182,6 +182,21 @@ cdef int _run(const real* x, const real* w, real* out, Py_ssize_t N, const Geom*
     return 0
 
 
+cdef cnp.ndarray _into(object into, object like, int t):
+    """``into`` checked to be a writable C-contiguous array of dtype ``t`` and the shape of
+    ``like`` (a shape, or the ResidualData to copy into it), as the C loops write it blind."""
+    cdef tuple shape = like if type(like) is tuple else like.shape
+    if type(into) is not cnp.ndarray or cnp.PyArray_TYPE(<cnp.ndarray>into) != t or \
+            not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>into) or \
+            not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>into) or into.shape != shape:
+        raise ValueError(f"conv2d: the array to write Output into must be a writable "
+                         f"C-contiguous {'float32' if t == cnp.NPY_FLOAT32 else 'float64'}"
+                         f"{list(shape)}")
+    if type(like) is not tuple:
+        np.copyto(into, like)
+    return <cnp.ndarray>into
+
+
 cdef class Conv2D:
     cdef object attrs      # the host plan (kernels/host/conv.py), shared with the CUDA kernel
     cdef object last       # the Geometry that ``geo`` holds
@@ -209,7 +224,9 @@ cdef class Conv2D:
             self.last = geo
         g[0] = self.geo
 
-    def __call__(self, input, filter, bias=None, residual=None):
+    def __call__(self, input, filter, bias=None, residual=None, into=None):
+        """``into``: an array to write Output into instead of a new one (fused_conv.pyx's
+        recycled Output: nothing else may reference it)."""
         cdef cnp.ndarray x = contiguous(input)
         cdef cnp.ndarray w = contiguous(filter)
         cdef int t = cnp.PyArray_TYPE(x)
@@ -228,10 +245,10 @@ cdef class Conv2D:
             if r.dtype != x.dtype or r.shape != oshape:
                 raise ValueError(f"conv2d: ResidualData {r.dtype}{list(r.shape)} must be "
                                  f"{x.dtype}{list(oshape)} (Output's shape)")
-            out = np.array(r, order="C", copy=True)
+            out = np.array(r, order="C", copy=True) if into is None else _into(into, r, t)
             beta = 1.0
         else:
-            out = empty(oshape, t)
+            out = empty(oshape, t) if into is None else _into(into, oshape, t)
         if bias is not None:
             b = np.asarray(bias)
             if b.dtype != x.dtype or b.shape != (g.M,):
