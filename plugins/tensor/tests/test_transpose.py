@@ -71,7 +71,9 @@ def expect(x, axis):
     ((2, 3, 4, 5), [0, 3, 1, 2]),       # NHWC -> NCHW
     ((2, 3, 4), [2, 0, 1]),             # general
     ((2, 3, 4, 5), [3, 1, 0, 2]),       # general
-    ((2, 3, 4, 5), [1, 0, 2, 3]),       # trailing dims untouched
+    ((2, 3, 4, 5), [1, 0, 2, 3]),       # trailing dims untouched: memcpy'd runs
+    ((2, 5, 3, 7), [0, 2, 1, 3]),       # attention heads split off: runs of 7
+    ((3, 1, 2, 5), [1, 2, 0, 3]),       # runs, a size-1 dim dropped
     ((2, 1, 4, 1), [3, 2, 1, 0]),       # size-1 dims dropped
     ((2, 3, 4), [0, 1, 2]),             # identity: a copy
     ((2, 3, 4), [-1, 0, -2]),           # negative axes
@@ -86,7 +88,7 @@ def test_transpose2_kernel(shape, axis, dtype):
 
 @pytest.mark.parametrize("name", NUMPY_TYPES)
 @pytest.mark.parametrize("shape, axis", [((9, 5), [1, 0]), ((2, 3, 4), [1, 2, 0]),
-                                         ((2, 3, 4), [0, 2, 1])])
+                                         ((2, 3, 4), [0, 2, 1]), ((2, 3, 4), [1, 0, 2])])
 def test_transpose2_kernel_dtypes(name, shape, axis):
     x = (np.arange(int(np.prod(shape))) % 7).astype(name).reshape(shape)
     if name.startswith("complex"):

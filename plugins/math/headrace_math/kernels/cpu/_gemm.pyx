@@ -33,26 +33,18 @@ cdef bint _packed_gemm(bint trans_a, bint trans_b, int M, int N, int K, double a
     cdef Py_ssize_t a_rs = 1 if trans_a else lda, a_ks = lda if trans_a else 1
     cdef float* bp
     cdef int nt = threads_for(<double>M * N * K, GEMM_GRAIN)
-    cdef Py_ssize_t i, j
-    cdef float fa = <float>alpha
-    # alpha (attention's 1/sqrt(d) in matmul) only into a fresh C: scaled after the product,
-    # C = alpha (A B), as sgemm applies it; with beta 1 the old C must not be scaled.
-    if not _packed or (alpha != 1.0 and beta != 0.0) or (beta != 0.0 and beta != 1.0) or \
-            K <= 0 or <Py_ssize_t>M * N * K < PACKED_MIN_FLOPS:
+    if not _packed or alpha != 1.0 or (beta != 0.0 and beta != 1.0) or K <= 0 or \
+            <Py_ssize_t>M * N * K < PACKED_MIN_FLOPS:
         return False
     if not trans_b:   # B as it lies: packed block by block inside
         hr_pgemm_b_mt(M, N, K, A, a_rs, a_ks, B, ldb, C, ldc, beta == 1.0, nt)
-    else:
-        bp = <float*>malloc(hr_pgemm_packed_size(K, N) * sizeof(float))
-        if bp == NULL:
-            return False
-        hr_pgemm_pack(B, ldb, 1, K, N, bp)   # op(B)[l, j] = B[j * ldb + l]
-        hr_pgemm_mt(M, N, K, A, a_rs, a_ks, bp, C, ldc, beta == 1.0, nt)
-        free(bp)
-    if alpha != 1.0:
-        for i in range(M):
-            for j in range(N):
-                C[i * ldc + j] *= fa
+        return True
+    bp = <float*>malloc(hr_pgemm_packed_size(K, N) * sizeof(float))
+    if bp == NULL:
+        return False
+    hr_pgemm_pack(B, ldb, 1, K, N, bp)   # op(B)[l, j] = B[j * ldb + l]
+    hr_pgemm_mt(M, N, K, A, a_rs, a_ks, bp, C, ldc, beta == 1.0, nt)
+    free(bp)
     return True
 
 

@@ -8,7 +8,8 @@ Then:
 - nothing left to permute: one memcpy;
 - a swap of the last two dims behind untouched leading ones (2-D transpose, batched or not):
   cache-blocked tiles, so both the reads and the writes stay within a few cache lines;
-- anything else: an odometer over the output's outer dims with a strided inner row.
+- anything else: an odometer over the output's outer dims with a strided inner row (a
+  memcpy where the last dim stays last, as [B, L, H, D] -> [B, H, L, D] of attention heads).
 
 transpose2_grad is the same copy by the inverse permutation. The permutation and its checks are
 the host plan of kernels/host/transpose.py (shared with the CUDA kernel, cached per shape).
@@ -75,8 +76,11 @@ cdef void _general(const elem* x, elem* y, int nd, const Py_ssize_t* dims,
     for k in range(nd):
         idx[k] = 0
     while True:
-        for j in range(inner):
-            y[j] = x[off + j * s]
+        if s == 1:   # the last dim stays last (heads split off a row): whole runs at a time
+            memcpy(y, x + off, inner * sizeof(elem))
+        else:
+            for j in range(inner):
+                y[j] = x[off + j * s]
         y += inner
         k = nd - 2
         while k >= 0:
