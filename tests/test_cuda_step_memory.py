@@ -51,6 +51,14 @@ class Pooled:
     def __init__(self, pool, driver):
         self.pool, self.driver = pool, driver
         self.pinned = 0     # host pinned/managed arrays (the EMM's host side, not pooled)
+        self.unpooled = 0   # device arrays made over memory the pool did not hand out
+
+
+def _pooled_memory(array):
+    # A record a kernel indexes (an RNG state) is an np.void over its array's memory.
+    while isinstance(array, (np.ndarray, np.void)) and array.base is not None:
+        array = array.base
+    return isinstance(array, _Lease)
 
 
 @pytest.fixture
@@ -105,6 +113,15 @@ def pooled(monkeypatch):
         for name, new in patches.items():
             if getattr(space, name, None) is originals[name]:
                 monkeypatch.setattr(space, name, new)
+    # Every device array (views included) must be over pooled memory: an allocation path the
+    # patches above miss would make arrays the pool never sees.
+    init = fake_array.__init__
+
+    def checked_init(self, ary, stream=0):
+        state.unpooled += not _pooled_memory(ary)
+        init(self, ary, stream)
+
+    monkeypatch.setattr(fake_array, "__init__", checked_init)
     monkeypatch.setattr(dev, "_POOLS", [pool])   # what hr.cuda.memory_allocated() reads
     return state
 
@@ -160,4 +177,5 @@ def test_steady_state_steps_allocate_nothing_new(pooled):
     assert allocs == [allocs[0]] * STEPS, f"driver allocations after each step: {allocs}"
     assert in_use == [in_use[0]] * STEPS, f"bytes in use after each step: {in_use}"
     assert pooled.pinned == 0, "a step made pinned/managed host arrays"
+    assert pooled.unpooled == 0, "device arrays were made outside the pool"
     assert np.isfinite(losses).all() and len(set(losses)) == STEPS   # it trains on real values
