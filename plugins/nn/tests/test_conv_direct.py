@@ -34,6 +34,10 @@ CASES = [
     (2, 4, 6, 30, 33, 3, 3, {"strides": [2, 1], "paddings": [1, 1], "dilations": [1, 2]},
      (True, True, False)),
     (2, 8, 12, 14, 14, 3, 3, {"paddings": [1, 1], "groups": 2}, (True, True, True)),
+    # column strides 2 (odd width: the even/odd split's last vector partial) and 3 (the
+    # plain phase split)
+    (2, 3, 8, 17, 61, 3, 3, {"strides": [2, 2], "paddings": [1, 1]}, (True, True, False)),
+    (1, 4, 8, 9, 142, 3, 3, {"strides": [1, 3], "paddings": [1, 1]}, (True, True, False)),
     (2, 4, 4, 10, 24, 2, 2, {"paddings": [3, 3]}, (True, True, True)),
     # not taken: a 1x1 filter, 8-wide rows (LeNet-2), NHWC
     (2, 16, 32, 32, 32, 1, 1, {"strides": [2, 2]}, (False, False, False)),

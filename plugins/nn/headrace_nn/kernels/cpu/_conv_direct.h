@@ -26,6 +26,8 @@
 
 #define HR_CD_VEC 6   /* vectors per forward group: the tiles below take 3 or 6 of them */
 #define HR_CD_TB 6    /* taps per filter-gradient tile */
+/* Floats of hr_cd_prep's padded row: Wq*sw columns, 32 more read by the last vectors. */
+#define HR_CD_ROW(g, p) ((size_t)(p)->Wq * (g)->sw + 64)
 
 /* One conv of a group's planes: Cin input channels of Hin x Win (images img_in floats
  * apart), Cout outputs of Ho x Wo, kh x kw taps, strides, dilations, top/left paddings
@@ -100,46 +102,58 @@ static int hr_cd_plan_make(const hr_cd_geom* g, hr_cd_plan* p) {
     return 0;
 }
 
-/* The buffer of one image's group: dst[c][f][r][q] = src[c][r - pt][q*sw + f - pl], 0 outside
- * the image. */
-static void hr_cd_prep(const float* src, const hr_cd_geom* g, const hr_cd_plan* p, float* dst) {
-    size_t plane = (size_t)g->Hin * g->Win;
-    for (int c = 0; c < g->Cin; c++)
-        for (int f = 0; f < p->nph; f++)
-            for (int r = 0; r < p->Hp; r++) {
-                float* d = dst + (((size_t)c * p->nph + f) * p->Hp + r) * p->Wq;
-                int ih = r - g->pt;
-                if (ih < 0 || ih >= g->Hin) {
-                    memset(d, 0, sizeof(float) * (size_t)p->Wq);
-                    continue;
-                }
-                const float* s = src + c * plane + (size_t)ih * g->Win;
-                /* q with 0 <= q*sw + f - pl < Win */
-                int lo = 0, hi = p->Wq, off = f - g->pl;
-                if (off < 0)
-                    lo = (-off + g->sw - 1) / g->sw;
-                if (g->Win - 1 - off < 0)
-                    hi = 0;
-                else if ((g->Win - 1 - off) / g->sw + 1 < hi)
-                    hi = (g->Win - 1 - off) / g->sw + 1;
-                if (lo > hi)
-                    lo = hi;
-                for (int q = 0; q < lo; q++)
-                    d[q] = 0;
-                if (g->sw == 1)
-                    memcpy(d + lo, s + lo + off, sizeof(float) * (size_t)(hi - lo));
-                else
-                    for (int q = lo; q < hi; q++)
-                        d[q] = s[q * g->sw + off];
-                for (int q = hi; q < p->Wq; q++)
-                    d[q] = 0;
-            }
-}
-
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #include <immintrin.h>
 
 static inline int hr_conv_direct_ok(void) { return hr_pgemm_ok(); }
+
+/* The buffer of one image's group: dst[c][f][r][q] = src[c][r - pt][q*sw + f - pl], 0 outside
+ * the image. Each row goes through a zero-padded copy, row[u] = src row[u - pl], from which
+ * the phases are read: with stride 2 as vectors of 32 split into even and odd lanes (a
+ * scalar gather per value took a third of the strided layer's time), else plainly. */
+HR_AVX512 static void hr_cd_prep(const float* src, const hr_cd_geom* g, const hr_cd_plan* p,
+                                 float* row, float* dst) {
+    size_t plane = (size_t)g->Hin * g->Win;
+    int span = p->Wq * g->sw;          /* padded columns read: q*sw + f < Wq*sw */
+    int lo = g->pl < 0 ? 0 : g->pl;    /* row[lo, hi) comes from the image */
+    int hi = g->Win + g->pl < span ? g->Win + g->pl : span;
+    if (hi < lo)
+        hi = lo;
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6,
+                                          4, 2, 0);
+    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    memset(row, 0, sizeof(float) * (size_t)(span + 32));
+    for (int c = 0; c < g->Cin; c++)
+        for (int r = 0; r < p->Hp; r++) {
+            int ih = r - g->pt;
+            float* d = dst + ((size_t)c * p->nph * p->Hp + r) * p->Wq;
+            size_t fstep = (size_t)p->Hp * p->Wq;   /* phase f's row r: d + f * fstep */
+            if (ih < 0 || ih >= g->Hin) {
+                for (int f = 0; f < p->nph; f++)
+                    memset(d + f * fstep, 0, sizeof(float) * (size_t)p->Wq);
+                continue;
+            }
+            memcpy(row + lo, src + c * plane + (size_t)ih * g->Win + (lo - g->pl),
+                   sizeof(float) * (size_t)(hi - lo));
+            if (g->sw == 1) {
+                memcpy(d, row, sizeof(float) * (size_t)p->Wq);
+            } else if (g->sw == 2) {
+                for (int q = 0; q < p->Wq; q += 16) {
+                    __m512 a = _mm512_loadu_ps(row + 2 * q), b = _mm512_loadu_ps(row + 2 * q + 16);
+                    __mmask16 k = p->Wq - q >= 16 ? 0xFFFF : (__mmask16)((1u << (p->Wq - q)) - 1);
+                    _mm512_mask_storeu_ps(d + q, k, _mm512_permutex2var_ps(a, even, b));
+                    if (p->nph > 1)
+                        _mm512_mask_storeu_ps(d + fstep + q, k,
+                                              _mm512_permutex2var_ps(a, odd, b));
+                }
+            } else {
+                for (int f = 0; f < p->nph; f++)
+                    for (int q = 0; q < p->Wq; q++)
+                        d[f * fstep + q] = row[q * g->sw + f];
+            }
+        }
+}
+
 
 /* Forward tile: MB filters x NV vectors. wt[t * ldw + r]: filter r's tap t. */
 #define HR_CD_FWD(MB, NV)                                                                    \
@@ -211,14 +225,14 @@ HR_AVX512 static int hr_cd_conv(const float* src, ptrdiff_t img_in, float* out,
     hr_cd_plan p;
     if (hr_cd_plan_make(g, &p))
         return -1;
-    float* buf = malloc(sizeof(float) * (p.size ? p.size : 1));
+    float* buf = malloc(sizeof(float) * (p.size + HR_CD_ROW(g, &p)));
     if (!buf) {
         hr_cd_free(&p);
         return -1;
     }
     ptrdiff_t ldo = (ptrdiff_t)g->Ho * g->Wo;
     for (ptrdiff_t b = 0; b < n; b++) {
-        hr_cd_prep(src + b * img_in, g, &p, buf);
+        hr_cd_prep(src + b * img_in, g, &p, buf + p.size, buf);
         float* o = out + b * img_out;
         for (int v = 0; v < p.nvec; v += HR_CD_VEC) {
             const ptrdiff_t* ib = p.ib + v;
@@ -228,8 +242,8 @@ HR_AVX512 static int hr_cd_conv(const float* src, ptrdiff_t img_in, float* out,
             for (; m + 8 <= g->Cout; m += 8) {
                 /* 8 filters: 3 vectors a tile; the image's last 1-5 vectors without the
                  * lane-less ones the 4-filter tiles below compute */
-                for (int u = 0; u < HR_CD_VEC && u < rem; u += 3) {
-                    int nv = rem - u < 3 ? rem - u : 3;
+                for (int u = 0, nv; u < HR_CD_VEC && u < rem; u += nv) {
+                    nv = rem - u == 4 ? 2 : rem - u < 3 ? rem - u : 3;
                     float* om = o + m * ldo;
                     if (nv == 3)
                         hr_cd_fwd_8_3(p.K, wt + m, g->Cout, p.toff, buf, ib + u, ob + u,
@@ -268,7 +282,7 @@ HR_AVX512 static int hr_cd_filter_grad(const float* src, ptrdiff_t img_in, const
         return -1;
     int kt = (p.K + HR_CD_TB - 1) / HR_CD_TB * HR_CD_TB;
     ptrdiff_t ldp = (ptrdiff_t)kt * 16;
-    float* buf = malloc(sizeof(float) * (p.size ? p.size : 1));
+    float* buf = malloc(sizeof(float) * (p.size + HR_CD_ROW(g, &p)));
     float* part = calloc((size_t)g->Cout * ldp, sizeof(float));
     if (!buf || !part) {
         free(buf);
@@ -278,7 +292,7 @@ HR_AVX512 static int hr_cd_filter_grad(const float* src, ptrdiff_t img_in, const
     }
     ptrdiff_t ldy = (ptrdiff_t)g->Ho * g->Wo;
     for (ptrdiff_t b = 0; b < n; b++) {
-        hr_cd_prep(src + b * img_in, g, &p, buf);
+        hr_cd_prep(src + b * img_in, g, &p, buf + p.size, buf);
         const float* d = dy + b * img_dy;
         for (int t = 0; t < p.K; t += HR_CD_TB) {
             int m = 0;
