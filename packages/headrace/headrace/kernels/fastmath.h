@@ -10,8 +10,9 @@
  * Why C and not Cython: the loops carry GCC's target_clones, so one build holds an AVX-512,
  * an AVX2+FMA and a baseline (SSE2) version of each and the loader picks the best the CPU
  * has (an ifunc). A portable -O3 build alone vectorizes for SSE2 only: 4 floats a step where
- * the CPUs this runs on do 8 or 16. The math is static inline, so each clone inlines it and
- * compiles it for its own target. FMA contraction in the wider clones changes results by at
+ * the CPUs this runs on do 8 or 16. The math is always_inline, so each clone inlines it and
+ * compiles it for its own target (at -O2 GCC otherwise keeps the larger ones, Phi, as scalar
+ * calls: gelu ran 30x slower). FMA contraction in the wider clones changes results by at
  * most an ulp here (every step is a short polynomial or an exact split). */
 #ifndef HEADRACE_FASTMATH_H
 #define HEADRACE_FASTMATH_H
@@ -26,12 +27,18 @@
 #define HR_CLONES
 #endif
 
+#if defined(__GNUC__)
+#define HR_MATH static inline __attribute__((always_inline))
+#else
+#define HR_MATH static inline
+#endif
+
 typedef union { float f; int32_t i; } hr_f32bits;
 
 /* exp(x) = 2**n * e**r with |r| <= ln2/2 (Cephes' expf polynomial). The scale 2**n is applied
  * as two factors 2**(n//2) 2**(n - n//2), each a normal float for n in [-152, 128], so
  * results near the overflow and in the subnormal range round correctly. */
-static inline float hr_fexp(float x) {
+HR_MATH float hr_fexp(float x) {
     float t, n, r, p;
     int32_t k, k1;
     hr_f32bits u, s1, s2;
@@ -57,7 +64,7 @@ static inline float hr_fexp(float x) {
 }
 
 /* 1 / (1 + exp(-x)) from e = exp(-|x|) <= 1: never overflows, keeps the tails. */
-static inline float hr_fsigmoid(float x) {
+HR_MATH float hr_fsigmoid(float x) {
     float e = hr_fexp(x >= 0.0f ? -x : x);
     float r = 1.0f / (1.0f + e);
     return x >= 0.0f ? r : e * r;
@@ -65,7 +72,7 @@ static inline float hr_fsigmoid(float x) {
 
 /* Cephes' tanhf: an odd polynomial for |x| < 0.625 (where 1 - 2/(e**2x + 1) would cancel),
  * 1 - 2 / (exp(2|x|) + 1) with x's sign beyond. */
-static inline float hr_ftanh(float x) {
+HR_MATH float hr_ftanh(float x) {
     float z = x >= 0.0f ? x : -x;
     float z2 = x * x;
     float small = ((((-5.70498872745e-3f * z2 + 2.06390887954e-2f) * z2
@@ -76,25 +83,33 @@ static inline float hr_ftanh(float x) {
     return z < 0.625f ? small : big;
 }
 
-/* The standard normal CDF Phi(x) = 0.5 erfc(-x / sqrt 2), erfc by Cephes' erfcf
- * (single/ndtrf.c): 1 - a T(a**2) for |a| < 1, else exp(-a**2) / |a| times a polynomial in
- * 1/a**2 (one for |a| < 2, one beyond), reflected as 2 - erfc(|a|) for a < 0. Both sides are
- * computed and one selected, so loops over it vectorize.
- *
- * exp(-a**2) = exp(-x**2 / 2) is formed from the float32 x itself, x = xh + xl with xh's low
- * 12 bits cleared: xh**2 is exact, so the exponent carries no rounding error (which exp would
- * turn into a relative error of a**2 ulp in the tail). */
-static inline float hr_fphi(float x) {
-    float a = x * -0.7071067811865476f;
-    float ax = a >= 0.0f ? a : -a;
-    float z2 = a * a;
+/* exp(-x**2 / 2), formed from the float32 x itself: x = xh + xl with xh's low 12 bits cleared,
+ * so xh**2 is exact and the exponent carries no rounding error (which exp would turn into a
+ * relative error of x**2 / 2 ulp in the tail). The rest, exp(d) with d = -xl (x + xh) / 2,
+ * |d| <= x**2 2**-11 < 0.11, is a degree-5 Taylor polynomial (remainder < 3e-9). 0 where
+ * x**2 >= 220 (below 1e-47 there). */
+HR_MATH float hr_fexp_halfsq(float x) {
     hr_f32bits h;
-    float xl, e, t, small, q, y, p, r, big;
+    float xl, d, ed;
     h.f = x;
     h.i = h.i & (int32_t)0xFFFFF000;
     xl = x - h.f;
-    e = hr_fexp(-0.5f * h.f * h.f) * hr_fexp(-0.5f * xl * (x + h.f));
-    e = x * x < 220.0f ? e : 0.0f;      /* erfc(a) < 1e-46 here; no inf * 0 */
+    d = -0.5f * xl * (x + h.f);
+    ed = 1.0f + d * (1.0f + d * (0.5f + d * (1.6666667e-1f + d * (4.1666668e-2f
+                                                                   + d * 8.3333338e-3f))));
+    return x * x < 220.0f ? hr_fexp(-0.5f * h.f * h.f) * ed : 0.0f;   /* no inf * 0 beyond */
+}
+
+/* The standard normal CDF Phi(x) = 0.5 erfc(-x / sqrt 2), erfc by Cephes' erfcf
+ * (single/ndtrf.c): 1 - a T(a**2) for |a| < 1, else exp(-a**2) / |a| times a polynomial in
+ * 1/a**2 (one for |a| < 2, one beyond), reflected as 2 - erfc(|a|) for a < 0. Both sides are
+ * computed and one selected, so loops over it vectorize. e = hr_fexp_halfsq(x) = exp(-a**2),
+ * passed in so that gelu's gradient computes it once for Phi and phi. */
+HR_MATH float hr_fphi_e(float x, float e) {
+    float a = x * -0.7071067811865476f;
+    float ax = a >= 0.0f ? a : -a;
+    float z2 = a * a;
+    float t, small, q, y, p, r, big;
     t = ((((((7.853861353153693e-5f * z2 - 8.010193625184903e-4f) * z2
              + 5.188327685732524e-3f) * z2 - 2.685381193529856e-2f) * z2
            + 1.128358514861418e-1f) * z2 - 3.761262582423300e-1f) * z2
@@ -116,15 +131,17 @@ static inline float hr_fphi(float x) {
     return 0.5f * (ax < 1.0f ? small : big);
 }
 
-/* gelu(x) = x Phi(x). */
-static inline float hr_fgelu(float x) { return x * hr_fphi(x); }
+HR_MATH float hr_fphi(float x) { return hr_fphi_e(x, hr_fexp_halfsq(x)); }
 
-/* gelu'(x) = Phi(x) + x phi(x), phi(x) = exp(-x**2 / 2) / sqrt(2 pi). The rounding of x**2
- * costs a relative error of about x**2 ulp in phi, where x phi(x) is below 1e-20 of Phi for
- * |x| > 10: within a few ulp of the sum, except where the sum cancels (x near -0.75, the
- * minimum of gelu), where the error is a few ulp of Phi. */
-static inline float hr_fdgelu(float x) {
-    return hr_fphi(x) + x * 0.3989422804014327f * hr_fexp(-0.5f * x * x);
+/* gelu(x) = x Phi(x). */
+HR_MATH float hr_fgelu(float x) { return x * hr_fphi(x); }
+
+/* gelu'(x) = Phi(x) + x phi(x), phi(x) = exp(-x**2 / 2) / sqrt(2 pi), the exp shared with Phi
+ * (exact in its argument, as there). Where the sum cancels (x near -0.75, the minimum of
+ * gelu) the error is a few ulp of Phi. */
+HR_MATH float hr_fdgelu(float x) {
+    float e = hr_fexp_halfsq(x);
+    return hr_fphi_e(x, e) + x * 0.3989422804014327f * e;
 }
 
 /* -- the loops, one clone per vector width ------------------------------------------------- */
