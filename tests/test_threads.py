@@ -31,24 +31,16 @@ def test_set_num_threads_refuses_what_is_not_a_positive_int(bad, restore_threads
         hr.set_num_threads(bad)
 
 
-def test_blas_follows_the_setting(restore_threads):
+def test_blas_threads_under_the_setting(restore_threads):
+    # The kernels' BLAS (SciPy's OpenBLAS) keeps one thread of its own: the kernels split its
+    # products over headrace's threads. NumPy's OpenBLAS (user code) follows the setting.
     found = threads._find_blas()
     if not found:
         pytest.skip("BLAS is not an OpenBLAS this process can see")
-    for n in (2, 1):
+    for n in (2, 1, 3):
         hr.set_num_threads(n)
-        assert [getter() for _, _, _, getter in found] == [n] * len(found)
-
-
-def test_blas_serial_brackets_a_parallel_loop(restore_threads):
-    # A kernel that calls BLAS from each thread of its own parallel loop makes BLAS serial for
-    # the loop and restores it after: the two pools never ask for every core at once.
-    if not threads.bind_blas():
-        pytest.skip("BLAS is not an OpenBLAS this process can see")
-    hr.set_num_threads(2)
-    assert kernel_threads._blas_serial_probe() == (1, 2)
-    hr.set_num_threads(1)
-    assert kernel_threads._blas_serial_probe() == (1, 1)
+        assert {name: getter() for _, name, _, getter in found} == {
+            name: n if name.endswith("64_") else 1 for _, name, _, _ in found}
 
 
 @pytest.mark.parametrize("value, expected", [("3", 3), ("2,1", 2), (" 1 ", 1)])
@@ -80,15 +72,19 @@ def test_the_kernels_are_built_with_openmp():
 
 
 @pytest.mark.parametrize("m, k, n", [(1024, 256, 512), (128, 784, 256), (37, 300, 70),
-                                     (500, 64, 33), (13, 2000, 16), (300, 520, 1000)])
+                                     (500, 64, 33), (13, 2000, 16), (300, 520, 1000),
+                                     (16, 4000, 700)])
 @pytest.mark.parametrize("transposed", [False, True])
-def test_mul_on_two_threads_is_the_serial_result(m, k, n, transposed, restore_threads):
-    # The packed GEMM splits C into whole panels or 12-row bands: each element is computed by
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_matmul_on_two_threads_is_the_serial_result(m, k, n, transposed, dtype,
+                                                     restore_threads):
+    # float32: the packed GEMM splits C into whole panels or 12-row bands; float64: BLAS, one
+    # single-threaded call a band of rows or columns. Either way each element is computed by
     # one thread in the serial order, so the result is bit-for-bit the one-thread one.
     from headrace_math.kernels.cpu.matmul import Matmul
     rng = np.random.default_rng(m + n)
-    a = rng.standard_normal((m, k)).astype("float32")
-    b = rng.standard_normal((n, k) if transposed else (k, n)).astype("float32")
+    a = rng.standard_normal((m, k)).astype(dtype)
+    b = rng.standard_normal((n, k) if transposed else (k, n)).astype(dtype)
     matmul = Matmul("matmul_v2", False, transposed, 1.0)
     hr.set_num_threads(1)
     serial = np.array(matmul(a, b)[0])

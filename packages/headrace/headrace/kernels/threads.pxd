@@ -4,8 +4,6 @@
 # plugin sees the same count.
 cdef int num_threads() noexcept nogil
 cdef int threads_for(double work, double grain) noexcept nogil
-cdef int blas_serial() noexcept nogil
-cdef void blas_restore(int previous) noexcept nogil
 
 cdef enum:
     # Multiply-adds a thread before a GEMM is split (~20 us at one core's ~45 GMAC/s, far

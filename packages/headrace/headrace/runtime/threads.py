@@ -5,12 +5,15 @@
 The count starts at ``OMP_NUM_THREADS`` (its first entry, as OpenMP reads it) or, unset, at the
 CPUs this process may run on (PyTorch's default; it is also what OpenBLAS takes unset). The
 Cython kernels read it before each parallel loop (``headrace.kernels.threads``) and stay
-serial where an op is too small to pay a fork and join. ``set_num_threads`` sets the BLAS
-library's threads too (SciPy's OpenBLAS, which the kernels call, and NumPy's), so both follow
-one number; at import headrace leaves BLAS as the environment configured it
-(``OPENBLAS_NUM_THREADS`` still wins there until ``set_num_threads`` is called). A kernel
-that calls BLAS inside its own parallel loop makes BLAS single-threaded for that loop
-(``blas_serial``), so the two thread pools never ask for the cores at once.
+serial where an op is too small to pay a fork and join.
+
+BLAS follows the same number without a second thread pool: the kernels split their BLAS
+products over headrace's OpenMP threads themselves (``headrace/kernels/blas_split.pxd``, one
+single-threaded sgemm/dgemm a band of rows or columns), and SciPy's OpenBLAS, the one they
+call, is kept at one thread of its own (``bind_blas``, when the kernels load): its pthreads
+spin after each call, as OpenMP's do, and two pools would ask for the same cores. NumPy's
+OpenBLAS (your own NumPy code; no kernel calls it) gets ``n`` threads from
+``set_num_threads``.
 """
 import ctypes
 import logging
@@ -85,27 +88,28 @@ def _find_blas():
 
 
 def bind_blas():
-    """Hand SciPy's OpenBLAS thread switch to the kernels (``blas_serial``); called by the
-    kernel modules that call BLAS inside a parallel loop, and by ``set_num_threads``. Returns
-    the paths of the OpenBLAS libraries found (none: BLAS is not OpenBLAS, and stays as it is)."""
+    """Keep SciPy's OpenBLAS, the kernels' BLAS, at one thread of its own (the kernels run it on
+    headrace's threads); called when the plugins' kernels load, and by ``set_num_threads``.
+    Returns the paths of the OpenBLAS libraries found (none: BLAS is not OpenBLAS, and stays
+    as it is)."""
     found = _find_blas()
-    # SciPy's build exports the unsuffixed names (32-bit integers, the cython_blas interface).
-    scipy_blas = [f for f in found if not f[1].endswith("64_")]
-    if scipy_blas:
-        _, _, setter, getter = scipy_blas[0]
-        _state._bind_blas(ctypes.cast(setter, ctypes.c_void_p).value,
-                          ctypes.cast(getter, ctypes.c_void_p).value)
+    for _, name, setter, getter in found:
+        # SciPy's build exports the unsuffixed names (32-bit integers, the cython_blas ABI).
+        if not name.endswith("64_") and getter() != 1:
+            setter(1)
     return [f[0] for f in found]
 
 
 def set_num_threads(n):
-    """Run the CPU kernels and BLAS on ``n`` threads (1: everything serial)."""
+    """Run the CPU kernels (their BLAS products included) on ``n`` threads (1: all serial);
+    NumPy's own BLAS gets ``n`` threads too."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise LayerError(f"set_num_threads: argument 'n' must be a positive int, got {n!r}")
     _state._set_count(n)
+    for _, name, setter, _ in _find_blas():
+        if name.endswith("64_"):
+            setter(n)
     bind_blas()
-    for _, _, setter, _ in _find_blas():
-        setter(n)
 
 
 def get_num_threads():

@@ -1,11 +1,11 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """The row-major GEMM every product of this plugin takes (mul, matmul, fc): the core's packed
 AVX-512 GEMM for large float32 products, split over the threads of ``hr.set_num_threads``,
-else sgemm/dgemm from scipy.linalg.cython_blas (whose own threads follow the same setting).
+else sgemm/dgemm from scipy.linalg.cython_blas, split over the same threads (blas_split.pxd).
 """
 cimport numpy as cnp
 from libc.stdlib cimport free, malloc
-from scipy.linalg.cython_blas cimport dgemm, sgemm
+from headrace.kernels.blas_split cimport blas_gemm
 from headrace.kernels.packed_gemm cimport (hr_pgemm_b_mt, hr_pgemm_mt, hr_pgemm_ok, hr_pgemm_pack,
                                            hr_pgemm_packed_size)
 from headrace.kernels.threads cimport GEMM_GRAIN, threads_for
@@ -52,16 +52,13 @@ cdef void gemm_rowmajor(int typenum, bint trans_a, bint trans_b, int M, int N, i
                         double alpha, void* A, int lda, void* B, int ldb, double beta,
                         void* C, int ldc) noexcept nogil:
     """C[M,N] = alpha * op(A)[M,K] @ op(B)[K,N] + beta * C, all row-major."""
-    cdef char ta = b'T' if trans_b else b'N'
-    cdef char tb = b'T' if trans_a else b'N'
-    cdef float fa = <float>alpha, fb = <float>beta
     if typenum == cnp.NPY_FLOAT32 and _packed_gemm(trans_a, trans_b, M, N, K, alpha,
                                                    <const float*>A, lda, <const float*>B, ldb,
                                                    beta, <float*>C, ldc):
         return
     if typenum == cnp.NPY_FLOAT32:
-        sgemm(&ta, &tb, &N, &M, &K, &fa, <float*>B, &ldb, <float*>A, &lda, &fb,
-              <float*>C, &ldc)
+        blas_gemm[float](trans_a, trans_b, M, N, K, <float>alpha, <const float*>A, lda,
+                         <const float*>B, ldb, <float>beta, <float*>C, ldc)
     else:
-        dgemm(&ta, &tb, &N, &M, &K, &alpha, <double*>B, &ldb, <double*>A, &lda, &beta,
-              <double*>C, &ldc)
+        blas_gemm[double](trans_a, trans_b, M, N, K, alpha, <const double*>A, lda,
+                          <const double*>B, ldb, beta, <double*>C, ldc)

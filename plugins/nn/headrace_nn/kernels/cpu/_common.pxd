@@ -2,7 +2,7 @@
 # headrace/kernels/common.pxd (cimported from the core).
 cimport numpy as cnp
 from libc.math cimport exp, expf, tanh, tanhf
-from scipy.linalg.cython_blas cimport dgemm, sgemm
+from headrace.kernels.blas_split cimport blas_gemm
 from headrace.kernels.common cimport contiguous, real, shape_of
 from headrace.kernels.fastmath cimport hr_f32_sigmoid, hr_f32_tanh
 from headrace.kernels.packed_gemm cimport (hr_pgemm_b_mt, hr_pgemm_mt, hr_pgemm_ok,
@@ -66,14 +66,9 @@ cdef inline void fast_gemm(bint ta, bint tb, int M, int N, int K, const real* A,
 cdef inline void gemm(bint ta, bint tb, int M, int N, int K, const real* A, int lda,
                       const real* B, int ldb, real beta, real* C, int ldc) noexcept nogil:
     """Row-major C[M, N] = op(A) @ op(B) + beta * C through BLAS; op(A) = A^T when ``ta`` (A
-    stored [K, M]), op(B) = B^T when ``tb`` (B stored [N, K])."""
-    cdef char ca = b'T' if ta else b'N'
-    cdef char cb = b'T' if tb else b'N'
-    cdef real one = 1
-    if real is float:
-        sgemm(&cb, &ca, &N, &M, &K, &one, <float*>B, &ldb, <float*>A, &lda, &beta, C, &ldc)
-    else:
-        dgemm(&cb, &ca, &N, &M, &K, &one, <double*>B, &ldb, <double*>A, &lda, &beta, C, &ldc)
+    stored [K, M]), op(B) = B^T when ``tb`` (B stored [N, K]). Split over hr.set_num_threads'
+    threads (the core's blas_split.pxd)."""
+    blas_gemm(ta, tb, M, N, K, <real>1, A, lda, B, ldb, beta, C, ldc)
 
 
 # The recurrent kernels' activations, by code: 0 sigmoid, 1 tanh, 2 relu, 3 identity.
