@@ -314,3 +314,38 @@ def test_max_pool_propagates_nan_wherever_it_is_in_the_window(check, layout, cas
     assert np.isnan(out).any() and not np.isnan(out).all()
     check("pool2d_grad", {"X": x, "Out": out, "Out@GRAD": rng.standard_normal(out.shape)},
           attrs)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape, attrs", [
+    ((64, 20, 24, 24), {}), ((3, 4, 9, 7), {"ceil_mode": True}), ((3, 4, 9, 7), {}),
+    ((2, 3, 3, 600), {}),                       # rows wider than the 256-window buffer
+    ((2, 3, 8, 8), {"paddings": [0, 0, 0, 1]}),  # a right padding: the last column general
+])
+def test_max_2x2_stride_2_forward(check, kernel, dtype, shape, attrs):
+    # NCHW 2x2/stride-2 max windows inside the plane take the two-step path, the rest (ceil
+    # tails, padded borders) the general loop; NaNs anywhere in a window win in both.
+    attrs = dict(attrs, pooling_type="max", ksize=[2, 2], strides=[2, 2])
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(shape).astype(dtype)
+    x[rng.random(shape) < 0.05] = np.nan
+    check("pool2d", {"X": x}, attrs)
+    (fast,) = kernel("pool2d", attrs, dtype)(x)
+    nhwc = dict(attrs, data_format="NHWC")
+    (general,) = kernel("pool2d", nhwc, dtype)(np.ascontiguousarray(x.transpose(0, 2, 3, 1)))
+    np.testing.assert_array_equal(fast, general.transpose(0, 3, 1, 2))
+
+
+def test_forward_out_is_recycled_only_when_nothing_holds_it(kernel):
+    k = kernel("pool2d", {"pooling_type": "max", "ksize": [2, 2], "strides": [2, 2]})
+    x = np.random.default_rng(6).standard_normal((2, 3, 8, 8)).astype("float32")
+    (held,) = k(x)
+    first = held.copy()
+    (again,) = k(x + 1)
+    assert again is not held
+    np.testing.assert_array_equal(held, first)
+    ptr = again.__array_interface__["data"][0]
+    del again, held
+    (third,) = k(x)
+    assert third.__array_interface__["data"][0] == ptr
+    np.testing.assert_array_equal(third, first)

@@ -18,11 +18,14 @@ X == Out match); avg spreads Out@GRAD / divisor over the window's real elements,
 forward's divisor (the real count when exclusive or adaptive, else kh*kw). Out only has its
 shape checked. X@GRAD is zeroed plane by plane just before the plane is written (in cache),
 and the common 2x2/stride-2 max pooling has an unrolled, branch-free path for its full windows.
+The forward has a vectorizable path for those windows too (_max2x2_fwd_rows), and writes
+its last Out again when nothing else holds it (recycled: no allocation in a steady run).
 """
 cimport numpy as cnp
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
-from headrace.kernels.common cimport contiguous, empty, real, shape_of
+from cpython.object cimport PyObject
+from headrace.kernels.common cimport contiguous, empty, real, recycled, shape_of
 from ._common cimport expect_shape, float_array, same_float
 
 import numpy as np
@@ -52,14 +55,50 @@ cdef inline bint _takes(real v, real m) noexcept nogil:
     return (v > m) | ((v != v) & (m == m))
 
 
-cdef void _plane(const real* x, real* out, const Win* w) noexcept nogil:
-    """One NCHW plane."""
+cdef inline real _max2(real m, real v) noexcept nogil:
+    """The running maximum m after v (``_takes``'s rule: NaN wins)."""
+    return v if _takes(v, m) else m
+
+
+cdef void _max2x2_fwd_rows(const real* x, real* out, Py_ssize_t W, Py_ssize_t rows,
+                           Py_ssize_t cols, Py_ssize_t wo) noexcept nogil:
+    """Stride-2 2x2 max windows that lie inside the plane (the first ``rows`` x ``cols`` of
+    the output grid, ``wo`` outputs a row), in two vectorizable steps: the two input rows'
+    elementwise maximum (contiguous), then the maximum of its neighbouring pairs, 256 windows
+    at a time in a buffer that stays in L1. The general loop's result (a NaN anywhere in the
+    window gives NaN, else the maximum) in another order of comparisons: only which of two
+    equal zeros (0.0, -0.0) comes out can differ, which no comparison tells apart."""
+    cdef Py_ssize_t oh, j0, nb, i
+    cdef const real* r0
+    cdef const real* r1
+    cdef real* o
+    cdef real t[512]
+    for oh in range(rows):
+        r0 = x + 2 * oh * W
+        r1 = r0 + W
+        o = out + oh * wo
+        j0 = 0
+        while j0 < cols:
+            nb = min(<Py_ssize_t>256, cols - j0)
+            for i in range(2 * nb):
+                t[i] = _max2(r0[2 * j0 + i], r1[2 * j0 + i])
+            for i in range(nb):
+                o[j0 + i] = _max2(t[2 * i], t[2 * i + 1])
+            j0 += nb
+
+
+cdef void _plane(const real* x, real* out, const Win* w, int fast_rows,
+                 int fast_cols) noexcept nogil:
+    """One NCHW plane; its first fast_rows x fast_cols outputs are full stride-2 2x2 max
+    windows."""
     cdef int oh, ow, c
     cdef Py_ssize_t y, W = w.W, o
     cdef double acc, n
     cdef real m
+    if fast_rows and fast_cols:
+        _max2x2_fwd_rows(x, out, W, fast_rows, fast_cols, w.Wo)
     for oh in range(w.Ho):
-        for ow in range(w.Wo):
+        for ow in range(fast_cols if oh < fast_rows else 0, w.Wo):
             o = <Py_ssize_t>oh * w.Wo + ow
             n = <double>(w.he[oh] - w.hs[oh]) * (w.we[ow] - w.ws[ow])
             if n <= 0:
@@ -118,14 +157,14 @@ cdef void _pixels(const real* x, real* out, const Win* w, double* acc) noexcept 
 
 
 cdef void _run(const real* x, real* out, Py_ssize_t N, const Win* w, bint nhwc,
-               double* acc) noexcept nogil:
+               double* acc, int fast_rows, int fast_cols) noexcept nogil:
     cdef Py_ssize_t p, hw = <Py_ssize_t>w.H * w.W, ohw = <Py_ssize_t>w.Ho * w.Wo
     if nhwc:
         for p in range(N):
             _pixels(x + p * hw * w.C, out + p * ohw * w.C, w, acc)
     else:
         for p in range(N * w.C):
-            _plane(x + p * hw, out + p * ohw, w)
+            _plane(x + p * hw, out + p * ohw, w, fast_rows, fast_cols)
 
 
 cdef int _fill(int* s, int* e, int size, int n, int k, int stride, int pad, bint adaptive):
@@ -150,6 +189,7 @@ cdef class Pool2D:
     cdef Win win
     cdef int kh, kw, sh, sw, pt, pl
     cdef bint is_max, adaptive, global_pooling, nhwc
+    cdef object _out      # the last Out, written again when nothing else holds it (recycled)
 
     def __init__(self, dict attrs, info=None):
         self.attrs = PoolAttrs(attrs)
@@ -173,6 +213,16 @@ cdef class Pool2D:
         w[0] = self.win
         return p.oshape
 
+    cdef void _fast(self, const Win* w, int* rows, int* cols) noexcept:
+        """The common 2x2/stride-2 max pooling: its windows with no padding in them (the first
+        rows x cols outputs) take an unrolled path; those of a padded border or a ceil_mode
+        tail the general one. 0 x 0 for any other pooling."""
+        rows[0] = cols[0] = 0
+        if (self.is_max and self.kh == 2 and self.kw == 2 and self.sh == 2 and self.sw == 2
+                and not self.adaptive and not self.global_pooling and self.pt == 0
+                and self.pl == 0):
+            rows[0], cols[0] = min(w.Ho, w.H // 2), min(w.Wo, w.W // 2)
+
     cdef int* _tables(self, Win* w) except NULL:
         cdef int* idx = <int*>malloc((2 * (w.Ho + w.Wo) + 1) * sizeof(int))
         if idx == NULL:
@@ -194,9 +244,12 @@ cdef class Pool2D:
         cdef Win w
         cdef Py_ssize_t N = xs[0]
         oshape = self._windows(&w, xs)
-        cdef cnp.ndarray out = empty(oshape, t)
+        cdef cnp.ndarray out = recycled(<PyObject*>self._out, oshape, t)
+        self._out = out
         if N * w.C * w.Ho * w.Wo == 0:
             return (out,)
+        cdef int fast_rows, fast_cols
+        self._fast(&w, &fast_rows, &fast_cols)
         cdef int* idx = self._tables(&w)
         cdef double* acc = <double*>malloc((w.C + 1) * sizeof(double))
         if acc == NULL:
@@ -205,11 +258,11 @@ cdef class Pool2D:
         if t == cnp.NPY_FLOAT32:
             with nogil:
                 _run(<const float*>cnp.PyArray_DATA(a), <float*>cnp.PyArray_DATA(out), N, &w,
-                     self.nhwc, acc)
+                     self.nhwc, acc, fast_rows, fast_cols)
         else:
             with nogil:
                 _run(<const double*>cnp.PyArray_DATA(a), <double*>cnp.PyArray_DATA(out), N,
-                     &w, self.nhwc, acc)
+                     &w, self.nhwc, acc, fast_rows, fast_cols)
         free(idx)
         free(acc)
         return (out,)
@@ -361,13 +414,8 @@ cdef class Pool2DGrad(Pool2D):
         if N * w.C * w.Ho * w.Wo == 0:
             return (np.zeros(xs, a.dtype),)
         cdef cnp.ndarray dx = empty(xs, cnp.PyArray_TYPE(a))   # zeroed plane by plane
-        # The common 2x2/stride-2 max pooling: its windows with no padding in them take an
-        # unrolled path (those of a padded border or a ceil_mode tail the general one).
-        cdef int fast_rows = 0, fast_cols = 0
-        if (self.is_max and self.kh == 2 and self.kw == 2 and self.sh == 2 and self.sw == 2
-                and not self.adaptive and not self.global_pooling and self.pt == 0
-                and self.pl == 0):
-            fast_rows, fast_cols = min(w.Ho, w.H // 2), min(w.Wo, w.W // 2)
+        cdef int fast_rows, fast_cols
+        self._fast(&w, &fast_rows, &fast_cols)
         cdef int* idx = self._tables(&w)
         cdef Py_ssize_t* arg = <Py_ssize_t*>malloc((w.C + 1) * sizeof(Py_ssize_t))
         cdef double* best = <double*>malloc((w.C + 1) * sizeof(double))
