@@ -82,8 +82,11 @@ def _unique(names):
 def reads(op):
     """Names ``op`` reads: its inputs, plus every outer name its sub-blocks' ops read
     (nested blocks included), in order, without duplicates or ``@EMPTY@``."""
+    subs = op.sub_blocks()
+    if not subs:
+        return _unique(op.input_arg_names)
     names = list(op.input_arg_names)
-    for sub in op.sub_blocks():
+    for sub in subs:
         names.extend(_outer(sub, reads, op.block))
     return _unique(names)
 
@@ -91,8 +94,11 @@ def reads(op):
 def writes(op):
     """Names ``op`` writes: its outputs, plus every outer name its sub-blocks' ops write
     (nested blocks included), in order, without duplicates or ``@EMPTY@``."""
+    subs = op.sub_blocks()
+    if not subs:
+        return _unique(op.output_arg_names)
     names = list(op.output_arg_names)
-    for sub in op.sub_blocks():
+    for sub in subs:
         names.extend(_outer(sub, writes, op.block))
     return _unique(names)
 
@@ -143,8 +149,17 @@ def exposed_reads(ops, available=()):
     written, seen = set(available), set()
     for op in ops:
         if runs(op):
-            yield from _exposed(op, written, seen)
-            written.update(writes(op))
+            if op.sub_blocks():
+                yield from _exposed(op, written, seen)
+                written.update(writes(op))
+                continue
+            # The usual op, inlined (a plan checks every op of a large program): its own
+            # slots only; @EMPTY@ among the written names is harmless, it is never read.
+            for name in op.input_arg_names:
+                if name not in written and name not in seen and name != EMPTY:
+                    seen.add(name)
+                    yield op, name
+            written.update(op.output_arg_names)
 
 
 def _exposed(op, written, seen):

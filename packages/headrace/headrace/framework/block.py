@@ -13,8 +13,8 @@ from ..proto import framework_pb2 as pb
 from . import defaults, seeds
 from .builder import dtype_enum
 from .operator import Operator, prepare_op
-from .variable import (_TENSOR_KINDS, KINDS, Parameter, Variable, _tensor_desc, init_desc,
-                       normalize_lod_level, normalize_shape)
+from .variable import (_TENSOR_KINDS, KINDS, Parameter, Variable, _tensor_desc, declared_meta,
+                       init_desc, normalize_lod_level, normalize_shape)
 
 __all__ = ["Block"]
 
@@ -109,6 +109,7 @@ class Block:
         desc = self._add_var_desc(name, type, shape, dtype, lod_level, persistable,
                                   stop_gradient, need_check_feed)
         var = Variable._wrap(self, desc)
+        var._meta = declared_meta(name, type, shape, dtype, lod_level)
         self.vars[name] = var
         self._changed()
         return var
@@ -228,11 +229,12 @@ class Block:
     def _commit(self, index, p, op_type):
         # Check before changing anything: an existing variable cannot change its kind.
         final = {}  # name -> its last result (a name bound twice takes the last)
+        found = {}  # name -> its existing Variable (None: new)
         for slot, metas in p.results.items():
             for meta in metas.values():
                 final[meta.name] = meta
-                var = self._find_var_recursive(meta.name)
-                if var is not None and var.kind != meta.kind:
+                var = found[meta.name] = self._find_var_recursive(meta.name)
+                if var is not None and var.meta().kind != meta.kind:
                     raise OpError(f"output '{slot}' ({meta.name}) is a {var.kind} variable",
                                   op_type=op_type, block_idx=self.idx, op_idx=index,
                                   source=p.source, expected=meta.kind, found=var.kind)
@@ -246,13 +248,14 @@ class Block:
                 continue
             desc = self._add_var_desc(name, meta.kind, meta.shape, meta.dtype, meta.lod_level,
                                       None, None, None)
-            self.vars[name] = Variable._wrap(self, desc)
+            var = self.vars[name] = Variable._wrap(self, desc)
+            var._meta = declared_meta(name, meta.kind, meta.shape, meta.dtype, meta.lod_level)
             self._changed()
         fresh = set(p.new_vars)
         for metas in p.results.values():
             for meta in metas.values():
                 if meta.name not in fresh:
-                    _write_meta(self._find_var_recursive(meta.name), meta)
+                    _write_meta(found[meta.name], meta)
         # The program's seed goes into the op itself, so that it travels with the desc.
         seeded = seeds.stamp_attrs(self, p.opdef, p.attrs)
         desc = self.desc.ops.add() if index == len(self.ops) else self._insert_desc(index)
@@ -321,9 +324,17 @@ class Block:
 def _write_meta(var, meta):
     """Shape inference's result ``meta`` (normalized by prepare_op) into ``var``'s VarDesc, as
     the shape/dtype/lod_level setters would write it; kinds without a tensor take nothing."""
-    kind = var.kind
+    have = var.meta()   # read once (kept by the variable)
+    kind = have.kind
     if kind not in _TENSOR_KINDS:
         return
+    if kind == "lod_tensor" and var.desc.type.HasField("lod_tensor"):
+        # Declared so already (autodiff declares gradients as their rules then infer them):
+        # nothing to write.
+        if have.shape == meta.shape and have.lod_level == meta.lod_level and \
+                (meta.dtype is None or have.dtype == meta.dtype):
+            return
+    var._meta = None
     t = _tensor_desc(var.desc, True)
     del t.dims[:]
     t.dims.extend(meta.shape)

@@ -5,6 +5,8 @@ attributes must match the definition, defaults are filled in, and shape inferenc
 inputs' VarDescs. Nothing touches the program until all of that succeeded, so a rejected op
 leaves the program exactly as it was.
 """
+import math
+
 from .. import dtypes
 from ..errors import OpError, OpValidationError, VariableError
 from ..ops import attrs as attr_codec
@@ -18,6 +20,10 @@ from .variable import (KINDS, Declared, Variable, declaring_block, normalize_lod
                        normalize_shape)
 
 _BLOCK_ATTR_TYPES = (pb.BLOCK, pb.BLOCKS)
+# wire type -> (type name, value field, is a list): attr_codec.decode's table, for Operator.attrs
+# (the list types are the plural names: ints, floats, strings, bools, blocks, longs, ...).
+_DECODE = {enum: (name, field, name.endswith("s"))
+           for name, (enum, field) in attr_codec.ATTR_TYPES.items()}
 
 __all__ = ["Operator", "prepare_op", "PreparedOp"]
 
@@ -214,18 +220,34 @@ class Operator(metaclass=Declared):
         """All attributes as a dict (decoded)."""
         # One pass over the desc (attr(n) per name searched it once per name); a name the
         # desc repeats keeps its first value, as attr(n) reads it.
+        # attr_codec.decode, inlined (a plan reads every op's attributes): per wire type its
+        # value field and whether the value is a list.
         out = {}
         program = self.block.program
+        table = _DECODE
+        owned = []   # what sub_blocks reads from the same messages: noted on the way
         for msg in self.desc.attrs:
             name = msg.name
+            how = table.get(msg.type)
+            kind = how[0] if how is not None else None
+            if kind == "block":
+                owned.append(msg.block_idx)
+            elif kind == "blocks":
+                owned.extend(msg.blocks_idx)
             if name in out:
                 continue
-            kind, value = attr_codec.decode(msg)
+            if how is None:   # a type headrace does not decode (kept as is in the desc)
+                out[name] = None
+                continue
+            value = getattr(msg, how[1])
+            if how[2]:
+                value = list(value)
             if kind == "block":
                 value = program.block(value)
             elif kind == "blocks":
                 value = [program.block(i) for i in value]
             out[name] = value
+        self._sub_cache = (program._revision, owned)
         return out
 
     def set_attr(self, name, value):
@@ -372,6 +394,31 @@ def _names(value, kind, slot, fail):
     return out
 
 
+_CANONICAL = frozenset(dtypes.DTYPES)   # dtype names that dtypes.canonical keeps as they are
+_INT32_MAX = 2**31 - 1
+_VALID = {}   # (AttrDef, type, value[, sign]) -> (canonical value,): see _validated
+_KEYED = (int, str, bool, float)
+
+
+def _validated(spec, value):
+    """``spec.validate(value)``, remembered for plain ints, strings, bools and floats (a
+    network's ops repeat a few values: axis=1, x_num_col_dims=1, an initializer's bounds...).
+    A float's key carries its sign: 0.0 and -0.0 are equal keys with two canonical values."""
+    t = type(value)
+    if t not in _KEYED:
+        return spec.validate(value)
+    key = (spec, t, value, math.copysign(1.0, value)) if t is float else (spec, t, value)
+    ok = _VALID.get(key)
+    if ok is None:
+        ok = spec.validate(value)
+        if isinstance(ok, str):
+            return ok
+        if len(_VALID) > 4096:   # bounded: strings can be endless
+            _VALID.clear()
+        _VALID[key] = ok
+    return ok
+
+
 def prepare_op(block, op_type, inputs, outputs, attrs, op_idx, strict_attrs=True):
     """Validate a new op against its definition and run its shape inference.
 
@@ -379,10 +426,12 @@ def prepare_op(block, op_type, inputs, outputs, attrs, op_idx, strict_attrs=True
     index and the user's source line. Nothing in the program is changed here.
     """
     source = user_callsite()
-    where = dict(op_type=op_type, block_idx=block.idx, op_idx=op_idx, source=source)
+
+    def where():   # made for an error only (block.idx reads the desc)
+        return dict(op_type=op_type, block_idx=block.idx, op_idx=op_idx, source=source)
 
     def fail(message, **kw):
-        raise OpValidationError(message, **where, **kw)
+        raise OpValidationError(message, **where(), **kw)
 
     if not isinstance(op_type, str) or not op_type:
         fail("an op type must be a non-empty str", expected="an op type such as 'relu'",
@@ -390,7 +439,7 @@ def prepare_op(block, op_type, inputs, outputs, attrs, op_idx, strict_attrs=True
     try:
         opdef = block.program.registry.get(op_type)
     except OpError as e:
-        e.locate(**where)
+        e.locate(**where())
         raise  # the same error, now located (its own cause kept)
     ins, outs, new_vars, in_metas = {}, {}, [], {}
     for kind, given, slots in (("input", inputs or {}, opdef.inputs),
@@ -449,7 +498,7 @@ def prepare_op(block, op_type, inputs, outputs, attrs, op_idx, strict_attrs=True
                 fail(f"attribute '{name}' has a value of unsupported type {type(value).__name__}")
             values[name] = attr_codec.coerce(kind, value)
             continue
-        ok = spec.validate(value)
+        ok = _validated(spec, value)
         if isinstance(ok, str):
             fail(f"attribute '{name}' {ok}", expected=f"{spec.type}" +
                  (f" in {list(spec.choices)}" if spec.choices else ""), found=repr(value))
@@ -476,10 +525,10 @@ def prepare_op(block, op_type, inputs, outputs, attrs, op_idx, strict_attrs=True
         try:
             opdef.infer(ctx)
         except OpError as e:
-            e.locate(**where)
+            e.locate(**where())
             raise
         except Exception as e:  # a bug in a plugin's rule: still say which op and where
-            raise OpError(f"shape inference raised {type(e).__name__}: {e}", **where) from e
+            raise OpError(f"shape inference raised {type(e).__name__}: {e}", **where()) from e
         # @EMPTY@ outputs (unwanted gradients) are bound but never declared.
         results = {slot: {i: m for i, m in metas.items() if m.name != EMPTY}
                    for slot, metas in ctx.results.items()}
@@ -487,6 +536,11 @@ def prepare_op(block, op_type, inputs, outputs, attrs, op_idx, strict_attrs=True
         # now, so that a bad one (a plugin bug) cannot fail half-way through the commit.
         for slot, metas in results.items():
             for i, meta in metas.items():
+                if meta.kind == "lod_tensor" and type(meta.lod_level) is int and \
+                        0 <= meta.lod_level <= _INT32_MAX and type(meta.dtype) is str and \
+                        meta.dtype in _CANONICAL and \
+                        normalize_shape(meta.shape, meta.name) is meta.shape:
+                    continue   # normalized already (set_output's tuple of ints): the usual
                 try:
                     if meta.kind not in KINDS:
                         raise VariableError(f"unknown kind {meta.kind!r}")
@@ -495,6 +549,6 @@ def prepare_op(block, op_type, inputs, outputs, attrs, op_idx, strict_attrs=True
                     lod_level = normalize_lod_level(meta.lod_level, meta.name) or 0
                 except VariableError as e:
                     raise OpError(f"shape inference gave output '{slot}' ({meta.name}) an "
-                                  f"invalid result: {e}", **where) from e
+                                  f"invalid result: {e}", **where()) from e
                 metas[i] = meta._replace(shape=shape, dtype=dtype, lod_level=lod_level)
     return PreparedOp(opdef, ins, outs, values, new_vars, results, source)

@@ -104,6 +104,14 @@ def init_desc(desc, name, kind, shape, dtype, lod_level, persistable, stop_gradi
         desc.need_check_feed = True
 
 
+def declared_meta(name, kind, shape, dtype, lod_level):
+    """What ``meta()`` reads from a VarDesc ``init_desc`` just filled with these (normalized)
+    values, for the common kind (None otherwise: read when asked)."""
+    if kind != "lod_tensor":
+        return None
+    return VarMeta(name, shape or (), dtype or "float32", lod_level or 0, "lod_tensor")
+
+
 class Declared(type):
     """Metaclass of the IR views: calling the class declares into a block.
 
@@ -152,6 +160,7 @@ class Variable(VariableMathMixin, metaclass=Declared):
         self.block = block
         self.desc = desc
         self.op = None
+        self._meta = None   # meta(), read from the desc once: see there
 
     @classmethod
     def _declare(cls, block=None, name=None, shape=None, dtype=None, lod_level=None,
@@ -195,6 +204,7 @@ class Variable(VariableMathMixin, metaclass=Declared):
             raise VariableError(f"variable '{self.name}': shape cannot be None")
         del t.dims[:]
         t.dims.extend(dims)
+        self._meta = None
         self.block._changed()
 
     @property
@@ -205,6 +215,7 @@ class Variable(VariableMathMixin, metaclass=Declared):
     @dtype.setter
     def dtype(self, dtype):
         self._tensor_or_fail("dtype").data_type = dtypes.to_proto(dtype)
+        self._meta = None
         self.block._changed()
 
     @property
@@ -225,6 +236,7 @@ class Variable(VariableMathMixin, metaclass=Declared):
             raise VariableError(f"variable '{self.name}': lod_level cannot be None")
         getattr(self.desc.type, "lod_tensor" if self.kind == "lod_tensor" else "tensor_array") \
             .lod_level = level
+        self._meta = None
         self.block._changed()
 
     def _flag(name):  # noqa: N805 - a property factory for the boolean VarDesc fields
@@ -269,16 +281,27 @@ class Variable(VariableMathMixin, metaclass=Declared):
         return var
 
     def meta(self):
-        """The inference view (:class:`headrace.ops.VarMeta`) of this variable."""
+        """The inference view (:class:`headrace.ops.VarMeta`) of this variable.
+
+        Read from the VarDesc once and kept: building and differentiating a program asks it
+        of every input of every op. What writes a declaration drops it: the setters here and
+        the shape inference results a new op writes (Block._commit), the only writers of a
+        variable's desc (as Operator's slots, which Operator._io keeps decoded)."""
+        meta = self._meta
+        if meta is not None:
+            return meta
         desc = self.desc
         t = desc.type
         if t.type == _LOD_TENSOR and t.HasField("lod_tensor"):
-            # The common case read in one pass (shape inference asks this of every input).
+            # The common case read in one pass.
             lt = t.lod_tensor
             td = lt.tensor
-            return VarMeta(desc.name, tuple(td.dims), dtypes.from_proto(td.data_type),
+            meta = VarMeta(desc.name, tuple(td.dims), dtypes.from_proto(td.data_type),
                            lt.lod_level, "lod_tensor")
-        return VarMeta(self.name, self.shape, self.dtype, self.lod_level, self.kind)
+        else:
+            meta = VarMeta(self.name, self.shape, self.dtype, self.lod_level, self.kind)
+        self._meta = meta
+        return meta
 
     def to_string(self):
         """One readable line: name, dtype[shape], flags."""

@@ -163,11 +163,14 @@ def encoded_entry(name, attr_type, value):
     """The wire bytes of one ``OpDesc.attrs`` entry holding ``value`` (what ``encode`` into
     ``desc.attrs.add()`` writes): a new op's attributes are written with one
     ``desc.MergeFromString`` of these. Entries repeat from op to op (defaults, roles, call
-    sites), so they are serialized once; floats are not cached (0.0 and -0.0 are equal keys
-    with different bytes), nor block references."""
+    sites), so they are serialized once; a float's key carries its sign (0.0 and -0.0 are
+    equal keys with different bytes); lists of floats and block references are not cached."""
     key = None
     if attr_type not in _UNCACHED:
         key = (name, attr_type, tuple(value) if isinstance(value, list) else value)
+    elif type(value) is float and attr_type in ("float", "float64"):
+        key = (name, attr_type, value, math.copysign(1.0, value))
+    if key is not None:
         entry = _ENTRIES.get(key)
         if entry is not None:
             return entry

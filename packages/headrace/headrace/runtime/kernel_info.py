@@ -14,7 +14,7 @@ from typing import NamedTuple, Optional, Tuple
 from ..framework.analysis import block_writes
 from ..framework.block import Block
 
-__all__ = ["KernelInfo", "SlotVar", "kernel_info", "slot_var_of"]
+__all__ = ["KernelInfo", "SlotVar", "kernel_info", "plan_info", "slot_var_of"]
 
 
 class SlotVar(NamedTuple):
@@ -150,6 +150,45 @@ class KernelInfo:
         return all(v is not None and v.name in written for v in self.inputs.get(in_slot, ()))
 
 
+class _Lazy:
+    """A KernelInfo attribute computed on first read and then stored on the instance (a
+    non-data descriptor: the stored value shadows it; functools.cached_property takes a lock
+    per first read in this Python)."""
+
+    def __init__(self, fn):
+        self.fn, self.name = fn, fn.__name__
+
+    def __get__(self, obj, cls=None):
+        if obj is None:
+            return self
+        value = obj.__dict__[self.name] = self.fn(obj)
+        return value
+
+
+class _PlanInfo(KernelInfo):
+    """The KernelInfo a plan makes: ``inputs`` and ``outputs`` are made when a kernel first
+    asks (most never do, and a plan of a large program makes thousands of infos). The plan
+    resolved every name of the op to a slot before, so ``slot_var`` only reads facts the plan
+    already holds: asking later gives what asking now would."""
+
+    def __init__(self, op_type, attrs, place, device, io, slot_var, seed, sub_writes, subplan,
+                 location):
+        self.op_type, self.attrs, self.place, self.device = op_type, attrs, place, device
+        self.location, self.seed = location, seed
+        self._io, self._slot_var = io, slot_var
+        self._sub_writes, self._subplan = sub_writes, subplan
+
+    @_Lazy
+    def inputs(self):
+        sv = self._slot_var
+        return {s: tuple(sv(n) for n in ns) for s, ns in self._io[0].items()}
+
+    @_Lazy
+    def outputs(self):
+        sv = self._slot_var
+        return {s: tuple(sv(n) for n in ns) for s, ns in self._io[1].items()}
+
+
 def slot_var_of(var):
     """The :class:`SlotVar` of Variable ``var``."""
     m = var.meta()
@@ -184,3 +223,27 @@ def kernel_info(op, attrs=None, place=None, seed=None, subplan=None, location=No
     if location is None:
         location = dict(op_type=op.type, block_idx=block.idx, op_idx=op.idx, source=op.source)
     return KernelInfo(op.type, attrs, place, inputs, outputs, seed, sub_writes, make, location)
+
+
+def plan_info(op, attrs, place, device, seed, subplan, location, io, slot_var):
+    """``kernel_info`` as a plan calls it, every fact given (``device``: ``place.module()``,
+    which the plan reads once): the info reads the op's slots when a kernel first asks."""
+    blocks = None
+    for a, v in attrs.items():
+        if isinstance(v, Block):
+            if blocks is None:
+                blocks = {}
+            blocks[a] = v
+    if blocks is None:   # the usual op: no sub-block
+        blocks, sub_writes = {}, {}
+    else:
+        sub_writes = {a: frozenset(block_writes(b)) for a, b in blocks.items()}
+    make = None
+    if subplan is not None:
+        def make(attr):
+            if attr not in blocks:
+                raise ValueError(f"{op.type}: attribute '{attr}' does not hold a block "
+                                 f"(block attributes: {sorted(blocks) or 'none'})")
+            return subplan(blocks[attr])
+    return _PlanInfo(op.type, attrs, place, device, io, slot_var, seed, sub_writes, make,
+                     location)

@@ -22,7 +22,7 @@ from ..ops.infer import DictInferContext, VarMeta
 from . import _loop
 from ._loop import Instr
 from .frame import FrameLayout, LoDKernel
-from .kernel_info import KernelInfo, kernel_info, slot_var_of
+from .kernel_info import KernelInfo, SlotVar, plan_info
 
 __all__ = ["KernelInfo", "Plan", "SlotMap", "prepare"]
 
@@ -45,7 +45,7 @@ class SlotMap:
         if i is None:
             i = self.index[id(var)] = len(self.vars)
             self.vars.append(var)
-            self.facts.append((var.kind, slot_var_of(var)))
+            self.facts.append(_facts(var))
         return i
 
     def __len__(self):
@@ -64,6 +64,8 @@ class Plan:
         self.instrs = []
         self.lod_slots = set()  # slots whose variables carry LoD
         self._by_name = {}      # variable name -> slot, as this plan's block resolves it
+        self._kernels = {}      # (op type, dtype) -> Kernel: a large program repeats a few
+        self._device = None     # place.module(), read when the first kernel is prepared
         for op_idx, op in enumerate(block.ops):
             if op_filter is not None and not op_filter(op):
                 continue
@@ -124,8 +126,8 @@ class Plan:
                               f"{op.block.idx} or its ancestors", op_type=op.type,
                               block_idx=op.block.idx, op_idx=op.idx, source=op.source)
             i = self._by_name[name] = self.slots.slot(var)
-        if self.slots.facts[i][1].lod_level > 0:
-            self.lod_slots.add(i)
+            if self.slots.facts[i][1].lod_level > 0:   # once per name: facts do not change
+                self.lod_slots.add(i)
         return i
 
     def _slot_var(self, name):
@@ -145,31 +147,44 @@ class Plan:
                           op_type=op.type, block_idx=op.block.idx, op_idx=op_idx,
                           source=op.source)
         ins, outs = op._slots()   # read-only: shared with the op
+        # A name seen before is a dict lookup here (@EMPTY@ is never in _by_name); the
+        # methods handle the rest: first sight, @EMPTY@, undeclared names.
+        by_name, facts = self._by_name, self.slots.facts
         in_ids = []
-        for s in opdef.inputs:
+        dtype = None   # the first floating input's (a grad op may read an int Label or a
+        for s in opdef.inputs:   # uint8 Mask first), else the first input's
             names = ins.get(s.name, ())
             if s.duplicable:
-                in_ids.append(tuple(self._input_slot(op, s, n) for n in names))
+                ids = tuple(self._input_slot(op, s, n) for n in names)
+                in_ids.append(ids)
+                first = next((i for i in ids if i != NONE_SLOT), NONE_SLOT)
+            elif names:
+                first = by_name.get(names[0])
+                if first is None:
+                    first = self._input_slot(op, s, names[0])
+                in_ids.append(first)
+                if first == NONE_SLOT and len(names) > 1:   # a file's [@EMPTY@, x, ...]
+                    n = next((n for n in names if n != EMPTY), None)
+                    if n is not None:
+                        self._slot_var(n)
+                        first = by_name[n]
             else:
-                in_ids.append(self._input_slot(op, s, names[0]) if names else NONE_SLOT)
+                in_ids.append(NONE_SLOT)
+                continue
+            if first != NONE_SLOT and (dtype is None or dtype not in FLOAT_DTYPES):
+                d = facts[first][1].dtype
+                if dtype is None or d in FLOAT_DTYPES:
+                    dtype = d
         out_ids = []
         for s in opdef.outputs:
             names = outs.get(s.name, ())
             if s.duplicable:
                 out_ids.append(tuple(self._slot_of(op, n, "output") for n in names))
+            elif names:
+                i = by_name.get(names[0])
+                out_ids.append(self._slot_of(op, names[0], "output") if i is None else i)
             else:
-                out_ids.append(self._slot_of(op, names[0], "output") if names else -1)
-        # The kernel's dtype: the first floating input's (a grad op may read an int Label or a
-        # uint8 Mask first), else the first input's.
-        dtype = None
-        for s in opdef.inputs:
-            names = [n for n in ins.get(s.name, ()) if n != EMPTY]
-            if names:
-                d = self._slot_var(names[0]).dtype
-                if dtype is None or (d in FLOAT_DTYPES and dtype not in FLOAT_DTYPES):
-                    dtype = d
-                if dtype in FLOAT_DTYPES:
-                    break
+                out_ids.append(-1)
         try:
             attrs = op.attrs
         except Exception:
@@ -177,11 +192,16 @@ class Plan:
         where = dict(op_type=op.type, block_idx=op.block.idx, op_idx=op_idx,
                      source=op.source if attrs is None else _source(op, attrs))
         try:
-            kernel = self.registry.kernel(op.type, self.place.device, dtype)
+            kernel = self._kernels.get((op.type, dtype))
+            if kernel is None:
+                kernel = self._kernels[op.type, dtype] = self.registry.kernel(
+                    op.type, self.place.device, dtype)
             if attrs is None:
                 attrs = op.attrs
-            info = kernel_info(op, attrs, self.place, _seed(op, attrs, op_idx), self.subplan,
-                               location=where, io=(ins, outs), slot_var=self._slot_var)
+            if self._device is None:
+                self._device = self.place.module()
+            info = plan_info(op, attrs, self.place, self._device, _seed(op, attrs, op_idx),
+                             self.subplan, where, (ins, outs), self._slot_var)
             fn = kernel.fn(attrs, info)
         except OpError as e:
             e.locate(**where)
@@ -195,10 +215,14 @@ class Plan:
         if kind == "array":
             _refuse_undeclared_kind(kernel, fn)
             # LoD flows from the first input that has one to the outputs that declare LoD.
-            src = next((i for i in _flat(in_ids) if i in self.lod_slots), None)
-            dst = [i for i in _flat(out_ids) if i > 0 and self.slots.vars[i].lod_level > 0]
-            lod_share = tuple((src, d) for d in dst) if src is not None else ()
-            self.lod_slots.update(i for _, i in lod_share)
+            lod_share = ()
+            if self.lod_slots:   # no LoD anywhere yet (most programs): nothing to share
+                src = next((i for i in _flat(in_ids) if i in self.lod_slots), None)
+                if src is not None:
+                    facts = self.slots.facts
+                    lod_share = tuple((src, d) for d in _flat(out_ids)
+                                      if d > 0 and facts[d][1].lod_level > 0)
+                    self.lod_slots.update(i for _, i in lod_share)
             return Instr(fn, tuple(in_ids), tuple(out_ids), op, lod_share, None)
         # Every slot of the definition, () when unbound; an @EMPTY@ optional input reads None.
         layout = FrameLayout(
@@ -211,8 +235,8 @@ class Plan:
             # The kernel computes its outputs' LoD itself.
             fn = LoDKernel(fn, tuple((s.name, s.duplicable) for s in opdef.inputs),
                            tuple((s.name, s.duplicable) for s in opdef.outputs))
-        self.lod_slots.update(i for i in _flat(out_ids)
-                              if i > 0 and self.slots.vars[i].lod_level > 0)
+        facts = self.slots.facts
+        self.lod_slots.update(i for i in _flat(out_ids) if i > 0 and facts[i][1].lod_level > 0)
         return Instr(fn, tuple(in_ids), tuple(out_ids), op, (), layout)
 
     def run(self, values, lods, check=False):
@@ -319,10 +343,16 @@ class Plan:
         return VarMeta(var.name, shape, dtype, var.lod_level, var.kind)
 
 
+_PLAIN_TYPES = set()   # types of kernels found without the old kind attributes
+
+
 def _refuse_undeclared_kind(kernel, fn):
     """A kernel registered as an array kernel that still carries the attributes the plan once
     guessed the kind from (``lod_kernel``/``frame_kernel``) was written for another calling
     convention: calling it with arrays would silently compute wrong values, so refuse it."""
+    t = type(fn)
+    if t in _PLAIN_TYPES:
+        return   # (a missing attribute costs getattr a raised and caught AttributeError)
     for attr, kind in (("frame_kernel", "frame"), ("lod_kernel", "lod")):
         if getattr(fn, attr, False):
             raise PluginError(
@@ -330,6 +360,9 @@ def _refuse_undeclared_kind(kernel, fn):
                 f"{attr} = True but is registered as an array kernel; the kind is declared at "
                 f"registration: add_kernel(..., kind={kind!r}) or a KERNELS entry ending in "
                 f"{kind!r} (the attribute is no longer read)")
+    if not hasattr(fn, "__dict__") and not any(
+            hasattr(t, a) for a in ("frame_kernel", "lod_kernel", "__getattr__")):
+        _PLAIN_TYPES.add(t)   # no attributes of its own, none from its type: all its kernels
 
 
 def _source(op, attrs):
@@ -371,6 +404,13 @@ def _seed(op, attrs, op_idx):
         return None
     # Distinct, reproducible streams per op: the program seed mixed with the op's position.
     return int(np.random.SeedSequence([base, op.block.idx, op_idx]).generate_state(1)[0])
+
+
+def _facts(var):
+    """``(kind, SlotVar)`` of Variable ``var``, from its ``meta()`` (which the variable keeps:
+    building the program read it already) and its persistable flag."""
+    m = var.meta()
+    return m.kind, SlotVar(m.name, m.dtype, m.shape, m.lod_level, var.desc.persistable)
 
 
 def _flat(ids):
