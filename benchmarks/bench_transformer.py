@@ -6,11 +6,16 @@ Headrace builds the block from layers (fc, reshape/transpose, matmul, softmax, l
 gelu); PyTorch from the same pieces (nn.Linear, reshape/transpose, matmul, softmax,
 nn.LayerNorm, gelu) in eager mode.
 
+The steps are timed in interleaved rounds (ours, then torch's, per round): the medians by wall
+time and by the process's CPU time, and the medians of the per-round ratios, so that load from
+other work on the machine falls on both sides alike; best_ms: the fastest step of each.
+
     HEADRACE_BENCH_THREADS=1 python benchmarks/bench_transformer.py
 """
 import _bench  # noqa: F401  (pins threads before NumPy loads)
 
 import math
+import time
 
 import numpy as np
 
@@ -71,15 +76,44 @@ def torch_step(torch, x):
     return step
 
 
-def main():
+def interleaved(fns, rounds):
+    """Per key of ``fns``: the wall and CPU seconds of each round's call, the calls of one
+    round back to back (after one warm-up call each: plans, buffers)."""
+    wall = {k: [] for k in fns}
+    cpu = {k: [] for k in fns}
+    for fn in fns.values():
+        fn()
+    for _ in range(rounds):
+        for key, fn in fns.items():
+            w0, c0 = time.perf_counter(), time.process_time()
+            fn()
+            cpu[key].append(time.process_time() - c0)
+            wall[key].append(time.perf_counter() - w0)
+    return wall, cpu
+
+
+def main(rounds=20):
     x = np.random.default_rng(0).standard_normal((B, L, W)).astype(np.float32)
     torch = _bench.torch_or_none()
-    ours = _bench.best_time(headrace_step(x), repeat=5, number=2)
-    peer = _bench.best_time(torch_step(torch, x), repeat=5, number=2) if torch else None
+    fns = {"ours": headrace_step(x)}
+    if torch is not None:
+        fns["peer"] = torch_step(torch, x)
+    wall, cpu = interleaved(fns, rounds)
+
+    def ms(v):
+        return round(float(v) * 1e3, 2)
+    figures = {"headrace_ms": ms(np.median(wall["ours"])),
+               "headrace_cpu_ms": ms(np.median(cpu["ours"]))}
+    best = {"headrace": ms(min(wall["ours"]))}
+    if torch is not None:
+        figures.update(
+            torch_ms=ms(np.median(wall["peer"])), torch_cpu_ms=ms(np.median(cpu["peer"])),
+            ratio=round(float(np.median(np.divide(wall["ours"], wall["peer"]))), 3),
+            ratio_cpu=round(float(np.median(np.divide(cpu["ours"], cpu["peer"]))), 3))
+        best["torch"] = ms(min(wall["peer"]))
     _bench.report("transformer_block", sizes=dict(batch=B, tokens=L, width=W, heads=H),
-                  headrace_ms=round(ours * 1e3, 2),
-                  torch_ms=round(peer * 1e3, 2) if peer else None,
-                  ratio=round(ours / peer, 3) if peer else None)
+                  **figures, best_ms=best, rounds=rounds,
+                  statistic="medians of interleaved runs")
 
 
 if __name__ == "__main__":
