@@ -13,10 +13,21 @@ import time
 THREADS = os.environ.get("HEADRACE_BENCH_THREADS", "1")
 for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[var] = THREADS
+# "headrace" or "torch": run that framework alone (where a benchmark can). Two-thread figures
+# need it: two frameworks' thread pools in one process busy-wait against each other.
+ONLY = os.environ.get("HEADRACE_BENCH_ONLY", "")
+
+
+def runs(name):
+    """Whether this run measures framework ``name`` (HEADRACE_BENCH_ONLY)."""
+    return not ONLY or ONLY == name
 
 
 def torch_or_none():
-    """PyTorch CPU if installed (pip install torch==2.13.0), pinned to the same threads."""
+    """PyTorch CPU if installed (pip install torch==2.13.0), pinned to the same threads; None
+    when not installed or HEADRACE_BENCH_ONLY=headrace."""
+    if not runs("torch"):
+        return None
     try:
         import torch
     except ImportError:
@@ -57,5 +68,7 @@ def report(name, **figures):
                "threads": {"OMP_NUM_THREADS": os.environ["OMP_NUM_THREADS"],
                            "OPENBLAS_NUM_THREADS": os.environ["OPENBLAS_NUM_THREADS"]},
                "python": platform.python_version(), "machine": platform.machine()}
+    if ONLY:
+        figures["only"] = ONLY
     print(json.dumps(figures))
     sys.stdout.flush()

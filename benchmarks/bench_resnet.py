@@ -9,6 +9,12 @@ wall time, the calling thread's CPU time (one thread: all of each framework's wo
 other people's load on a shared machine inflates far less than wall time.
 
     HEADRACE_BENCH_THREADS=1 python benchmarks/bench_resnet.py [--batch 32] [--rounds 15]
+
+Two threads, each framework alone in its process (HEADRACE_BENCH_ONLY; CPU time then counts
+the calling thread only, so compare wall times):
+
+    HEADRACE_BENCH_THREADS=2 HEADRACE_BENCH_ONLY=headrace python benchmarks/bench_resnet.py
+    HEADRACE_BENCH_THREADS=2 HEADRACE_BENCH_ONLY=torch python benchmarks/bench_resnet.py
 """
 import _bench  # noqa: F401  (pins threads before NumPy loads)
 
@@ -113,17 +119,19 @@ def bench(batch, rounds):
     rng = np.random.default_rng(0)
     xs = rng.standard_normal((batch, 3, 32, 32)).astype(np.float32)
     ys = rng.integers(0, 10, (batch, 1)).astype(np.int64)
-    runs = {"headrace": headrace_step(xs, ys)}
+    runs = {"headrace": headrace_step(xs, ys)} if _bench.runs("headrace") else {}
     torch = _bench.torch_or_none()
     if torch is not None:
         runs["torch"] = torch_step(torch, xs, ys)
     med, cpu = interleaved(runs, rounds=rounds, number=2)
-    figures = {"batch": batch, "rounds": rounds,
-               "headrace_ms": round(med["headrace"] * 1e3, 2),
-               "headrace_cpu_ms": round(cpu["headrace"] * 1e3, 2)}
+    figures = {"batch": batch, "rounds": rounds}
+    if "headrace" in runs:
+        figures["headrace_ms"] = round(med["headrace"] * 1e3, 2)
+        figures["headrace_cpu_ms"] = round(cpu["headrace"] * 1e3, 2)
     if torch is not None:
         figures["torch_eager_ms"] = round(med["torch"] * 1e3, 2)
         figures["torch_eager_cpu_ms"] = round(cpu["torch"] * 1e3, 2)
+    if len(runs) == 2:
         figures["ratio_headrace_to_torch"] = round(med["headrace"] / med["torch"], 3)
         figures["ratio_cpu"] = round(cpu["headrace"] / cpu["torch"], 3)
     _bench.report("train_step_resnet", **figures)
