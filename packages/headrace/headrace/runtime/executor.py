@@ -130,6 +130,9 @@ class Executor:
         self.place = place
         self._check_nan_inf = nan_inf.enabled(check_nan_inf)
         self._device = place.module()
+        # A NumPy array in the scope is already where a CPU run reads it (_execute_on's load
+        # loop then skips the device's checks: a step at batch 1 is a few microseconds).
+        self._host = isinstance(place, CPUPlace)
         # One stream per executor (devices that have streams): its runs launch and copy on it
         # asynchronously, and the host waits only at a fetch (the device module's to_host).
         new_stream = getattr(self._device, "new_stream", None)
@@ -228,21 +231,28 @@ class Executor:
                 fetch_names.append(f)
             else:
                 raise FetchError(f"fetch_list items are Variables or names, got {f!r}")
-        feed_names = tuple(sorted(k.name if isinstance(k, Variable) else k for k in feed))
+        if len(feed) == 1 and type(next(iter(feed))) is str:   # one fed name: no sorting
+            feed_names = (next(iter(feed)),)
+        else:
+            feed = {k.name if isinstance(k, Variable) else k: v for k, v in feed.items()}
+            feed_names = tuple(sorted(feed))
         rp = self._run_plan(program, feed_names, tuple(fetch_names), prune)
         values = [None] * rp.nslots
         lods = {}
+        host, local = self._host, scope._vars
         for i, name in rp.loads:
-            t = scope.find(name)
-            if t is not None:
-                data = t.data
-                if not self._device.is_array(data) and (isinstance(data, np.ndarray)
-                                                        or hasattr(data, "copy_to_host")):
-                    data = t.data = self._moved_here(data)
-                values[i] = data
-                if t.lod:
-                    lods[i] = t.lod
-        feed = {k.name if isinstance(k, Variable) else k: v for k, v in feed.items()}
+            t = local.get(name)
+            if t is None:
+                t = scope.find(name)
+                if t is None:
+                    continue
+            data = t.data
+            if not (host and type(data) is np.ndarray) and not self._device.is_array(data) \
+                    and (isinstance(data, np.ndarray) or hasattr(data, "copy_to_host")):
+                data = t.data = self._moved_here(data)
+            values[i] = data
+            if t.lod:
+                lods[i] = t.lod
         for name, i, var, plain in rp.feeds:
             value = feed[name]
             if plain is not None and _takes_as_is(value, plain):
@@ -255,8 +265,8 @@ class Executor:
         # Kernels' outputs are checked against their declarations on the first run of each
         # feed signature (shapes and dtypes): kernels' results depend on little else, and
         # every later step runs unchecked.
-        sig = tuple((getattr(values[i], "shape", None), getattr(values[i], "dtype", None))
-                    for _, i, _, _ in rp.feeds)
+        sig = tuple([(getattr(v, "shape", None), getattr(v, "dtype", None))
+                     for v in [values[f[1]] for f in rp.feeds]])
         check = sig not in rp.checked
         if self._checks is None:
             rp.plan.run(values, lods, check)
@@ -337,9 +347,12 @@ class Executor:
         if value is None:
             raise FetchError(f"fetch target '{name}' has no value after the run: it was not "
                              f"fed, computed, or found in the scope")
-        if isinstance(value, list):  # tensor arrays, step scopes
+        if type(value) is np.ndarray and self._host:
+            host = value.copy(order="K")   # np.array(copy=True)'s layout
+        elif isinstance(value, list):  # tensor arrays, step scopes
             return value
-        host = np.array(self._device.to_host(value), copy=True)
+        else:
+            host = np.array(self._device.to_host(value), copy=True)
         return host if return_numpy else Tensor(host, lod)
 
 
