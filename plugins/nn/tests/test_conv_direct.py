@@ -74,9 +74,12 @@ def test_paths_are_the_ones_meant(case):
                                  (m, c // groups, kh, kw)) == (False, False, False)
 
 
+@pytest.mark.parametrize("relu", [False, True], ids=["", "relu"])
 @pytest.mark.parametrize("extra", ["", "bias", "residual", "both"])
 @pytest.mark.parametrize("case", range(len(CASES)))
-def test_forward_matches_reference(kernel, case, extra):
+def test_forward_matches_reference(kernel, case, extra, relu):
+    # Bias and relu (fused_conv2d_add_act's) go into the direct kernel's store; on im2col +
+    # GEMM Bias prefills Output and relu is a pass of its own.
     rng = np.random.default_rng(100 + case)
     x, filt = _inputs(CASES[case], rng)
     attrs = CASES[case][7]
@@ -89,8 +92,10 @@ def test_forward_matches_reference(kernel, case, extra):
     if extra in ("residual", "both"):
         args[3] = rng.standard_normal(want.shape).astype("float32")
         want = want + args[3]
+    if relu:
+        want = np.maximum(want, 0)
     run = kernel("conv2d", attrs)
-    got, gemm = _both(lambda: run(*args)[0])
+    got, gemm = _both(lambda: run(*args, relu=relu)[0])
     scale = np.abs(want).max()
     np.testing.assert_allclose(got, want, rtol=0, atol=2e-6 * scale * np.sqrt(filt[0].size))
     np.testing.assert_allclose(got, gemm, rtol=0, atol=2e-6 * scale * np.sqrt(filt[0].size))
@@ -130,3 +135,21 @@ def test_many_images_and_an_odd_batch(kernel):
                      "Output@GRAD": dy.astype("float64")}, {})["Filter@GRAD"]
     got = kernel("conv2d_grad", {})(x, filt, dy)[1]
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * np.abs(want).max())
+
+
+def test_relu_passes_nan(kernel):
+    # relu as the relu op: 0 where the sum is < 0, a NaN comes out NaN (max(0, NaN) would
+    # drop it in the other operand order).
+    x = np.ones((1, 4, 16, 16), "float32")
+    x[0, 0, 5, 5] = np.nan
+    filt = np.ones((8, 4, 3, 3), "float32")
+    bias = np.zeros(8, "float32")
+    bias[1] = -100.0
+    run = kernel("conv2d", {"paddings": [1, 1]})
+    assert conv.direct_paths({"paddings": [1, 1]}, x.shape, filt.shape)[0]
+    for out in _both(lambda: run(x, filt, bias, relu=True)[0]):
+        for m in range(8):
+            nan = np.isnan(out[0, m])
+            assert nan[4:7, 4:7].all() and nan.sum() == 9
+        assert (out[0, 1][~nan] == 0).all()
+        assert (out[0, 0][~nan] > 0).all()

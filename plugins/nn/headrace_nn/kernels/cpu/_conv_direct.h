@@ -34,6 +34,10 @@
  * (negative: rows/columns cropped). */
 typedef struct {
     int Cin, Hin, Win, Cout, Ho, Wo, kh, kw, sh, sw, dh, dw, pt, pl;
+    /* The forward's epilogue, on the tile's registers before the one store: + bias[m]
+     * (NULL: none), then relu (0 where < 0; NaN and -0.0 pass, as the relu op). */
+    const float* bias;
+    int relu;
 } hr_cd_geom;
 
 /* The padded, phase-split buffer's extents and the vectors of a geometry. */
@@ -159,7 +163,8 @@ HR_AVX512 static void hr_cd_prep(const float* src, const hr_cd_geom* g, const hr
 #define HR_CD_FWD(MB, NV)                                                                    \
 HR_AVX512 static void hr_cd_fwd_##MB##_##NV(int K, const float* wt, int ldw,                  \
         const int* toff, const float* x, const ptrdiff_t* ib, const int* ob,                 \
-        const unsigned short* mk, float* out, ptrdiff_t ldo, int acc) {                       \
+        const unsigned short* mk, float* out, ptrdiff_t ldo, int acc, const float* bias,     \
+        int relu) {                                                                          \
     __m512 a[MB][NV];                                                                        \
     _Pragma("GCC unroll 8") for (int r = 0; r < MB; r++)                                     \
         _Pragma("GCC unroll 6") for (int v = 0; v < NV; v++) a[r][v] = _mm512_setzero_ps();   \
@@ -181,6 +186,10 @@ HR_AVX512 static void hr_cd_fwd_##MB##_##NV(int K, const float* wt, int ldw,    
             __m512 s = a[r][v];                                                              \
             if (acc)                                                                         \
                 s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(mk[v], o));                       \
+            if (bias)                                                                        \
+                s = _mm512_add_ps(s, _mm512_set1_ps(bias[r]));                               \
+            if (relu)   /* max(0, s) returns s where s is NaN */                             \
+                s = _mm512_max_ps(_mm512_setzero_ps(), s);                                   \
             _mm512_mask_storeu_ps(o, mk[v], s);                                              \
         }                                                                                    \
 }
@@ -218,7 +227,7 @@ HR_AVX512 static void hr_cd_wgt_##MB(int nvec, const float* dy, ptrdiff_t ldy,  
 HR_CD_WGT(4) HR_CD_WGT(2) HR_CD_WGT(1)
 
 /* Out (Cout planes of Ho*Wo per image, images img_out apart) = conv(src) with wt [K, Cout]
- * (tap-major), over n images; + Out when acc. -1: no memory. */
+ * (tap-major), over n images; + Out when acc; then g's epilogue. -1: no memory. */
 HR_AVX512 static int hr_cd_conv(const float* src, ptrdiff_t img_in, float* out,
                                 ptrdiff_t img_out, ptrdiff_t n, const hr_cd_geom* g,
                                 const float* wt, int acc) {
@@ -231,6 +240,7 @@ HR_AVX512 static int hr_cd_conv(const float* src, ptrdiff_t img_in, float* out,
         return -1;
     }
     ptrdiff_t ldo = (ptrdiff_t)g->Ho * g->Wo;
+#define BIAS(m) (g->bias ? g->bias + (m) : NULL)
     for (ptrdiff_t b = 0; b < n; b++) {
         hr_cd_prep(src + b * img_in, g, &p, buf + p.size, buf);
         float* o = out + b * img_out;
@@ -247,26 +257,27 @@ HR_AVX512 static int hr_cd_conv(const float* src, ptrdiff_t img_in, float* out,
                     float* om = o + m * ldo;
                     if (nv == 3)
                         hr_cd_fwd_8_3(p.K, wt + m, g->Cout, p.toff, buf, ib + u, ob + u,
-                                      mk + u, om, ldo, acc);
+                                      mk + u, om, ldo, acc, BIAS(m), g->relu);
                     else if (nv == 2)
                         hr_cd_fwd_8_2(p.K, wt + m, g->Cout, p.toff, buf, ib + u, ob + u,
-                                      mk + u, om, ldo, acc);
+                                      mk + u, om, ldo, acc, BIAS(m), g->relu);
                     else
                         hr_cd_fwd_8_1(p.K, wt + m, g->Cout, p.toff, buf, ib + u, ob + u,
-                                      mk + u, om, ldo, acc);
+                                      mk + u, om, ldo, acc, BIAS(m), g->relu);
                 }
             }
             for (; m + 4 <= g->Cout; m += 4)
                 hr_cd_fwd_4_6(p.K, wt + m, g->Cout, p.toff, buf, ib, ob, mk, o + m * ldo, ldo,
-                              acc);
+                              acc, BIAS(m), g->relu);
             for (; m + 2 <= g->Cout; m += 2)
                 hr_cd_fwd_2_6(p.K, wt + m, g->Cout, p.toff, buf, ib, ob, mk, o + m * ldo, ldo,
-                              acc);
+                              acc, BIAS(m), g->relu);
             for (; m < g->Cout; m++)
                 hr_cd_fwd_1_6(p.K, wt + m, g->Cout, p.toff, buf, ib, ob, mk, o + m * ldo, ldo,
-                              acc);
+                              acc, BIAS(m), g->relu);
         }
     }
+#undef BIAS
     free(buf);
     hr_cd_free(&p);
     return 0;

@@ -8,6 +8,8 @@ from ._im2col cimport Geom
 cdef extern from "_conv_direct.h" nogil:
     ctypedef struct hr_cd_geom:
         int Cin, Hin, Win, Cout, Ho, Wo, kh, kw, sh, sw, dh, dw, pt, pl
+        const float* bias
+        int relu
     int hr_conv_direct_ok()
     int hr_cd_conv(const float* src, Py_ssize_t img_in, float* out, Py_ssize_t img_out,
                    Py_ssize_t n, const hr_cd_geom* g, const float* wt, int acc)
@@ -45,13 +47,17 @@ cdef inline hr_cd_geom forward_geom(const Geom* g) noexcept nogil:
     d.Cin, d.Hin, d.Win, d.Cout, d.Ho, d.Wo = g.Cg, g.H, g.W, g.Mg, g.Ho, g.Wo
     d.kh, d.kw, d.sh, d.sw, d.dh, d.dw, d.pt, d.pl = (g.kh, g.kw, g.sh, g.sw, g.dh, g.dw,
                                                       g.pt, g.pl)
+    d.bias, d.relu = NULL, 0
     return d
 
 
 cdef inline int direct_forward(const float* x, const float* w, float* out, Py_ssize_t N,
-                               const Geom* g, bint acc) noexcept nogil:
-    """Output (+ Output when ``acc``) of every image and group; -1: no memory."""
+                               const Geom* g, bint acc, const float* bias,
+                               bint relu) noexcept nogil:
+    """Output (+ Output when ``acc``) of every image and group, + ``bias`` [M] (NULL: none),
+    then relu when ``relu``: both in the kernel's store; -1: no memory."""
     cdef hr_cd_geom d = forward_geom(g)
+    d.relu = relu
     cdef Py_ssize_t K = <Py_ssize_t>g.Cg * g.kh * g.kw, hw = <Py_ssize_t>g.H * g.W
     cdef Py_ssize_t P = <Py_ssize_t>g.Ho * g.Wo, t, m
     cdef int grp, rc = 0
@@ -62,6 +68,7 @@ cdef inline int direct_forward(const float* x, const float* w, float* out, Py_ss
         for m in range(g.Mg):
             for t in range(K):
                 wt[t * g.Mg + m] = w[(<Py_ssize_t>grp * g.Mg + m) * K + t]
+        d.bias = bias + <Py_ssize_t>grp * g.Mg if bias != NULL else NULL
         rc = hr_cd_conv(x + <Py_ssize_t>grp * g.Cg * hw, g.C * hw,
                         out + <Py_ssize_t>grp * g.Mg * P, g.M * P, N, &d, wt, acc)
         if rc:
@@ -95,6 +102,7 @@ cdef inline int direct_input_grad(const float* w, const float* dy, float* dx, Py
     d.kh, d.kw, d.sh, d.sw, d.dh, d.dw = g.kh, g.kw, 1, 1, g.dh, g.dw
     d.pt = (g.kh - 1) * g.dh - g.pt
     d.pl = (g.kw - 1) * g.dw - g.pl
+    d.bias, d.relu = NULL, 0
     cdef Py_ssize_t K = <Py_ssize_t>g.Cg * g.kh * g.kw, hw = <Py_ssize_t>g.H * g.W
     cdef Py_ssize_t P = <Py_ssize_t>g.Ho * g.Wo, kk = <Py_ssize_t>g.kh * g.kw
     cdef Py_ssize_t m, c, i, j

@@ -90,7 +90,8 @@ cdef void _unpack(const real* tmp, real* out, Py_ssize_t n0, Py_ssize_t b, int g
 
 
 cdef int _run(const real* x, const real* w, real* out, Py_ssize_t N, const Geom* g,
-              bint nhwc, bint accumulate, Py_ssize_t chunk, bint direct) noexcept nogil:
+              bint nhwc, bint accumulate, Py_ssize_t chunk, bint direct, const real* bias,
+              bint relu) noexcept nogil:
     """Every image, ``chunk`` images per GEMM; -1 when scratch memory is lacking.
 
     One GEMM per chunk and group ([Mg, K] x [K, chunk*P]) keeps a multi-threaded BLAS busy
@@ -117,7 +118,7 @@ cdef int _run(const real* x, const real* w, real* out, Py_ssize_t N, const Geom*
             n0 += nb
         return 0
     if real is float and direct and not nhwc and direct_fits(g):
-        return direct_forward(x, w, out, N, g, accumulate)
+        return direct_forward(x, w, out, N, g, accumulate, bias, relu)
     if g.direct:
         # NCHW 1x1, stride 1, no padding: an image's [C, H*W] planes are its im2col matrix;
         # Output[n, group rows] = Filter_g [Mg, Cg] @ X_g [Cg, H*W], nothing copied.
@@ -197,6 +198,13 @@ cdef cnp.ndarray _into(object into, object like, int t):
     return <cnp.ndarray>into
 
 
+cdef void _relu(real* p, Py_ssize_t n) noexcept nogil:
+    """relu in place, as math's relu kernel: 0 where p < 0, so NaN and -0.0 pass through."""
+    cdef Py_ssize_t i
+    for i in range(n):
+        p[i] = 0 if p[i] < 0 else p[i]
+
+
 cdef class Conv2D:
     cdef object attrs      # the host plan (kernels/host/conv.py), shared with the CUDA kernel
     cdef object last       # the Geometry that ``geo`` holds
@@ -224,9 +232,10 @@ cdef class Conv2D:
             self.last = geo
         g[0] = self.geo
 
-    def __call__(self, input, filter, bias=None, residual=None, into=None):
+    def __call__(self, input, filter, bias=None, residual=None, into=None, bint relu=False):
         """``into``: an array to write Output into instead of a new one (fused_conv.pyx's
-        recycled Output: nothing else may reference it)."""
+        recycled Output: nothing else may reference it). ``relu``: Output = relu(conv +
+        Bias + ResidualData) (fused_conv2d_add_act's activation)."""
         cdef cnp.ndarray x = contiguous(input)
         cdef cnp.ndarray w = contiguous(filter)
         cdef int t = cnp.PyArray_TYPE(x)
@@ -240,6 +249,14 @@ cdef class Conv2D:
         oshape = (N, g.Ho, g.Wo, g.M) if self.nhwc else (N, g.M, g.Ho, g.Wo)
         cdef cnp.ndarray out
         cdef double beta = 0.0
+        cdef Py_ssize_t K = <Py_ssize_t>g.Cg * g.kh * g.kw, P = <Py_ssize_t>g.Ho * g.Wo
+        cdef bint use_direct = DIRECT
+        # On the direct kernels (float32) Bias and relu go into the kernel's one store of each
+        # output, not into passes of their own over Output.
+        cdef bint epi = (t == cnp.NPY_FLOAT32 and use_direct and not self.nhwc and N > 0 and
+                         g.M > 0 and P > 0 and K > 0 and direct_fits(&g))
+        cdef cnp.ndarray bvec = None
+        cdef void* pbias = NULL
         if residual is not None:
             r = np.asarray(residual)
             if r.dtype != x.dtype or r.shape != oshape:
@@ -254,42 +271,53 @@ cdef class Conv2D:
             if b.dtype != x.dtype or b.shape != (g.M,):
                 raise ValueError(f"conv2d: Bias {b.dtype}{list(b.shape)} must be "
                                  f"{x.dtype}[{g.M}]")
-            bshape = [1, 1, 1, 1]
-            bshape[3 if self.nhwc else 1] = g.M
-            if beta:
-                out += b.reshape(bshape)
+            if epi:
+                bvec = contiguous(b)
+                pbias = cnp.PyArray_DATA(bvec)
             else:
-                out[...] = b.reshape(bshape)
-            beta = 1.0
-        cdef Py_ssize_t K = <Py_ssize_t>g.Cg * g.kh * g.kw
+                bshape = [1, 1, 1, 1]
+                bshape[3 if self.nhwc else 1] = g.M
+                if beta:
+                    out += b.reshape(bshape)
+                else:
+                    out[...] = b.reshape(bshape)
+                beta = 1.0
         if N == 0 or g.M == 0 or g.Ho * g.Wo == 0:
             return (out,)
         if K == 0:
             if not beta:
                 out.fill(0)
-            return (out,)
+            return (self._relu_out(out) if relu else out,)
         if self.nhwc and not g.direct:
             w = np.ascontiguousarray(w.transpose(0, 2, 3, 1))  # [M, kh, kw, Cg]: row order
-        cdef Py_ssize_t P = <Py_ssize_t>g.Ho * g.Wo
         cdef Py_ssize_t chunk = max(1, min(N, CHUNK_BYTES // (K * P * cnp.PyArray_ITEMSIZE(x))))
         # The GEMM of a chunk gets chunk*P columns (NCHW) or rows (NHWC): keep it in int range.
         chunk = max(1, min(chunk, INT_MAX // P))
         cdef bint acc = beta != 0
-        cdef bint use_direct = DIRECT
         cdef int rc
         if t == cnp.NPY_FLOAT32:
             with nogil:
                 rc = _run(<const float*>cnp.PyArray_DATA(x), <const float*>cnp.PyArray_DATA(w),
                           <float*>cnp.PyArray_DATA(out), N, &g, self.nhwc, acc, chunk,
-                          use_direct)
+                          use_direct, <const float*>pbias, relu and epi)
         else:
             with nogil:
                 rc = _run(<const double*>cnp.PyArray_DATA(x),
                           <const double*>cnp.PyArray_DATA(w), <double*>cnp.PyArray_DATA(out),
-                          N, &g, self.nhwc, acc, chunk, False)
+                          N, &g, self.nhwc, acc, chunk, False, NULL, False)
         if rc:
             raise MemoryError("conv2d: no memory for the im2col buffers")
-        return (out,)
+        return (self._relu_out(out) if relu and not epi else out,)
+
+    cdef cnp.ndarray _relu_out(self, cnp.ndarray out):
+        cdef Py_ssize_t n = cnp.PyArray_SIZE(out)
+        if cnp.PyArray_TYPE(out) == cnp.NPY_FLOAT32:
+            with nogil:
+                _relu(<float*>cnp.PyArray_DATA(out), n)
+        else:
+            with nogil:
+                _relu(<double*>cnp.PyArray_DATA(out), n)
+        return out
 
 
 # -- gradient -----------------------------------------------------------------------------------

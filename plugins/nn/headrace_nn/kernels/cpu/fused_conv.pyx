@@ -1,15 +1,16 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """fused_conv2d_add_act: Output = act(conv2d(Input, Filter) + Bias + ResidualData).
 
-The convolution is conv.pyx's Conv2D (Bias and ResidualData prefill Output, the GEMM or the
-direct kernel accumulates onto them); the activation then runs in place over Output, so the
-unfused relu's second tensor (read one, write another) is gone. Output is the kernel's own
+The convolution is conv.pyx's Conv2D, which also applies the activation: on its direct
+kernels (float32 NCHW) Bias and relu go into the kernel's store of each output, else
+ResidualData and Bias prefill Output and relu runs in place over it; either way the unfused
+relu's second tensor (read one, write another) is gone. Output is the kernel's own
 last result again once the run has dropped it (``recycled``: steady-state inference allocates
 no Output), handed to the conv to write into.
 """
 cimport numpy as cnp
 from cpython.object cimport PyObject
-from headrace.kernels.common cimport contiguous, real, recycled, shape_of
+from headrace.kernels.common cimport contiguous, recycled, shape_of
 
 from ..host.conv import ConvAttrs
 from .conv import Conv2D
@@ -17,13 +18,6 @@ from .conv import Conv2D
 cnp.import_array()
 
 DTYPES = ("float32", "float64")
-
-
-cdef void _relu(real* p, Py_ssize_t n) noexcept nogil:
-    """relu in place, as math's relu kernel: 0 where p < 0, so NaN and -0.0 pass through."""
-    cdef Py_ssize_t i
-    for i in range(n):
-        p[i] = 0 if p[i] < 0 else p[i]
 
 
 cdef class FusedConv2DAddAct:
@@ -50,16 +44,8 @@ cdef class FusedConv2DAddAct:
                                      tuple(filter.shape)).oshape
         cdef cnp.ndarray out = recycled(<PyObject*>self._out, oshape, t)
         self._out = None     # a failing conv leaves no half-written Output behind
-        self.conv(x, filter, bias, residual, into=out)
+        self.conv(x, filter, bias, residual, into=out, relu=self.relu)
         self._out = out
-        cdef Py_ssize_t n = cnp.PyArray_SIZE(out)
-        if self.relu:
-            if t == cnp.NPY_FLOAT32:
-                with nogil:
-                    _relu(<float*>cnp.PyArray_DATA(out), n)
-            else:
-                with nogil:
-                    _relu(<double*>cnp.PyArray_DATA(out), n)
         return (out, [])
 
 
