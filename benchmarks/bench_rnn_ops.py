@@ -14,7 +14,7 @@ GRU's against their weights, and the fc in front) run on the core's packed GEMM
     HEADRACE_BENCH_THREADS=1 python benchmarks/bench_rnn_ops.py [lstm|gru|rnn_lstm ...]
 
 rnn_lstm: the ``rnn`` op (Paddle 3's, one op for the whole LSTM, input projection inside) on
-the time-major [50, 32, 128] beside the same nn.LSTM, medians of interleaved runs.
+the time-major [50, 32, 128] beside the same nn.LSTM, timed as lstm/gru.
 """
 import _bench  # noqa: F401  (pins threads before NumPy loads)
 
@@ -78,37 +78,26 @@ def rnn_op_step(x):
 
 
 def rnn_op_mode(x, torch, rounds=15):
-    """rnn_lstm: medians of interleaved timings (ours, then torch's, per round), as the
-    machine may be shared."""
-    import time
-
-    ours, peer = rnn_op_step(x), torch_step(torch, "lstm", x) if torch is not None else None
-    times = {"ours": [], "peer": []}
-    for fn in (ours, peer):
-        if fn is not None:
-            fn()   # warm up: plans, buffers
-    for _ in range(rounds):
-        for key, fn in (("ours", ours), ("peer", peer)):
-            if fn is not None:
-                t0 = time.perf_counter()
-                fn()
-                times[key].append(time.perf_counter() - t0)
-    mine = float(np.median(times["ours"]))
-    theirs = float(np.median(times["peer"])) if peer is not None else None
-    _bench.report("rnn_lstm_op", sizes=dict(batch=B, steps=T, input=I, hidden=H),
-                  headrace_ms=round(mine * 1e3, 2),
-                  torch_ms=round(theirs * 1e3, 2) if theirs else None,
-                  ratio=round(mine / theirs, 3) if theirs else None, rounds=rounds,
-                  statistic="median of interleaved runs")
+    """rnn_lstm: as lstm/gru, the rnn op beside the same nn.LSTM."""
+    fns = {"ours": rnn_op_step(x)}
+    if torch is not None:
+        fns["peer"] = torch_step(torch, "lstm", x)
+    interleaved("rnn_lstm_op", fns, rounds)
 
 
 def layer_mode(kind, x, torch, rounds=15):
-    """lstm/gru: interleaved rounds, medians (wall and CPU time) and the median ratio."""
-    import time
-
+    """lstm/gru: fc + dynamic_lstm / dynamic_gru beside nn.LSTM / nn.GRU."""
     fns = {"ours": headrace_step(kind, x)}
     if torch is not None:
         fns["peer"] = torch_step(torch, kind, x)
+    interleaved(f"{kind}_layer", fns, rounds)
+
+
+def interleaved(name, fns, rounds):
+    """Interleaved rounds (ours, then torch's), medians (wall and CPU time) and the median
+    per-round ratios, as the machine may be shared."""
+    import time
+
     wall = {k: [] for k in fns}
     cpu = {k: [] for k in fns}
     for fn in fns.values():
@@ -120,14 +109,14 @@ def layer_mode(kind, x, torch, rounds=15):
             cpu[key].append(time.process_time() - c0)
             wall[key].append(time.perf_counter() - w0)
     figures = {"headrace_ms": round(float(np.median(wall["ours"])) * 1e3, 2)}
-    if torch is not None:
+    if "peer" in fns:
         figures.update(
             torch_ms=round(float(np.median(wall["peer"])) * 1e3, 2),
             ratio=round(float(np.median(np.divide(wall["ours"], wall["peer"]))), 3),
             headrace_cpu_ms=round(float(np.median(cpu["ours"])) * 1e3, 2),
             torch_cpu_ms=round(float(np.median(cpu["peer"])) * 1e3, 2),
             ratio_cpu=round(float(np.median(np.divide(cpu["ours"], cpu["peer"]))), 3))
-    _bench.report(f"{kind}_layer", sizes=dict(batch=B, steps=T, input=I, hidden=H), **figures,
+    _bench.report(name, sizes=dict(batch=B, steps=T, input=I, hidden=H), **figures,
                   rounds=rounds, statistic="medians of interleaved runs")
 
 

@@ -1,6 +1,6 @@
 /* The recurrent kernels' float32 helpers in C: the LSTM cells of one step, forward and
- * backward (one clone per vector width). Their GEMM is the core's
- * (headrace/kernels/packed_gemm.h). */
+ * backward (one clone per vector width), of dynamic_lstm and of the rnn op. Their GEMM is the
+ * core's (headrace/kernels/packed_gemm.h). */
 #ifndef HEADRACE_RNN_GEMM_H
 #define HEADRACE_RNN_GEMM_H
 
@@ -186,6 +186,58 @@ HR_RNN_CLONES static void hr_lstm_cells_grad(ptrdiff_t n, int d, const float* g,
         else
             hr_lstm_row_grad(d, gr, cr, pr, hid, cel, dhr, dcr, er, dxr, db, peep, dpeep, 0,
                              0, cel != NULL);
+    }
+}
+
+/* Paddle 3's rnn op (rnn.pyx), LSTM mode, one sequence's step in one pass: its Reserve row
+ * holds [i, f, g, o] pre-activations less the biases (input projection and the recurrent
+ * product; bias: [4H], both biases summed) and gets the activated gates, the cell c (at 4H)
+ * and h (at 5H); out gets h; cp: the cell before. */
+HR_RNN_CLONES static void hr_rnn_lstm_row(int H, float* restrict row, const float* restrict bias,
+                                          const float* restrict cp, float* restrict out) {
+    float *restrict ri = row, *restrict rf = row + H, *restrict rg = row + 2 * H;
+    float *restrict ro = row + 3 * H, *restrict rc = row + 4 * H, *restrict rh = row + 5 * H;
+    const float *restrict bi = bias, *restrict bf = bias + H, *restrict bg = bias + 2 * H;
+    const float *restrict bo = bias + 3 * H;
+#pragma GCC ivdep
+    for (ptrdiff_t j = 0; j < H; j++) {
+        float i = hr_fsigmoid(ri[j] + bi[j]), f = hr_fsigmoid(rf[j] + bf[j]);
+        float g = hr_ftanh(rg[j] + bg[j]), o = hr_fsigmoid(ro[j] + bo[j]);
+        float c = f * cp[j] + i * g;
+        float h = o * hr_ftanh(c);
+        ri[j] = i;
+        rf[j] = f;
+        rg[j] = g;
+        ro[j] = o;
+        rc[j] = c;
+        rh[j] = h;
+        out[j] = h;
+    }
+}
+
+/* Its gradient, one pass: dh (from the step after) + dout (this step's output) and dc give
+ * the gates' pre-activation gradients ex [i, f, g, o]; dc becomes the previous cell's
+ * gradient; dhp (the previous h's, summed by the product after) starts at 0. */
+HR_RNN_CLONES static void hr_rnn_lstm_row_grad(int H, const float* restrict row,
+                                               const float* restrict cp,
+                                               const float* restrict dh,
+                                               const float* restrict dout, float* restrict dc,
+                                               float* restrict ex, float* restrict dhp) {
+    const float *restrict ri = row, *restrict rf = row + H, *restrict rg = row + 2 * H;
+    const float *restrict ro = row + 3 * H, *restrict rc = row + 4 * H;
+    float *restrict ei = ex, *restrict ef = ex + H, *restrict eg = ex + 2 * H;
+    float *restrict eo = ex + 3 * H;
+#pragma GCC ivdep
+    for (ptrdiff_t j = 0; j < H; j++) {
+        float i = ri[j], f = rf[j], g = rg[j], o = ro[j], t = hr_ftanh(rc[j]);
+        float dht = dh[j] + dout[j];
+        float dcc = dc[j] + dht * o * (1.0f - t * t);
+        ei[j] = dcc * g * i * (1.0f - i);
+        ef[j] = dcc * cp[j] * f * (1.0f - f);
+        eg[j] = dcc * i * (1.0f - g * g);
+        eo[j] = dht * t * o * (1.0f - o);
+        dc[j] = dcc * f;
+        dhp[j] = 0.0f;
     }
 }
 

@@ -24,3 +24,7 @@ cdef extern from "_rnn_gemm.h" nogil:
                             const float* dcell, const float* dh, float* dc, float* e,
                             Py_ssize_t lde, float* dx, float* db, const float* peep,
                             float* dpeep)
+    void hr_rnn_lstm_row(int H, float* row, const float* bias, const float* cp,
+                         float* out)
+    void hr_rnn_lstm_row_grad(int H, const float* row, const float* cp, const float* dh,
+                              const float* dout, float* dc, float* ex, float* dhp)

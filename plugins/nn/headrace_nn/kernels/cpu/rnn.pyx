@@ -5,9 +5,10 @@ Per layer and direction the input projection of all steps is one GEMM (x W_ih^T,
 straight into the Reserve block of the direction, whose rows are [gates | extras | h] per step
 and sequence), then the time loop runs in C without the GIL: one recurrent GEMM per step over
 the whole batch, then the cells row by row (float32 exp/tanh from the core's vectorized
-fastmath). The gradient walks the steps back the same way, a GEMM per step for dh', and the
-weights' gradients, the input's and the biases' are one GEMM (or sum) per layer and direction
-over all steps after the loop. SequenceLength masks rows: a finished sequence outputs zeros and
+fastmath; float32 LSTM cells, forward and back, one pass a row in _rnn_gemm.h). The gradient
+walks the steps back the same way, a GEMM per step for dh', and the weights' gradients, the
+input's and the biases' are one GEMM (or sum) per layer and direction over all steps after the
+loop. SequenceLength masks rows: a finished sequence outputs zeros and
 carries its state, in the forward pass and, as a pass-through of dh and dc, in the backward.
 """
 cimport numpy as cnp
@@ -16,8 +17,8 @@ from libc.string cimport memcpy, memset
 from headrace.kernels.common cimport real
 from headrace.kernels.fastmath cimport hr_f32_sigmoid, hr_f32_tanh
 from ._common cimport gemm, mm
-from ._rnn_gemm cimport (hr_rnn_gemm, hr_rnn_gemm_b, hr_rnn_gemm_ok, hr_rnn_pack,
-                         hr_rnn_packed_size)
+from ._rnn_gemm cimport (hr_rnn_gemm, hr_rnn_gemm_b, hr_rnn_gemm_ok, hr_rnn_lstm_row,
+                         hr_rnn_lstm_row_grad, hr_rnn_pack, hr_rnn_packed_size)
 
 import numpy as np
 
@@ -52,6 +53,22 @@ cdef _packed(w, bint trans, int k, int n):
     hr_rnn_pack(<float*>cnp.PyArray_DATA(w), w.strides[0] // 4, trans, k, n,
                 <float*>cnp.PyArray_DATA(out))
     return out
+
+
+cdef int _proj(cnp.ndarray a, cnp.ndarray w, cnp.ndarray c) except -1:
+    """``c = a @ w^T``, every step's input projection (``c``: the gate columns of Reserve):
+    float32 on the packed GEMM (w^T packed once), else BLAS."""
+    cdef int m = c.shape[0], n = c.shape[1], k = a.shape[1]
+    cdef cnp.ndarray wp = _packed(w, True, k, n) if m and a.flags.c_contiguous else None
+    if wp is None:
+        return mm(a, w, c, False, True, 0)
+    cdef const float* pa = <float*>cnp.PyArray_DATA(a)
+    cdef const float* pb = <float*>cnp.PyArray_DATA(wp)
+    cdef float* pc = <float*>cnp.PyArray_DATA(c)
+    cdef Py_ssize_t ldc = c.strides[0] // 4
+    with nogil:
+        hr_rnn_gemm(m, n, k, pa, k, 1, pb, pc, ldc, 0)
+    return 0
 
 
 cdef int _mm(cnp.ndarray a, bint ta, cnp.ndarray b, cnp.ndarray c, bint accumulate) except -1:
@@ -103,11 +120,12 @@ cdef inline void _tanh(const real* x, real* y, Py_ssize_t n) noexcept nogil:
 
 
 cdef void _forward_dir(int mode, int T, int N, int H, bint reverse, real* res,
-                       const real* w_hh, const float* wp, const real* b_hc, const real* h0,
-                       const real* c0, const long long* lens, real* out, int ldo,
-                       real* tmp) noexcept nogil:
+                       const real* w_hh, const float* wp, const real* b_hc, const real* bias,
+                       const real* h0, const real* c0, const long long* lens, real* out,
+                       int ldo, real* tmp) noexcept nogil:
     """One direction of one layer. ``res`` [T, N, K*H] holds x W_ih^T + biases in its gate
-    columns on entry; the step's h goes to ``out`` (row stride ``ldo``) and ``res``."""
+    columns on entry (float32 LSTM: x W_ih^T, the cells add ``bias``); the step's h goes to
+    ``out`` (row stride ``ldo``) and ``res``."""
     cdef int G = _gates(mode), K = _width(mode)
     cdef int KH = K * H, GH = G * H
     cdef int s, t, tp, n, j, ldh, ldc
@@ -154,6 +172,9 @@ cdef void _forward_dir(int mode, int T, int N, int H, bint reverse, real* res,
                     memcpy(row + 4 * H, cp + <Py_ssize_t>n * ldc, H * sizeof(real))
                 continue
             if mode == 0:
+                if real is float:   # one vectorized pass (_rnn_gemm.h)
+                    hr_rnn_lstm_row(H, row, bias, cp + <Py_ssize_t>n * ldc, o)
+                    continue
                 _sigmoid(row, 2 * H)
                 _tanh(row + 2 * H, row + 2 * H, H)
                 _sigmoid(row + 3 * H, H)
@@ -284,6 +305,11 @@ cdef void _backward_dir(int mode, int T, int N, int H, bint reverse, const real*
                 continue
             do = zeros if dout == NULL else dout + (<Py_ssize_t>t * N + n) * ldo
             if mode == 0:
+                if real is float:   # one vectorized pass (_rnn_gemm.h)
+                    hr_rnn_lstm_row_grad(H, row, cp + <Py_ssize_t>n * ldc, dh + <Py_ssize_t>n * H,
+                                         do, dc + <Py_ssize_t>n * H, ex,
+                                         dhp + <Py_ssize_t>n * H)
+                    continue
                 _tanh(row + 4 * H, tc, H)   # vectorized, once per row
                 _lstm_row_grad(row, tc, cp + <Py_ssize_t>n * ldc, dh + <Py_ssize_t>n * H, do,
                                dc + <Py_ssize_t>n * H, ex, dhp + <Py_ssize_t>n * H, H)
@@ -361,8 +387,9 @@ cdef inline double* _d(cnp.ndarray a) noexcept nogil:
 
 
 cdef void _run_forward(int mode, int T, int N, int H, bint reverse, cnp.ndarray res,
-                       cnp.ndarray w_hh, cnp.ndarray b_hc, cnp.ndarray h0, cnp.ndarray c0,
-                       cnp.ndarray lens, cnp.ndarray out, int d, cnp.ndarray tmp):
+                       cnp.ndarray w_hh, cnp.ndarray b_hc, cnp.ndarray bias, cnp.ndarray h0,
+                       cnp.ndarray c0, cnp.ndarray lens, cnp.ndarray out, int d,
+                       cnp.ndarray tmp):
     cdef const long long* pl = NULL if lens is None else <long long*>cnp.PyArray_DATA(lens)
     cdef int ldo = out.shape[2], G = _gates(mode)
     cdef const float* pw = NULL
@@ -372,11 +399,11 @@ cdef void _run_forward(int mode, int T, int N, int H, bint reverse, cnp.ndarray 
             pw = _f(wp)
         with nogil:
             _forward_dir[float](mode, T, N, H, reverse, _f(res), _f(w_hh), pw, _f(b_hc),
-                                _f(h0), _f(c0), pl, _f(out) + d * H, ldo, _f(tmp))
+                                _f(bias), _f(h0), _f(c0), pl, _f(out) + d * H, ldo, _f(tmp))
     else:
         with nogil:
             _forward_dir[double](mode, T, N, H, reverse, _d(res), _d(w_hh), NULL, _d(b_hc),
-                                 _d(h0), _d(c0), pl, _d(out) + d * H, ldo, _d(tmp))
+                                 _d(bias), _d(h0), _d(c0), pl, _d(out) + d * H, ldo, _d(tmp))
 
 
 def _forward(_Options opt, x, int T, int N, states, ws, lens, mask):
@@ -399,15 +426,16 @@ def _forward(_Options opt, x, int T, int N, states, ws, lens, mask):
             w_ih, w_hh, b_ih, b_hh = ws[k]
             res = reserve[k]
             gates = res.reshape(T * N, K * H)[:, :G * H]
-            mm(flat, w_ih, gates, False, True, 0)   # every step's input projection at once
+            _proj(flat, w_ih, gates)   # every step's input projection at once
             bias = b_ih + b_hh
             if mode == 1:
                 bias[2 * H:] = b_ih[2 * H:]   # GRU: b_hc goes inside the reset product
-            gates += bias
+            if mode != 0 or dtype != np.float32:   # float32 LSTM cells add it themselves
+                gates += bias
             h0 = states[0][k]
             c0 = states[1][k] if mode == 0 else h0
             _run_forward(mode, T, N, H, d == 1, res, w_hh, np.ascontiguousarray(b_hh[2 * H:]),
-                         h0, c0, lens, out, d, tmp)
+                         bias, h0, c0, lens, out, d, tmp)
             last = T - 1 if d == 0 else 0
             finals[0][k] = res[last, :, (K - 1) * H:] if T else h0
             if mode == 0:
