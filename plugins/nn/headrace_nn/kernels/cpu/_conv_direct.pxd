@@ -2,7 +2,9 @@
 """conv.pyx's float32 NCHW convolutions without a col matrix (_conv_direct.h: why and how),
 per group: the forward, the filter gradient, and the input gradient of a stride-1 conv. Only
 conv.pyx cimports it."""
+from cython.parallel cimport prange
 from libc.stdlib cimport free, malloc
+from headrace.kernels.threads cimport GEMM_GRAIN, threads_for
 from ._im2col cimport Geom
 
 cdef extern from "_conv_direct.h" nogil:
@@ -15,6 +17,47 @@ cdef extern from "_conv_direct.h" nogil:
                    Py_ssize_t n, const hr_cd_geom* g, const float* wt, int acc)
     int hr_cd_filter_grad(const float* src, Py_ssize_t img_in, const float* dy,
                           Py_ssize_t img_dy, Py_ssize_t n, const hr_cd_geom* g, float* dw)
+
+
+cdef inline int conv_images(const float* src, Py_ssize_t img_in, float* out,
+                            Py_ssize_t img_out, Py_ssize_t N, const hr_cd_geom* d,
+                            const float* wt, int acc) noexcept nogil:
+    """hr_cd_conv of N images, split over hr.set_num_threads' threads by whole images from
+    GEMM_GRAIN multiply-adds a thread (each image's output is the serial one)."""
+    cdef double work = (<double>N * d.Ho * d.Wo) * d.Cout * d.Cin * d.kh * d.kw
+    cdef int t, rc = 0, nt = threads_for(work, GEMM_GRAIN)
+    cdef Py_ssize_t i0, i1
+    nt = nt if nt < N else <int>N
+    if nt <= 1:
+        return hr_cd_conv(src, img_in, out, img_out, N, d, wt, acc)
+    for t in prange(nt, nogil=True, num_threads=nt, schedule="static"):
+        i0 = N * t // nt
+        i1 = N * (t + 1) // nt
+        rc |= hr_cd_conv(src + i0 * img_in, img_in, out + i0 * img_out, img_out, i1 - i0, d,
+                         wt, acc)
+    return rc
+
+
+cdef inline int filter_grad_split(const float* src, Py_ssize_t img_in, const float* dy,
+                                  Py_ssize_t img_dy, Py_ssize_t N, const hr_cd_geom* d,
+                                  float* dw) noexcept nogil:
+    """hr_cd_filter_grad split over the threads by filters, in shares of whole 4-filter tiles
+    (each filter summed over the images as serially; every thread pads the images itself)."""
+    cdef double work = (<double>N * d.Ho * d.Wo) * d.Cout * d.Cin * d.kh * d.kw
+    cdef int t, rc = 0, nt = threads_for(work, GEMM_GRAIN), tiles = d.Cout // 4
+    cdef int m0, m1
+    cdef Py_ssize_t K = <Py_ssize_t>d.Cin * d.kh * d.kw, P = <Py_ssize_t>d.Ho * d.Wo
+    cdef hr_cd_geom part
+    nt = nt if nt < tiles else tiles
+    if nt <= 1:
+        return hr_cd_filter_grad(src, img_in, dy, img_dy, N, d, dw)
+    for t in prange(nt, nogil=True, num_threads=nt, schedule="static"):
+        m0 = tiles * t // nt * 4
+        m1 = d.Cout if t == nt - 1 else tiles * (t + 1) // nt * 4
+        part = d[0]
+        part.Cout = m1 - m0
+        rc |= hr_cd_filter_grad(src, img_in, dy + m0 * P, img_dy, N, &part, dw + m0 * K)
+    return rc
 
 
 cdef inline bint direct_rows(int wo) noexcept nogil:
@@ -69,8 +112,8 @@ cdef inline int direct_forward(const float* x, const float* w, float* out, Py_ss
             for t in range(K):
                 wt[t * g.Mg + m] = w[(<Py_ssize_t>grp * g.Mg + m) * K + t]
         d.bias = bias + <Py_ssize_t>grp * g.Mg if bias != NULL else NULL
-        rc = hr_cd_conv(x + <Py_ssize_t>grp * g.Cg * hw, g.C * hw,
-                        out + <Py_ssize_t>grp * g.Mg * P, g.M * P, N, &d, wt, acc)
+        rc = conv_images(x + <Py_ssize_t>grp * g.Cg * hw, g.C * hw,
+                         out + <Py_ssize_t>grp * g.Mg * P, g.M * P, N, &d, wt, acc)
         if rc:
             break
     free(wt)
@@ -85,7 +128,7 @@ cdef inline int direct_filter_grad(const float* x, const float* dy, float* dw, P
     cdef Py_ssize_t P = <Py_ssize_t>g.Ho * g.Wo
     cdef int grp
     for grp in range(g.groups):
-        if hr_cd_filter_grad(x + <Py_ssize_t>grp * g.Cg * hw, g.C * hw,
+        if filter_grad_split(x + <Py_ssize_t>grp * g.Cg * hw, g.C * hw,
                              dy + <Py_ssize_t>grp * g.Mg * P, g.M * P, N, &d,
                              dw + <Py_ssize_t>grp * g.Mg * K):
             return -1
@@ -117,8 +160,8 @@ cdef inline int direct_input_grad(const float* w, const float* dy, float* dx, Py
                     for j in range(g.kw):
                         wt[((m * g.kh + g.kh - 1 - i) * g.kw + g.kw - 1 - j) * g.Cg + c] = \
                             w[((<Py_ssize_t>grp * g.Mg + m) * g.Cg + c) * kk + i * g.kw + j]
-        rc = hr_cd_conv(dy + <Py_ssize_t>grp * g.Mg * P, g.M * P,
-                        dx + <Py_ssize_t>grp * g.Cg * hw, g.C * hw, N, &d, wt, 0)
+        rc = conv_images(dy + <Py_ssize_t>grp * g.Mg * P, g.M * P,
+                         dx + <Py_ssize_t>grp * g.Cg * hw, g.C * hw, N, &d, wt, 0)
         if rc:
             break
     free(wt)
