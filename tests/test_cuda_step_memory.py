@@ -54,11 +54,12 @@ class Pooled:
         self.unpooled = 0   # device arrays made over memory the pool did not hand out
 
 
-def _pooled_memory(array):
-    # A record a kernel indexes (an RNG state) is an np.void over its array's memory.
+def _memory(array):
+    """What owns the memory under ``array`` (a _Lease for a pooled block). A record a kernel
+    indexes (an RNG state) is an np.void over its array's memory."""
     while isinstance(array, (np.ndarray, np.void)) and array.base is not None:
         array = array.base
-    return isinstance(array, _Lease)
+    return array
 
 
 @pytest.fixture
@@ -113,12 +114,17 @@ def pooled(monkeypatch):
         for name, new in patches.items():
             if getattr(space, name, None) is originals[name]:
                 monkeypatch.setattr(space, name, new)
-    # Every device array (views included) must be over pooled memory: an allocation path the
-    # patches above miss would make arrays the pool never sees.
+    # Every device array (views included) must be over pooled memory, or over memory made
+    # before the fixture (buffers kept across runs, such as the index-check flags and random
+    # ops' states, that earlier tests allocated): an allocation path the patches above miss
+    # would make arrays the pool never sees.
+    earlier = {id(m): m for m in (_memory(o._ary) for o in gc.get_objects()
+                                   if isinstance(o, fake_array))}
     init = fake_array.__init__
 
     def checked_init(self, ary, stream=0):
-        state.unpooled += not _pooled_memory(ary)
+        memory = _memory(ary)
+        state.unpooled += not isinstance(memory, _Lease) and id(memory) not in earlier
         init(self, ary, stream)
 
     monkeypatch.setattr(fake_array, "__init__", checked_init)
