@@ -536,6 +536,9 @@ def test_vector_dot_vector_is_0d_and_takes_a_one_element_gradient(op, g_shape, m
     ("matmul_v2", (50, 31), (70, 31), {"trans_y": True}),
     ("matmul_v2", (31, 50), (31, 70), {"trans_x": True}),
     ("matmul_v2", (31, 50), (70, 31), {"trans_x": True, "trans_y": True}),
+    # X^T G with G narrower than X: computed as (G^T X)^T (mul's Y@GRAD, trans_x forward)
+    ("mul", (70, 90), (90, 37), {}),
+    ("matmul_v2", (40, 70), (40, 33), {"trans_x": True}),
     ("matmul", (2, 3, 40, 30), (2, 3, 30, 41), {"alpha": 0.5}),   # alpha: BLAS either way
 ])
 def test_packed_gemm_and_blas_agree(op, x, y, attrs):
