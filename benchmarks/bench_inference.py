@@ -13,7 +13,8 @@ optimize=True: after headrace.passes), and exported with hr.onnx.export for ONNX
 (intra_op_num_threads = HEADRACE_BENCH_THREADS, default 1; inter_op 1, sequential; its
 default graph optimizations, all). Per
 round each of the three runs ``number`` calls in turn; the figure is the median over rounds
-of the per-call time. Outputs are checked to agree before timing.
+of the per-call time (wall clock; then CPU time, cpu_*, in 9 more rounds). Outputs are checked
+to agree before timing.
 
     python benchmarks/bench_inference.py [mlp|lenet|resnet ...] [--batches 1,64]
 """
@@ -96,18 +97,20 @@ def prepare(model, batch, where):
     return runs, sizes
 
 
-def interleaved(runs, rounds, number):
-    """Median over ``rounds`` of the per-call time of each run, the runs taking turns."""
+def interleaved(runs, rounds, number, clock=time.perf_counter):
+    """Median over ``rounds`` of the per-call time of each run, the runs taking turns;
+    ``clock`` also time.process_time (CPU time: both frameworks compute on the calling
+    thread at one thread, and on a loaded machine it counts what each spent, not the wait)."""
     times = {k: [] for k in runs}
     for fn in runs.values():
         fn()
         fn()
     for _ in range(rounds):
         for k, fn in runs.items():
-            t0 = time.perf_counter()
+            t0 = clock()
             for _ in range(number):
                 fn()
-            times[k].append((time.perf_counter() - t0) / number)
+            times[k].append((clock() - t0) / number)
     return {k: statistics.median(v) for k, v in times.items()}
 
 
@@ -118,6 +121,7 @@ def bench(model, batch):
         one = min(interleaved({"x": runs["plain"]}, 1, 1)["x"], 1.0)
         number = max(1, int(0.05 / max(one, 1e-6)))
         med = interleaved(runs, rounds=15, number=number)
+        cpu = interleaved(runs, rounds=9, number=number, clock=time.process_time)
     ort_t = med["onnxruntime"]
     _bench.report(f"inference_{model}_b{batch}", ops_plain=sizes["plain"],
                   ops_passes=sizes["passes"],
@@ -125,7 +129,10 @@ def bench(model, batch):
                   headrace_passes_us=round(med["passes"] * 1e6, 1),
                   onnxruntime_us=round(ort_t * 1e6, 1),
                   ratio_plain=round(med["plain"] / ort_t, 2),
-                  ratio_passes=round(med["passes"] / ort_t, 2))
+                  ratio_passes=round(med["passes"] / ort_t, 2),
+                  cpu_passes_us=round(cpu["passes"] * 1e6, 1),
+                  cpu_onnxruntime_us=round(cpu["onnxruntime"] * 1e6, 1),
+                  cpu_ratio_passes=round(cpu["passes"] / cpu["onnxruntime"], 2))
 
 
 if __name__ == "__main__":
