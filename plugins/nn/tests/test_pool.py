@@ -349,3 +349,15 @@ def test_forward_out_is_recycled_only_when_nothing_holds_it(kernel):
     (third,) = k(x)
     assert third.__array_interface__["data"][0] == ptr
     np.testing.assert_array_equal(third, first)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("attrs", [
+    {"global_pooling": True, "ksize": [1, 1]},                     # whole planes: one run
+    {"ksize": [2, 9], "strides": [2, 3], "paddings": [0, 1]},     # rows of 8-9 values
+    {"adaptive": True, "ksize": [2, 1]},                            # whole rows, 2 windows
+])
+def test_avg_sums_in_partial_sums(check, dtype, attrs):
+    # Runs of 8+ values are summed in four partial sums: the reference's mean all the same.
+    x = np.random.default_rng(7).standard_normal((2, 3, 5, 20)).astype(dtype) + 3.0
+    check("pool2d", {"X": x}, dict(attrs, pooling_type="avg"))

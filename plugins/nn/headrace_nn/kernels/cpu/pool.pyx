@@ -55,6 +55,24 @@ cdef inline bint _takes(real v, real m) noexcept nogil:
     return (v > m) | ((v != v) & (m == m))
 
 
+cdef inline double _sum(const real* p, Py_ssize_t n) noexcept nogil:
+    """The sum of p[:n] in double, in four partial sums from 8 values on (one running sum
+    waits for each add's latency: global average pooling took ~6x ONNX Runtime's time)."""
+    cdef double s0 = 0, s1 = 0, s2 = 0, s3 = 0
+    cdef Py_ssize_t i = 0
+    if n >= 8:
+        while i + 4 <= n:
+            s0 += p[i]
+            s1 += p[i + 1]
+            s2 += p[i + 2]
+            s3 += p[i + 3]
+            i += 4
+    while i < n:
+        s0 += p[i]
+        i += 1
+    return (s0 + s1) + (s2 + s3)
+
+
 cdef inline real _max2(real m, real v) noexcept nogil:
     """The running maximum m after v (``_takes``'s rule: NaN wins)."""
     return v if _takes(v, m) else m
@@ -111,11 +129,13 @@ cdef void _plane(const real* x, real* out, const Win* w, int fast_rows,
                         if _takes(x[y * W + c], m):
                             m = x[y * W + c]
                 out[o] = m
+            elif w.we[ow] - w.ws[ow] == W:   # whole rows (global pooling): one run
+                acc = _sum(x + w.hs[oh] * W, (w.he[oh] - w.hs[oh]) * W)
+                out[o] = <real>(acc / (n if w.exclusive else w.area))
             else:
                 acc = 0.0
                 for y in range(w.hs[oh], w.he[oh]):
-                    for c in range(w.ws[ow], w.we[ow]):
-                        acc += x[y * W + c]
+                    acc += _sum(x + y * W + w.ws[ow], w.we[ow] - w.ws[ow])
                 out[o] = <real>(acc / (n if w.exclusive else w.area))
 
 
