@@ -216,26 +216,36 @@ HR_RNN_CLONES static void hr_rnn_lstm_row(int H, float* restrict row, const floa
 }
 
 /* Its gradient, one pass: dh (from the step after) + dout (this step's output) and dc give
- * the gates' pre-activation gradients ex [i, f, g, o]; dc becomes the previous cell's
- * gradient; dhp (the previous h's, summed by the product after) starts at 0. */
+ * the gates' pre-activation gradients ex [i, f, g, o], also summed into db [4H] (the biases'
+ * gradient); dc becomes the previous cell's gradient; dhp (the previous h's, summed by the
+ * product after) starts at 0. */
 HR_RNN_CLONES static void hr_rnn_lstm_row_grad(int H, const float* restrict row,
                                                const float* restrict cp,
                                                const float* restrict dh,
                                                const float* restrict dout, float* restrict dc,
-                                               float* restrict ex, float* restrict dhp) {
+                                               float* restrict ex, float* restrict dhp,
+                                               float* restrict db) {
     const float *restrict ri = row, *restrict rf = row + H, *restrict rg = row + 2 * H;
     const float *restrict ro = row + 3 * H, *restrict rc = row + 4 * H;
     float *restrict ei = ex, *restrict ef = ex + H, *restrict eg = ex + 2 * H;
     float *restrict eo = ex + 3 * H;
+    float *restrict bi = db, *restrict bf = db + H, *restrict bg = db + 2 * H;
+    float *restrict bo = db + 3 * H;
 #pragma GCC ivdep
     for (ptrdiff_t j = 0; j < H; j++) {
         float i = ri[j], f = rf[j], g = rg[j], o = ro[j], t = hr_ftanh(rc[j]);
         float dht = dh[j] + dout[j];
         float dcc = dc[j] + dht * o * (1.0f - t * t);
-        ei[j] = dcc * g * i * (1.0f - i);
-        ef[j] = dcc * cp[j] * f * (1.0f - f);
-        eg[j] = dcc * i * (1.0f - g * g);
-        eo[j] = dht * t * o * (1.0f - o);
+        float di = dcc * g * i * (1.0f - i), df = dcc * cp[j] * f * (1.0f - f);
+        float dg = dcc * i * (1.0f - g * g), dgo = dht * t * o * (1.0f - o);
+        ei[j] = di;
+        ef[j] = df;
+        eg[j] = dg;
+        eo[j] = dgo;
+        bi[j] += di;
+        bf[j] += df;
+        bg[j] += dg;
+        bo[j] += dgo;
         dc[j] = dcc * f;
         dhp[j] = 0.0f;
     }

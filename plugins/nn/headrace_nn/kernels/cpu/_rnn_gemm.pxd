@@ -27,4 +27,4 @@ cdef extern from "_rnn_gemm.h" nogil:
     void hr_rnn_lstm_row(int H, float* row, const float* bias, const float* cp,
                          float* out)
     void hr_rnn_lstm_row_grad(int H, const float* row, const float* cp, const float* dh,
-                              const float* dout, float* dc, float* ex, float* dhp)
+                              const float* dout, float* dc, float* ex, float* dhp, float* db)
