@@ -159,7 +159,8 @@ def exposed_reads(ops, available=()):
                 if name not in written and name not in seen and name != EMPTY:
                     seen.add(name)
                     yield op, name
-            written.update(op.output_arg_names)
+            for _, names in op._io()[1]:   # output_arg_names without the list
+                written.update(names)
 
 
 def _exposed(op, written, seen):

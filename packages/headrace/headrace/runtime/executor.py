@@ -62,8 +62,10 @@ class _RunPlan:
                 self.loads.append((i, var.name))
         self._check_inputs(feed_names)
         for ins in self._all_instrs(self.plan):
-            for i in plan_mod._flat(ins.out_ids):
-                if i > 0:
+            for i in ins.out_ids:   # (plan._flat, inlined: one generator an op added up)
+                if type(i) is tuple:
+                    written.update(j for j in i if j > 0)
+                elif i > 0:
                     written.add(i)
         self.stores = [(i, slots.vars[i].name, facts[i][1].lod_level > 0)
                        for i in sorted(written) if facts[i][1].persistable]

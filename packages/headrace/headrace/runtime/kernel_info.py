@@ -225,9 +225,10 @@ def kernel_info(op, attrs=None, place=None, seed=None, subplan=None, location=No
     return KernelInfo(op.type, attrs, place, inputs, outputs, seed, sub_writes, make, location)
 
 
-def plan_info(op, attrs, place, device, seed, subplan, location, io, slot_var):
+def plan_info(op_type, attrs, place, device, seed, subplan, location, io, slot_var):
     """``kernel_info`` as a plan calls it, every fact given (``device``: ``place.module()``,
-    which the plan reads once): the info reads the op's slots when a kernel first asks."""
+    which the plan reads once; ``io``: the op's ``(inputs, outputs)``): the info reads the
+    op's slots when a kernel first asks."""
     blocks = None
     for a, v in attrs.items():
         if isinstance(v, Block):
@@ -242,8 +243,8 @@ def plan_info(op, attrs, place, device, seed, subplan, location, io, slot_var):
     if subplan is not None:
         def make(attr):
             if attr not in blocks:
-                raise ValueError(f"{op.type}: attribute '{attr}' does not hold a block "
+                raise ValueError(f"{op_type}: attribute '{attr}' does not hold a block "
                                  f"(block attributes: {sorted(blocks) or 'none'})")
             return subplan(blocks[attr])
-    return _PlanInfo(op.type, attrs, place, device, io, slot_var, seed, sub_writes, make,
+    return _PlanInfo(op_type, attrs, place, device, io, slot_var, seed, sub_writes, make,
                      location)

@@ -66,6 +66,7 @@ class Plan:
         self._by_name = {}      # variable name -> slot, as this plan's block resolves it
         self._kernels = {}      # (op type, dtype) -> Kernel: a large program repeats a few
         self._device = None     # place.module(), read when the first kernel is prepared
+        self._block_idx = block.idx   # every op compiled here is one of block's
         for op_idx, op in enumerate(block.ops):
             if op_filter is not None and not op_filter(op):
                 continue
@@ -189,19 +190,21 @@ class Plan:
             attrs = op.attrs
         except Exception:
             attrs = None   # read again below, where its error is reported at the op
-        where = dict(op_type=op.type, block_idx=op.block.idx, op_idx=op_idx,
+        op_type = op.type   # (reads the desc)
+        where = dict(op_type=op_type, block_idx=self._block_idx, op_idx=op_idx,
                      source=op.source if attrs is None else _source(op, attrs))
         try:
-            kernel = self._kernels.get((op.type, dtype))
+            kernel = self._kernels.get((op_type, dtype))
             if kernel is None:
-                kernel = self._kernels[op.type, dtype] = self.registry.kernel(
-                    op.type, self.place.device, dtype)
+                kernel = self._kernels[op_type, dtype] = self.registry.kernel(
+                    op_type, self.place.device, dtype)
             if attrs is None:
                 attrs = op.attrs
             if self._device is None:
                 self._device = self.place.module()
-            info = plan_info(op, attrs, self.place, self._device, _seed(op, attrs, op_idx),
-                             self.subplan, where, (ins, outs), self._slot_var)
+            info = plan_info(op_type, attrs, self.place, self._device,
+                             _seed(op, attrs, op_idx), self.subplan, where, (ins, outs),
+                             self._slot_var)
             fn = kernel.fn(attrs, info)
         except OpError as e:
             e.locate(**where)
