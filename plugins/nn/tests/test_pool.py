@@ -361,3 +361,74 @@ def test_avg_sums_in_partial_sums(check, dtype, attrs):
     # Runs of 8+ values are summed in four partial sums: the reference's mean all the same.
     x = np.random.default_rng(7).standard_normal((2, 3, 5, 20)).astype(dtype) + 3.0
     check("pool2d", {"X": x}, dict(attrs, pooling_type="avg"))
+
+
+# ---------------------------------------------------------------- whole-plane windows
+# NCHW pooling whose one window is the whole plane (global pooling, ksize = H x W, adaptive
+# 1x1) reduces each plane in _pool_planes.h; NHWC takes the general window loop: the two agree.
+WHOLE = [{"ksize": [2, 2], "global_pooling": True}, {"ksize": "HW"},
+         {"ksize": [1, 1], "adaptive": True}]
+WHOLE_SHAPES = [(3, 5, 16, 16), (2, 3, 7, 5), (2, 3, 1, 1), (1, 2, 9, 13), (2, 2, 3, 200),
+                (1, 3, 2, 3)]
+
+
+def _whole_attrs(case, shape, **kw):
+    attrs = dict(WHOLE[case], **kw)
+    if attrs["ksize"] == "HW":
+        attrs["ksize"] = list(shape[2:])
+    return attrs
+
+
+def _nhwc(kernel, op, attrs, dtype, *arrays):
+    (got,) = kernel(op, dict(attrs, data_format="NHWC"), dtype)(
+        *[np.ascontiguousarray(a.transpose(0, 2, 3, 1)) for a in arrays])
+    return got.transpose(0, 3, 1, 2)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("ptype, exclusive", [("max", True), ("avg", True), ("avg", False)])
+@pytest.mark.parametrize("case", range(len(WHOLE)))
+@pytest.mark.parametrize("shape", WHOLE_SHAPES)
+def test_whole_plane_matches_reference_and_general_loop(check, kernel, dtype, ptype,
+                                                        exclusive, case, shape):
+    attrs = _whole_attrs(case, shape, pooling_type=ptype, exclusive=exclusive)
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(shape).astype(dtype)
+    if ptype == "max" and shape[2] * shape[3] > 1:
+        x[rng.random(shape) < 0.02] = np.nan   # a NaN anywhere in a plane is its max
+        x[0, 0].flat[-1] = np.nan              # in the scalar tail
+    check("pool2d", {"X": x}, attrs)
+    (fast,) = kernel("pool2d", attrs, dtype)(x)
+    assert fast.shape == shape[:2] + (1, 1)
+    general = _nhwc(kernel, "pool2d", attrs, dtype, x)
+    if ptype == "max":
+        np.testing.assert_array_equal(fast, general)
+        np.testing.assert_array_equal(fast[..., 0, 0], np.max(x, axis=(2, 3)))
+    else:
+        tol = 2e-7 if dtype == "float32" else 1e-14
+        np.testing.assert_allclose(fast, general, rtol=tol, atol=tol)
+        want = x.astype(np.float64).mean(axis=(2, 3), keepdims=True)
+        np.testing.assert_allclose(fast, want, rtol=tol, atol=tol)
+    g = rng.standard_normal(fast.shape).astype(dtype)
+    check("pool2d_grad", {"X": x, "Out": fast, "Out@GRAD": g}, attrs)
+    (dx,) = kernel("pool2d_grad", attrs, dtype)(x, fast, g)
+    np.testing.assert_array_equal(dx, _nhwc(kernel, "pool2d_grad", attrs, dtype, x, fast, g))
+
+
+def test_whole_plane_float32_mean_keeps_its_precision(kernel):
+    # Values on a large offset: the float32 partial sums (8 values a lane) lose no more than
+    # the general loop's double sum, rounded once.
+    x = (1000 + np.random.default_rng(8).standard_normal((2, 3, 64, 64))).astype(np.float32)
+    attrs = {"pooling_type": "avg", "ksize": [1, 1], "global_pooling": True}
+    (got,) = kernel("pool2d", attrs, "float32")(x)
+    want = x.astype(np.float64).mean(axis=(2, 3), keepdims=True)
+    np.testing.assert_allclose(got, want, rtol=1.2e-7, atol=0)
+
+
+@pytest.mark.parametrize("ptype", ["max", "avg"])
+@pytest.mark.parametrize("case", range(len(WHOLE)))
+@pytest.mark.parametrize("shape", [(2, 2, 7, 5), (1, 2, 3, 11)])
+def test_whole_plane_gradient_matches_finite_differences(ptype, case, shape):
+    attrs = _whole_attrs(case, shape, pooling_type=ptype)
+    check_grad("pool2d", {"X": _distinct(np.random.default_rng(case), shape)}, wrt=["X"],
+               attrs=attrs)

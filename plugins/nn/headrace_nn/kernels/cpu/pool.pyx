@@ -20,6 +20,8 @@ shape checked. X@GRAD is zeroed plane by plane just before the plane is written 
 and the common 2x2/stride-2 max pooling has an unrolled, branch-free path for its full windows.
 The forward has a vectorizable path for those windows too (_max2x2_fwd_rows), and writes
 its last Out again when nothing else holds it (recycled: no allocation in a steady run).
+NCHW pooling with one window over the whole plane (global, adaptive 1x1, ksize = H x W) runs
+_pool_planes.h's vectorized reductions instead (its avg gradient: a fill per plane).
 """
 cimport numpy as cnp
 from libc.stdlib cimport free, malloc
@@ -31,6 +33,18 @@ from ._common cimport expect_shape, float_array, same_float
 import numpy as np
 
 from ..host.pool import PoolAttrs
+
+cdef extern from "_pool_planes.h" nogil:
+    void hr_avg_planes_f32(const float* x, float* out, Py_ssize_t planes, Py_ssize_t n,
+                           double div)
+    void hr_avg_planes_f64(const double* x, double* out, Py_ssize_t planes, Py_ssize_t n,
+                           double div)
+    void hr_max_planes_f32(const float* x, float* out, Py_ssize_t planes, Py_ssize_t n)
+    void hr_max_planes_f64(const double* x, double* out, Py_ssize_t planes, Py_ssize_t n)
+    void hr_avg_planes_grad_f32(const float* dy, float* dx, Py_ssize_t planes, Py_ssize_t n,
+                                double div)
+    void hr_avg_planes_grad_f64(const double* dy, double* dx, Py_ssize_t planes,
+                                Py_ssize_t n, double div)
 
 cnp.import_array()
 
@@ -187,6 +201,18 @@ cdef void _run(const real* x, real* out, Py_ssize_t N, const Win* w, bint nhwc,
             _plane(x + p * hw, out + p * ohw, w, fast_rows, fast_cols)
 
 
+cdef inline bint _whole(const Win* w) noexcept:
+    """Whether the only window is the whole plane (global pooling, adaptive 1x1, a window the
+    size of an unpadded input): NCHW then reduces each contiguous plane at once. Its divisor
+    stays the general loop's (kh*kw when not exclusive)."""
+    return (w.Ho == 1 and w.Wo == 1 and w.hs[0] == 0 and w.he[0] == w.H and w.ws[0] == 0
+            and w.we[0] == w.W and w.H > 0 and w.W > 0)
+
+
+cdef inline double _divisor(const Win* w) noexcept:
+    return <double>w.H * w.W if w.exclusive else w.area
+
+
 cdef int _fill(int* s, int* e, int size, int n, int k, int stride, int pad, bint adaptive):
     """Windows of one axis, clipped to [0, size)."""
     cdef int i
@@ -271,6 +297,24 @@ cdef class Pool2D:
         cdef int fast_rows, fast_cols
         self._fast(&w, &fast_rows, &fast_cols)
         cdef int* idx = self._tables(&w)
+        cdef Py_ssize_t planes = N * w.C, hw = <Py_ssize_t>w.H * w.W
+        cdef double div = _divisor(&w)
+        if not self.nhwc and _whole(&w):
+            free(idx)
+            with nogil:
+                if t == cnp.NPY_FLOAT32 and self.is_max:
+                    hr_max_planes_f32(<const float*>cnp.PyArray_DATA(a),
+                                      <float*>cnp.PyArray_DATA(out), planes, hw)
+                elif t == cnp.NPY_FLOAT32:
+                    hr_avg_planes_f32(<const float*>cnp.PyArray_DATA(a),
+                                      <float*>cnp.PyArray_DATA(out), planes, hw, div)
+                elif self.is_max:
+                    hr_max_planes_f64(<const double*>cnp.PyArray_DATA(a),
+                                      <double*>cnp.PyArray_DATA(out), planes, hw)
+                else:
+                    hr_avg_planes_f64(<const double*>cnp.PyArray_DATA(a),
+                                      <double*>cnp.PyArray_DATA(out), planes, hw, div)
+            return (out,)
         cdef double* acc = <double*>malloc((w.C + 1) * sizeof(double))
         if acc == NULL:
             free(idx)
@@ -437,6 +481,18 @@ cdef class Pool2DGrad(Pool2D):
         cdef int fast_rows, fast_cols
         self._fast(&w, &fast_rows, &fast_cols)
         cdef int* idx = self._tables(&w)
+        cdef Py_ssize_t planes = N * w.C, hw = <Py_ssize_t>w.H * w.W
+        cdef double div = _divisor(&w)
+        if not self.nhwc and not self.is_max and _whole(&w):
+            free(idx)
+            with nogil:
+                if cnp.PyArray_TYPE(a) == cnp.NPY_FLOAT32:
+                    hr_avg_planes_grad_f32(<const float*>cnp.PyArray_DATA(dy),
+                                           <float*>cnp.PyArray_DATA(dx), planes, hw, div)
+                else:
+                    hr_avg_planes_grad_f64(<const double*>cnp.PyArray_DATA(dy),
+                                           <double*>cnp.PyArray_DATA(dx), planes, hw, div)
+            return (dx,)
         cdef Py_ssize_t* arg = <Py_ssize_t*>malloc((w.C + 1) * sizeof(Py_ssize_t))
         cdef double* best = <double*>malloc((w.C + 1) * sizeof(double))
         if arg == NULL or best == NULL:
