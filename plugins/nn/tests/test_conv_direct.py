@@ -153,3 +153,31 @@ def test_relu_passes_nan(kernel):
             assert nan[4:7, 4:7].all() and nan.sum() == 9
         assert (out[0, 1][~nan] == 0).all()
         assert (out[0, 0][~nan] > 0).all()
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_scratch_reused_across_calls_and_threads(kernel, threads):
+    # The padded image and the filter gradient's partial sums are per-thread buffers kept
+    # between calls: a large conv, a small one, the large one again (buffers grown, then
+    # reused with stale contents) give the results of the first calls, on 1 or 2 threads.
+    import headrace as hr
+    rng = np.random.default_rng(400)
+    cases = [(4, 16, 32, 32, 32, {"paddings": [1, 1]}), (2, 3, 8, 9, 17, {})]
+    data = []
+    for n, c, m, h, w, attrs in cases:
+        x = rng.standard_normal((n, c, h, w)).astype("float32")
+        filt = rng.standard_normal((m, c, 3, 3)).astype("float32")
+        assert all(conv.direct_paths(dict(attrs), x.shape, filt.shape)[:2])
+        (y,) = kernel("conv2d", attrs)(x, filt)
+        dy = rng.standard_normal(y.shape).astype("float32")
+        data.append((attrs, x, filt, dy, y.copy(), kernel("conv2d_grad", attrs)(x, filt, dy)[1]))
+    before = hr.get_num_threads()
+    hr.set_num_threads(threads)
+    try:
+        for attrs, x, filt, dy, y, dw in data + data[::-1] + data:
+            (got,) = kernel("conv2d", attrs)(x, filt)
+            np.testing.assert_allclose(got, y, rtol=0, atol=1e-5 * np.abs(y).max())
+            got = kernel("conv2d_grad", attrs)(x, filt, dy)[1]
+            np.testing.assert_allclose(got, dw, rtol=0, atol=1e-5 * np.abs(dw).max())
+    finally:
+        hr.set_num_threads(before)

@@ -108,6 +108,76 @@ static int hr_cd_plan_make(const hr_cd_geom* g, hr_cd_plan* p) {
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #include <immintrin.h>
+#include <pthread.h>
+
+/* Scratch reused across calls, one set per thread (conv_images and filter_grad_split run the
+ * kernels on OpenMP's threads, each with buffers of its own): the padded image (HR_CD_PAD)
+ * and the filter gradient's [Cout, taps x 16] partial sums (HR_CD_PART, 150-600 KB for the
+ * ResNet layers), which were a malloc and a calloc per call; glibc serves such sizes from
+ * mmap, so each call also paid their page faults. A request over HR_CD_KEEP bytes is
+ * allocated and freed per call, so no thread holds a huge buffer for good. A thread's set is
+ * freed when the thread exits (the key's destructor), the exiting thread's at exit. */
+enum { HR_CD_PAD, HR_CD_PART, HR_CD_NSCRATCH };
+#define HR_CD_KEEP ((size_t)16 << 20)
+typedef struct {
+    void* p[HR_CD_NSCRATCH];
+    size_t cap[HR_CD_NSCRATCH];
+} hr_cd_ws;
+static __thread hr_cd_ws* hr_cd_tls;
+static pthread_key_t hr_cd_key;
+static pthread_once_t hr_cd_once = PTHREAD_ONCE_INIT;
+static int hr_cd_key_ok;
+
+static void hr_cd_ws_free(void* v) {
+    hr_cd_ws* w = v;
+    for (int i = 0; i < HR_CD_NSCRATCH; i++)
+        free(w->p[i]);
+    free(w);
+}
+
+static void hr_cd_ws_atexit(void) {
+    hr_cd_ws* w = hr_cd_tls;
+    hr_cd_tls = NULL;
+    if (w) {
+        pthread_setspecific(hr_cd_key, NULL);
+        hr_cd_ws_free(w);
+    }
+}
+
+static void hr_cd_key_make(void) {
+    hr_cd_key_ok = pthread_key_create(&hr_cd_key, hr_cd_ws_free) == 0 &&
+                   atexit(hr_cd_ws_atexit) == 0;
+}
+
+/* This thread's scratch `which` of at least `bytes` (contents undefined), or a fresh
+ * allocation that hr_cd_scratch_done frees (over HR_CD_KEEP, or no thread key); NULL: no
+ * memory. */
+static void* hr_cd_scratch(int which, size_t bytes) {
+    pthread_once(&hr_cd_once, hr_cd_key_make);
+    if (bytes > HR_CD_KEEP || !hr_cd_key_ok)
+        return malloc(bytes);
+    hr_cd_ws* w = hr_cd_tls;
+    if (!w) {
+        w = calloc(1, sizeof *w);
+        if (!w || pthread_setspecific(hr_cd_key, w)) {
+            free(w);
+            return malloc(bytes);
+        }
+        hr_cd_tls = w;
+    }
+    if (w->cap[which] < bytes) {
+        free(w->p[which]);
+        w->p[which] = malloc(bytes);
+        w->cap[which] = w->p[which] ? bytes : 0;
+    }
+    return w->p[which];
+}
+
+static void hr_cd_scratch_done(int which, void* p) {
+    hr_cd_ws* w = hr_cd_tls;
+    if (p && !(w && w->p[which] == p))
+        free(p);
+}
 
 static inline int hr_conv_direct_ok(void) { return hr_pgemm_ok(); }
 
@@ -234,7 +304,7 @@ HR_AVX512 static int hr_cd_conv(const float* src, ptrdiff_t img_in, float* out,
     hr_cd_plan p;
     if (hr_cd_plan_make(g, &p))
         return -1;
-    float* buf = malloc(sizeof(float) * (p.size + HR_CD_ROW(g, &p)));
+    float* buf = hr_cd_scratch(HR_CD_PAD, sizeof(float) * (p.size + HR_CD_ROW(g, &p)));
     if (!buf) {
         hr_cd_free(&p);
         return -1;
@@ -278,7 +348,7 @@ HR_AVX512 static int hr_cd_conv(const float* src, ptrdiff_t img_in, float* out,
         }
     }
 #undef BIAS
-    free(buf);
+    hr_cd_scratch_done(HR_CD_PAD, buf);
     hr_cd_free(&p);
     return 0;
 }
@@ -293,14 +363,15 @@ HR_AVX512 static int hr_cd_filter_grad(const float* src, ptrdiff_t img_in, const
         return -1;
     int kt = (p.K + HR_CD_TB - 1) / HR_CD_TB * HR_CD_TB;
     ptrdiff_t ldp = (ptrdiff_t)kt * 16;
-    float* buf = malloc(sizeof(float) * (p.size + HR_CD_ROW(g, &p)));
-    float* part = calloc((size_t)g->Cout * ldp, sizeof(float));
+    float* buf = hr_cd_scratch(HR_CD_PAD, sizeof(float) * (p.size + HR_CD_ROW(g, &p)));
+    float* part = hr_cd_scratch(HR_CD_PART, sizeof(float) * (size_t)g->Cout * ldp);
     if (!buf || !part) {
-        free(buf);
-        free(part);
+        hr_cd_scratch_done(HR_CD_PAD, buf);
+        hr_cd_scratch_done(HR_CD_PART, part);
         hr_cd_free(&p);
         return -1;
     }
+    memset(part, 0, sizeof(float) * (size_t)g->Cout * ldp);
     ptrdiff_t ldy = (ptrdiff_t)g->Ho * g->Wo;
     for (ptrdiff_t b = 0; b < n; b++) {
         hr_cd_prep(src + b * img_in, g, &p, buf + p.size, buf);
@@ -322,8 +393,8 @@ HR_AVX512 static int hr_cd_filter_grad(const float* src, ptrdiff_t img_in, const
         for (int t = 0; t < p.K; t++)
             dw[(size_t)m * p.K + t] += _mm512_reduce_add_ps(
                 _mm512_loadu_ps(part + m * ldp + t * 16));
-    free(buf);
-    free(part);
+    hr_cd_scratch_done(HR_CD_PAD, buf);
+    hr_cd_scratch_done(HR_CD_PART, part);
     hr_cd_free(&p);
     return 0;
 }
