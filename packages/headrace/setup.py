@@ -1,6 +1,6 @@
-"""Build of the core's Cython extensions (the executor loop and the CPU kernels of the core's
-own ops, headrace.core_ops); metadata is in pyproject.toml."""
-import glob
+"""Build of the core's Cython extensions (the executor loop, the thread setting and the CPU
+kernels of the core's own ops, headrace.core_ops); the metadata and the list of modules
+([tool.headrace.kernels]) are in pyproject.toml."""
 import os
 import runpy
 
@@ -9,8 +9,6 @@ from setuptools import setup
 here = os.path.dirname(os.path.abspath(__file__))
 os.chdir(here)
 # headrace/build.py by path: importing the package would need its runtime dependencies.
-kernel_build = runpy.run_path(os.path.join("headrace", "build.py"))["kernel_build"]
-# The kernels cimport headrace/kernels/common.pxd from this source tree (the working directory).
-sources = ["headrace/runtime/_loop.pyx", "headrace/kernels/threads.pyx",
-           *sorted(glob.glob(os.path.join("headrace", "core_ops", "kernels", "cpu", "*.pyx")))]
-setup(**kernel_build("headrace", "headrace", sources, include_path=[here]))
+part_build = runpy.run_path(os.path.join("headrace", "build.py"))["part_build"]
+# The kernels cimport headrace/kernels/*.pxd from this source tree (the working directory).
+setup(**part_build(include_path=[here], include_dirs=[here]))

@@ -17,19 +17,24 @@ with a ``setup.py`` that asks this module for its extensions::
 The skeleton of ``headrace new-plugin`` cimports only NumPy instead, so its default build is
 isolated and needs nothing of this module.
 
-:func:`kernel_build` is the build of the repository's own parts (the core and the first-party
-plugins load this file by path from the core's sources, before any headrace is installed).
+:func:`part_build` is the build of the repository's own parts, each reading its module list
+from its ``pyproject.toml`` (the core and the first-party plugins load this file by path from the
+core's sources, before any headrace is installed); the root ``setup.py`` builds every part's
+modules at once with :func:`part_modules` and :func:`kernel_build`.
 """
 import glob
 import os
 import sys
 
-__all__ = ["include_path", "cython_extensions", "kernel_build", "openmp_flags"]
+__all__ = ["include_path", "cython_extensions", "kernel_build", "part_build", "part_modules",
+           "openmp_flags"]
 
 # Cython code generation that keeps the C small: no source lines copied into the C as comments
-# (a third of the lines) and no signatures or line tracing compiled in.
+# (a third of the lines) and no signatures or line tracing compiled in; no pickling support for
+# cdef classes (kernels are made from attributes, never pickled: a __reduce__, __setstate__ and
+# unpickle function per class were ~10% of the compile time).
 DIRECTIVES = {"language_level": 3, "emit_code_comments": False, "embedsignature": False,
-              "linetrace": False, "profile": False}
+              "linetrace": False, "profile": False, "auto_pickle": False}
 # Last on the command line, so it wins over the -g in Python's own CFLAGS: debug info was half
 # the compile time and 70 MB of installed .so files.
 NO_DEBUG_INFO = ("-g0",)
@@ -37,6 +42,11 @@ NO_DEBUG_INFO = ("-g0",)
 # -O3's unswitching, peeling and cloning that took 40-75% longer to compile the big modules.
 OPTIMIZE = ("-O2", "-fvect-cost-model=dynamic")
 DEFINE_MACROS = [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]
+# Where the generated C goes, under the directory the build runs in (a part's root, or the
+# repository's for the root distribution): never beside the .pyx, so no C lands in a wheel, and
+# the root build (one shared Cython runtime, headrace._cyutility) and a part's own build
+# (<package>._cyutility) never reuse each other's C, which Cython's timestamps would allow.
+BUILD_DIR = os.path.join("build", "cython")
 
 
 def openmp_flags():
@@ -84,48 +94,95 @@ def build_jobs():
     return os.cpu_count() or 1
 
 
-def kernel_build(dist, package, sources, include_path=(), include_dirs=(), extra_compile_args=()):
-    """``setup()`` keywords that build ``sources`` (``.pyx`` paths relative to the working
-    directory, the part's root) as extension modules of ``dist``.
+def read_pyproject(root):
+    """The parsed ``pyproject.toml`` of the part at ``root``."""
+    try:
+        import tomllib
+    except ImportError:                   # Python 3.10: the parts' build requirement tomli
+        import tomli as tomllib
+    with open(os.path.join(root, "pyproject.toml"), "rb") as f:
+        return tomllib.load(f)
+
+
+def part_modules(root):
+    """``(module, .pyx path, extra compile args)`` for every Cython module of the part at
+    ``root``, from its ``[tool.headrace.kernels]`` table: ``sources`` (globs relative to the
+    part) and ``extra-compile-args``. Paths are ``root`` joined with the matches, so a build
+    run from another directory (the repository's root distribution) names them right."""
+    conf = read_pyproject(root)["tool"]["headrace"]["kernels"]
+    args = tuple(conf.get("extra-compile-args", ()))
+    modules = []
+    for pattern in conf["sources"]:
+        found = sorted(glob.glob(os.path.join(root, pattern)))
+        if not found:
+            raise FileNotFoundError(f"{os.path.join(root, 'pyproject.toml')}: "
+                                    f"[tool.headrace.kernels] source {pattern!r} matches no file")
+        modules += [(os.path.relpath(path, root)[:-len(".pyx")].replace(os.sep, "."), path, args)
+                    for path in found]
+    return modules
+
+
+def part_build(include_path=(), include_dirs=()):
+    """``setup()`` keywords of the part whose root is the working directory: its
+    ``pyproject.toml`` names the distribution and, in ``[tool.headrace.kernels]``, the package
+    that holds the shared Cython runtime and the modules (:func:`part_modules`)."""
+    meta = read_pyproject(".")
+    package = meta["tool"]["headrace"]["kernels"]["package"]
+    return kernel_build(meta["project"]["name"], package, part_modules("."),
+                        utility_dir=package.replace(".", os.sep), include_path=include_path,
+                        include_dirs=include_dirs)
+
+
+def kernel_build(dist, package, modules, utility_dir, include_path=(), include_dirs=()):
+    """``setup()`` keywords that build ``modules`` (``(name, .pyx path, extra compile args)``,
+    paths relative to the working directory) as extension modules of ``dist``.
 
     Cythonizing waits for ``build_ext`` (``egg_info`` and pip's metadata hooks skip it), runs
     on every CPU, and prints one line to stderr first (pip shows it with ``-v``). With Cython
     3.1 or newer the C runtime support Cython writes into every module (memoryviews, function
-    objects, ...) is generated once per part, in ``<package>._cyutility``, which the other
-    modules import: each module's C shrinks by about half.
+    objects, ...) is generated once, in ``<package>._cyutility`` (``utility_dir`` is the
+    package's directory), which the other modules import: each module's C shrinks by about half.
     """
     import Cython
     import numpy as np
     from setuptools import Extension
     from setuptools.command.build_ext import build_ext
 
-    args = [*OPTIMIZE, *openmp_flags(), *extra_compile_args, *NO_DEBUG_INFO]
+    def args(extra=()):
+        return [*OPTIMIZE, *openmp_flags(), *extra, *NO_DEBUG_INFO]
+
     extensions = [
-        Extension(path[:-len(".pyx")].replace(os.sep, "."), [path],
-                  include_dirs=[np.get_include(), *include_dirs], define_macros=DEFINE_MACROS,
-                  extra_compile_args=args, extra_link_args=list(openmp_flags()))
-        for path in sources]
-    options = {"include_path": list(include_path), "compiler_directives": DIRECTIVES}
+        # The .pyx's own directory: the C is written under BUILD_DIR, away from the headers
+        # that the module's `cdef extern from "x.h"` names.
+        Extension(name, [path],
+                  include_dirs=[np.get_include(), *include_dirs, os.path.dirname(path) or "."],
+                  define_macros=DEFINE_MACROS, extra_compile_args=args(extra),
+                  extra_link_args=list(openmp_flags()))
+        for name, path, extra in modules]
+    options = {"include_path": list(include_path), "compiler_directives": DIRECTIVES,
+               "build_dir": BUILD_DIR}
     if tuple(int(v) for v in Cython.__version__.split(".")[:2]) >= (3, 1):
         shared = f"{package}._cyutility"
-        extensions.append(Extension(shared, [shared.replace(".", os.sep) + ".c"],
-                                    extra_compile_args=args))
+        extensions.append(Extension(shared, [os.path.join(utility_dir, "_cyutility.c")],
+                                    extra_compile_args=args()))
         options["shared_utility_qualified_name"] = shared
     jobs = build_jobs()
 
     class BuildCythonExt(build_ext):
-        def finalize_options(self):
-            # Cythonized before setuptools' own finalizing, which annotates each extension.
+        def run(self):
+            # Cythonized here, not in finalize_options, which the metadata commands (egg_info,
+            # pip's prepare-metadata hook) run too: each extension's .pyx is swapped for its C.
             from Cython.Build import cythonize
-            exts = self.distribution.ext_modules
-            print(f"compiling {len(exts)} Cython modules for {dist} ({jobs} at a time) ...",
-                  file=sys.stderr, flush=True)
-            built = cythonize(exts, nthreads=jobs, **options)
+            print(f"compiling {len(self.extensions)} Cython modules for {dist} "
+                  f"({jobs} at a time) ...", file=sys.stderr, flush=True)
+            built = cythonize(self.extensions, nthreads=jobs, quiet=True, **options)
+            c_sources = {ext.name: ext.sources for ext in built}
+            for ext in self.extensions:
+                ext.sources = c_sources[ext.name]
             # Largest C first: the pool's last job is then a short one, not the biggest.
-            built.sort(key=lambda ext: -sum(os.path.getsize(s) for s in ext.sources
-                                            if os.path.exists(s)))
-            exts[:] = built
-            super().finalize_options()
+            self.extensions.sort(key=lambda ext: -sum(os.path.getsize(s) for s in ext.sources
+                                                      if os.path.exists(s)))
+            super().run()
 
     return {"ext_modules": extensions, "cmdclass": {"build_ext": BuildCythonExt},
             "options": {"build_ext": {"parallel": jobs}}}

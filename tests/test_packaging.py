@@ -1,0 +1,66 @@
+"""Packaging metadata: the license and the Python versions every part declares, the modules each
+part's build compiles, and the root distribution `pip install .` builds (all parts at once, with
+no local paths in its metadata). Building wheels is too slow for the suite: the install time and
+the wheels' contents are measured by hand (README, Installing)."""
+import re
+import runpy
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PARTS = ["packages/headrace", "plugins/tensor", "plugins/math", "plugins/nn", "plugins/optim",
+         "plugins/control", "plugins/distributed"]
+BUILD = runpy.run_path(str(REPO / "packages/headrace/headrace/build.py"))
+
+
+def test_every_part_declares_the_license_it_ships_and_python_3_10():
+    text = (REPO / "LICENSE").read_text()
+    assert text.startswith("MIT License")
+    for part in ["."] + PARTS:
+        project = BUILD["read_pyproject"](str(REPO / part))["project"]
+        assert project["license"] == "MIT", part
+        assert project["license-files"] == ["LICENSE"], part
+        assert (REPO / part / "LICENSE").read_text() == text, part
+        # protobuf 7, the core's IR, has wheels for Python 3.10 and newer only.
+        assert project["requires-python"] == ">=3.10", part
+        assert not any(c.startswith("License ::") for c in project["classifiers"]), part
+    template = (REPO / "packages/headrace/headrace/plugin_template/files/pyproject.toml.tmpl")
+    assert 'requires-python = ">=3.10"' in template.read_text()
+
+
+def test_each_part_compiles_every_pyx_it_holds():
+    for part in PARTS:
+        root = REPO / part
+        held = {str(p.relative_to(root)) for p in root.rglob("*.pyx")
+                if not {"build", "tests", "plugin_template"} & set(p.relative_to(root).parts)}
+        modules = BUILD["part_modules"](str(root))
+        assert held == {str(Path(path).relative_to(root)) for _, path, _ in modules}, part
+        for name, path, _ in modules:
+            assert name == str(Path(path).relative_to(root).with_suffix("")).replace("/", ".")
+
+
+def test_the_root_distribution_is_every_part_without_local_paths(tmp_path):
+    # egg_info writes the metadata pip would record; it compiles nothing (Cython runs in
+    # build_ext), so this takes a second.
+    subprocess.run([sys.executable, "setup.py", "-q", "egg_info", "--egg-base", str(tmp_path)],
+                   cwd=REPO, check=True, capture_output=True)
+    info = tmp_path / "headrace.egg-info"
+    pkg_info = (info / "PKG-INFO").read_text()
+    assert re.search(r"^Name: headrace$", pkg_info, re.M)
+    assert re.search(r"^License-Expression: MIT$", pkg_info, re.M)
+    assert re.search(r"^Requires-Python: >=3.10$", pkg_info, re.M)
+    requires = (info / "requires.txt").read_text()
+    assert "@" not in requires and "file:" not in requires and str(REPO) not in pkg_info
+    names = {re.match(r"[A-Za-z0-9_.-]+", line).group(0).lower()
+             for line in requires.splitlines() if line and not line.startswith("[")}
+    assert {"numpy", "protobuf", "pluggy", "scipy", "scikit-learn", "tqdm"} <= names
+    assert not names & {"headrace", "headrace-nn", "headrace-math", "headrace-distributed"}
+    assert "[distributed]" in requires and "mpi4py" in requires
+    entry_points = (info / "entry_points.txt").read_text()
+    for family in ["tensor", "math", "nn", "optim", "control", "distributed"]:
+        assert f"{family} = headrace_{family}.plugin" in entry_points
+    assert "headrace = headrace.cli:main" in entry_points
+    assert set((info / "top_level.txt").read_text().split()) == {
+        "headrace", "headrace_tensor", "headrace_math", "headrace_nn", "headrace_optim",
+        "headrace_control", "headrace_distributed"}
