@@ -7,6 +7,7 @@ figures from the same run, their ratio, and the thread settings.
 import json
 import os
 import platform
+import statistics
 import sys
 import time
 
@@ -47,6 +48,32 @@ def best_time(fn, repeat=5, number=1, warmup=1):
             fn()
         best = min(best, (time.perf_counter() - t0) / number)
     return best
+
+
+def interleaved(runs, rounds, number=1, warmup=1):
+    """The per-call wall and CPU seconds of each of ``runs`` ({name: fn}) in every round, the
+    runs taking turns round after round (the machine is shared: a change in its load then hits
+    every run alike), after ``warmup`` calls each (plans, buffers): ({name: [wall]},
+    {name: [cpu]}). CPU time is the process's: what each framework spent on its threads, not
+    the wait for a loaded machine."""
+    wall = {k: [] for k in runs}
+    cpu = {k: [] for k in runs}
+    for fn in runs.values():
+        for _ in range(warmup):
+            fn()
+    for _ in range(rounds):
+        for k, fn in runs.items():
+            w0, c0 = time.perf_counter(), time.process_time()
+            for _ in range(number):
+                fn()
+            cpu[k].append((time.process_time() - c0) / number)
+            wall[k].append((time.perf_counter() - w0) / number)
+    return wall, cpu
+
+
+def medians(times):
+    """{name: median} of interleaved()'s {name: [seconds]}."""
+    return {k: statistics.median(v) for k, v in times.items()}
 
 
 def torch_train_step(torch, net, opt, x, y):

@@ -20,10 +20,8 @@ to agree before timing.
 """
 import _bench  # noqa: F401  (pins threads before NumPy loads)
 
-import statistics
 import sys
 import tempfile
-import time
 
 import numpy as np
 
@@ -97,31 +95,14 @@ def prepare(model, batch, where):
     return runs, sizes
 
 
-def interleaved(runs, rounds, number, clock=time.perf_counter):
-    """Median over ``rounds`` of the per-call time of each run, the runs taking turns;
-    ``clock`` also time.process_time (CPU time: both frameworks compute on the calling
-    thread at one thread, and on a loaded machine it counts what each spent, not the wait)."""
-    times = {k: [] for k in runs}
-    for fn in runs.values():
-        fn()
-        fn()
-    for _ in range(rounds):
-        for k, fn in runs.items():
-            t0 = clock()
-            for _ in range(number):
-                fn()
-            times[k].append((clock() - t0) / number)
-    return {k: statistics.median(v) for k, v in times.items()}
-
-
 def bench(model, batch):
     with tempfile.TemporaryDirectory() as where:
         runs, sizes = prepare(model, batch, where)
         # About 0.2 s per run per round.
-        one = min(interleaved({"x": runs["plain"]}, 1, 1)["x"], 1.0)
+        one = min(_bench.interleaved({"x": runs["plain"]}, 1, warmup=2)[0]["x"][0], 1.0)
         number = max(1, int(0.05 / max(one, 1e-6)))
-        med = interleaved(runs, rounds=15, number=number)
-        cpu = interleaved(runs, rounds=9, number=number, clock=time.process_time)
+        wall, cpu = _bench.interleaved(runs, rounds=15, number=number, warmup=2)
+        med, cpu = _bench.medians(wall), _bench.medians(cpu)
     ort_t = med["onnxruntime"]
     _bench.report(f"inference_{model}_b{batch}", ops_plain=sizes["plain"],
                   ops_passes=sizes["passes"],

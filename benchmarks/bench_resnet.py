@@ -18,9 +18,7 @@ the calling thread only, so compare wall times):
 """
 import _bench  # noqa: F401  (pins threads before NumPy loads)
 
-import statistics
 import sys
-import time
 
 import numpy as np
 
@@ -96,25 +94,6 @@ def torch_step(torch, xs, ys):
     return _bench.torch_train_step(torch, net, opt, x, y)
 
 
-def interleaved(runs, rounds, number):
-    """Medians over ``rounds`` of the per-call wall and thread CPU time of each run, the runs
-    taking turns: ({name: wall}, {name: cpu})."""
-    wall = {k: [] for k in runs}
-    cpu = {k: [] for k in runs}
-    for fn in runs.values():
-        for _ in range(3):
-            fn()
-    for _ in range(rounds):
-        for k, fn in runs.items():
-            t0, c0 = time.perf_counter(), time.thread_time()
-            for _ in range(number):
-                fn()
-            cpu[k].append((time.thread_time() - c0) / number)
-            wall[k].append((time.perf_counter() - t0) / number)
-    return ({k: statistics.median(v) for k, v in wall.items()},
-            {k: statistics.median(v) for k, v in cpu.items()})
-
-
 def bench(batch, rounds):
     rng = np.random.default_rng(0)
     xs = rng.standard_normal((batch, 3, 32, 32)).astype(np.float32)
@@ -123,7 +102,8 @@ def bench(batch, rounds):
     torch = _bench.torch_or_none()
     if torch is not None:
         runs["torch"] = torch_step(torch, xs, ys)
-    med, cpu = interleaved(runs, rounds=rounds, number=2)
+    wall, cpu = _bench.interleaved(runs, rounds=rounds, number=2, warmup=3)
+    med, cpu = _bench.medians(wall), _bench.medians(cpu)
     figures = {"batch": batch, "rounds": rounds}
     if "headrace" in runs:
         figures["headrace_ms"] = round(med["headrace"] * 1e3, 2)

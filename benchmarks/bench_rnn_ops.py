@@ -96,18 +96,7 @@ def layer_mode(kind, x, torch, rounds=15):
 def interleaved(name, fns, rounds):
     """Interleaved rounds (ours, then torch's), medians (wall and CPU time) and the median
     per-round ratios, as the machine may be shared."""
-    import time
-
-    wall = {k: [] for k in fns}
-    cpu = {k: [] for k in fns}
-    for fn in fns.values():
-        fn()   # warm up: plans, buffers
-    for _ in range(rounds):
-        for key, fn in fns.items():
-            w0, c0 = time.perf_counter(), time.process_time()
-            fn()
-            cpu[key].append(time.process_time() - c0)
-            wall[key].append(time.perf_counter() - w0)
+    wall, cpu = _bench.interleaved(fns, rounds)
     figures = {"headrace_ms": round(float(np.median(wall["ours"])) * 1e3, 2)}
     if "peer" in fns:
         figures.update(

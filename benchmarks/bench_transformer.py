@@ -15,7 +15,6 @@ other work on the machine falls on both sides alike; best_ms: the fastest step o
 import _bench  # noqa: F401  (pins threads before NumPy loads)
 
 import math
-import time
 
 import numpy as np
 
@@ -76,29 +75,13 @@ def torch_step(torch, x):
     return step
 
 
-def interleaved(fns, rounds):
-    """Per key of ``fns``: the wall and CPU seconds of each round's call, the calls of one
-    round back to back (after one warm-up call each: plans, buffers)."""
-    wall = {k: [] for k in fns}
-    cpu = {k: [] for k in fns}
-    for fn in fns.values():
-        fn()
-    for _ in range(rounds):
-        for key, fn in fns.items():
-            w0, c0 = time.perf_counter(), time.process_time()
-            fn()
-            cpu[key].append(time.process_time() - c0)
-            wall[key].append(time.perf_counter() - w0)
-    return wall, cpu
-
-
 def main(rounds=20):
     x = np.random.default_rng(0).standard_normal((B, L, W)).astype(np.float32)
     torch = _bench.torch_or_none()
     fns = {"ours": headrace_step(x)}
     if torch is not None:
         fns["peer"] = torch_step(torch, x)
-    wall, cpu = interleaved(fns, rounds)
+    wall, cpu = _bench.interleaved(fns, rounds)
 
     def ms(v):
         return round(float(v) * 1e3, 2)
