@@ -211,31 +211,22 @@ def kernel_info(op, attrs=None, place=None, seed=None, subplan=None, location=No
     ins, outs = io if io is not None else (op.inputs, op.outputs)
     inputs = {s: tuple(slot_var(n) for n in ns) for s, ns in ins.items()}
     outputs = {s: tuple(slot_var(n) for n in ns) for s, ns in outs.items()}
-    blocks = {a: v for a, v in attrs.items() if isinstance(v, Block)}
-    sub_writes = {a: frozenset(block_writes(b)) for a, b in blocks.items()}
-    make = None
-    if subplan is not None:
-        def make(attr):
-            if attr not in blocks:
-                raise ValueError(f"{op.type}: attribute '{attr}' does not hold a block "
-                                 f"(block attributes: {sorted(blocks) or 'none'})")
-            return subplan(blocks[attr])
+    sub_writes, make = _sub_blocks(op.type, attrs, subplan)
     if location is None:
         location = dict(op_type=op.type, block_idx=block.idx, op_idx=op.idx, source=op.source)
     return KernelInfo(op.type, attrs, place, inputs, outputs, seed, sub_writes, make, location)
 
 
-def plan_info(op_type, attrs, place, device, seed, subplan, location, io, slot_var):
-    """``kernel_info`` as a plan calls it, every fact given (``device``: ``place.module()``,
-    which the plan reads once; ``io``: the op's ``(inputs, outputs)``): the info reads the
-    op's slots when a kernel first asks."""
+def _sub_blocks(op_type, attrs, subplan):
+    """The op's block attributes as a kernel sees them: ({attr: the variables its block
+    writes}, ``make(attr)``, the sub-plan of one, or None without ``subplan``)."""
     blocks = None
     for a, v in attrs.items():
         if isinstance(v, Block):
             if blocks is None:
                 blocks = {}
             blocks[a] = v
-    if blocks is None:   # the usual op: no sub-block
+    if blocks is None:   # the usual op: no sub-block, nothing to build
         blocks, sub_writes = {}, {}
     else:
         sub_writes = {a: frozenset(block_writes(b)) for a, b in blocks.items()}
@@ -246,5 +237,13 @@ def plan_info(op_type, attrs, place, device, seed, subplan, location, io, slot_v
                 raise ValueError(f"{op_type}: attribute '{attr}' does not hold a block "
                                  f"(block attributes: {sorted(blocks) or 'none'})")
             return subplan(blocks[attr])
+    return sub_writes, make
+
+
+def plan_info(op_type, attrs, place, device, seed, subplan, location, io, slot_var):
+    """``kernel_info`` as a plan calls it, every fact given (``device``: ``place.module()``,
+    which the plan reads once; ``io``: the op's ``(inputs, outputs)``): the info reads the
+    op's slots when a kernel first asks."""
+    sub_writes, make = _sub_blocks(op_type, attrs, subplan)
     return _PlanInfo(op_type, attrs, place, device, io, slot_var, seed, sub_writes, make,
                      location)
