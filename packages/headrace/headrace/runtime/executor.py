@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import HeadraceError
 from ..framework import Program, Variable, analysis, default_main_program
-from . import nan_inf
+from . import host_memory, nan_inf
 from . import plan as plan_mod
 from .place import CPUPlace, Place
 from .scope import global_scope
@@ -130,6 +130,7 @@ class Executor:
         if not isinstance(place, Place):
             raise HeadraceError(f"Executor takes a CPUPlace or CUDAPlace, got {place!r}")
         self.place = place
+        host_memory.tune()   # freed arrays stay in the heap for the next step (see there)
         self._check_nan_inf = nan_inf.enabled(check_nan_inf)
         self._device = place.module()
         # A NumPy array in the scope is already where a CPU run reads it (_execute_on's load
