@@ -362,7 +362,6 @@ def test_steady_state_inference_allocates_no_arrays(tmp_path):
     """After the passes, an fc network's steady-state run allocates no array: each kernel
     writes into its own last output again once the run has dropped it (recycled), so the
     traced peak above the start stays below the size of one hidden activation."""
-    import tracemalloc
     main, startup = hr.Program(), hr.Program()
     with hr.program_guard(main, startup):
         x = hr.layers.data("x", shape=[-1, 64], dtype="float32")
@@ -377,18 +376,8 @@ def test_steady_state_inference_allocates_no_arrays(tmp_path):
     assert _types(prog) == ["feed", "fc", "fc", "fc", "fetch"]
     feed = {"x": np.random.default_rng(9).standard_normal((32, 64)).astype("float32")}
     hidden = 32 * 256 * 4
-    for _ in range(3):
-        exe.run(prog, feed=feed, fetch_list=targets, scope=s)
-    tracemalloc.start()
-    try:
-        start, _ = tracemalloc.get_traced_memory()
-        tracemalloc.reset_peak()
-        for _ in range(5):
-            exe.run(prog, feed=feed, fetch_list=targets, scope=s)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert peak - start < hidden // 4, peak - start
+    grown = _traced_peak(exe, prog, feed, targets, s)
+    assert grown < hidden // 4, grown
 
 
 def _traced_peak(exe, prog, feed, targets, scope, runs=5):

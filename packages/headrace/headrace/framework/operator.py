@@ -20,10 +20,6 @@ from .variable import (KINDS, Declared, Variable, declaring_block, normalize_lod
                        normalize_shape)
 
 _BLOCK_ATTR_TYPES = (pb.BLOCK, pb.BLOCKS)
-# wire type -> (type name, value field, is a list): attr_codec.decode's table, for Operator.attrs
-# (the list types are the plural names: ints, floats, strings, bools, blocks, longs, ...).
-_DECODE = {enum: (name, field, name.endswith("s"))
-           for name, (enum, field) in attr_codec.ATTR_TYPES.items()}
 
 __all__ = ["Operator", "prepare_op", "PreparedOp"]
 
@@ -220,11 +216,10 @@ class Operator(metaclass=Declared):
         """All attributes as a dict (decoded)."""
         # One pass over the desc (attr(n) per name searched it once per name); a name the
         # desc repeats keeps its first value, as attr(n) reads it.
-        # attr_codec.decode, inlined (a plan reads every op's attributes): per wire type its
-        # value field and whether the value is a list.
+        # attr_codec.decode, inlined through its table (a plan reads every op's attributes).
         out = {}
         program = self.block.program
-        table = _DECODE
+        table = attr_codec.DECODE
         owned = []   # what sub_blocks reads from the same messages: noted on the way
         for msg in self.desc.attrs:
             name = msg.name

@@ -28,6 +28,10 @@ ATTR_TYPES = {
     "vars": (pb.VARS, "vars_name"), "float64": (pb.FLOAT64, "float64"),
 }
 _ENUM_TO_NAME = {enum: name for name, (enum, _) in ATTR_TYPES.items()}
+# wire type -> (type name, value field, whether the value is a list: the plural names, ints,
+# floats, strings, bools, blocks, longs, ...): what decode reads, a table a plan reading every
+# op's attributes can use without a call per attribute (Operator.attrs).
+DECODE = {enum: (name, field, name.endswith("s")) for name, (enum, field) in ATTR_TYPES.items()}
 
 
 def type_name(enum_value):
@@ -191,11 +195,8 @@ def decode(msg):
     Types headrace does not decode (Paddle 3 scalars) give (None, None); the message itself is
     kept untouched in the desc, so the attribute still round-trips.
     """
-    name = type_name(msg.type)
-    if name is None:
+    how = DECODE.get(msg.type)
+    if how is None:
         return None, None
-    field = ATTR_TYPES[name][1]
-    value = getattr(msg, field)
-    if not isinstance(value, (int, float, str, bool)):
-        value = list(value)
-    return name, value
+    value = getattr(msg, how[1])
+    return how[0], list(value) if how[2] else value

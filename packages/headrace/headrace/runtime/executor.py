@@ -268,8 +268,8 @@ class Executor:
         # Kernels' outputs are checked against their declarations on the first run of each
         # feed signature (shapes and dtypes): kernels' results depend on little else, and
         # every later step runs unchecked.
-        sig = tuple([(getattr(v, "shape", None), getattr(v, "dtype", None))
-                     for v in [values[f[1]] for f in rp.feeds]])
+        sig = tuple([(getattr(values[i], "shape", None), getattr(values[i], "dtype", None))
+                     for _, i, _, _ in rp.feeds])
         check = sig not in rp.checked
         if self._checks is None:
             rp.plan.run(values, lods, check)
