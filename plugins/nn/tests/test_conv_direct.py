@@ -45,6 +45,15 @@ CASES = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def _direct_forward():
+    """The direct forward kernels, not Winograd (test_conv_wino.py's), for the 3x3 stride-1
+    convs both take."""
+    conv.WINOGRAD = False
+    yield
+    conv.WINOGRAD = True
+
+
 def _inputs(case, rng):
     n, c, m, h, w, kh, kw, attrs, _ = case
     x = rng.standard_normal((n, c, h, w)).astype("float32")

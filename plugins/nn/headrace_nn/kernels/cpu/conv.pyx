@@ -3,7 +3,8 @@
 # C loops index raw pointers, which it never touches.
 """conv2d as im2col + GEMM (the core's packed GEMM for float32, else BLAS), NCHW and NHWC;
 float32 NCHW convs of 2+ taps whose output rows fill 16-float vectors go without a col matrix
-on AVX-512 CPUs (_conv_direct.h: forward, filter gradient, stride-1 input gradient).
+on AVX-512 CPUs (_conv_direct.h: forward, filter gradient, stride-1 input gradient), and the
+forward of 3x3 stride-1 ones with 8+ channels through Winograd F(2x2, 3x3) (_conv_wino.h).
 
 The batch is processed in chunks of images sized so that the chunk's col matrix stays within a
 few MB (cache-friendly), with one GEMM per chunk and group:
@@ -36,12 +37,13 @@ Bias@GRAD sums Output@GRAD over images and positions; ResidualData@GRAD is a cop
 """
 cimport numpy as cnp
 from libc.stdlib cimport calloc, free, malloc
-from libc.string cimport memcpy, memset
+from libc.string cimport memcmp, memcpy, memset
 from headrace.kernels.common cimport contiguous, empty, real, shape_of
 from headrace.kernels.packed_gemm cimport hr_pgemm, hr_pgemm_ok, hr_pgemm_packed_size
 from ._common cimport expect_shape, fast_gemm, float_array, gemm
 from ._conv_direct cimport (direct_filter_grad, direct_fits, direct_forward,
                             direct_input_fits, direct_input_grad, hr_conv_direct_ok)
+from ._conv_wino cimport wino_filter, wino_filter_size, wino_fits, wino_forward
 from ._im2col cimport Geom, _col2im, _im2col, _im2row, _row2im
 
 import numpy as np
@@ -65,6 +67,9 @@ cdef Py_ssize_t GRAD_CHUNK_BYTES = 1 << 19
 # False: im2col + GEMM everywhere (the tests compare both; the benchmarks' A/B).
 DIRECT = True
 DIRECT_OK = bool(hr_conv_direct_ok())   # the CPU has them (AVX-512)
+# With DIRECT: the forward of wino_fits' convs through Winograd F(2x2, 3x3); False: on the
+# direct kernels (the tests compare both).
+WINOGRAD = True
 
 
 cdef inline void _gemm(bint trans_b, int M, int N, int K, const real* A, int lda,
@@ -211,6 +216,8 @@ cdef class Conv2D:
     cdef Geom geo
     cdef bint nhwc
     cdef str name
+    cdef cnp.ndarray wino_w   # the Filter values wino_u was transformed from
+    cdef cnp.ndarray wino_u   # their Winograd transform (_conv_wino.pxd's wino_filter)
 
     def __init__(self, dict attrs, info=None):
         self.name = "conv2d"
@@ -231,6 +238,21 @@ cdef class Conv2D:
             self.geo.Ho, self.geo.Wo, self.geo.direct = Ho, Wo, direct
             self.last = geo
         g[0] = self.geo
+
+    cdef cnp.ndarray _wino_filter(self, cnp.ndarray w, const Geom* g):
+        """The Winograd transform of Filter ``w``, kept while Filter holds the values it was
+        made from: compared whole each call (a few us for the small ResNet's filters, where
+        transforming them took ~20 us a layer); an inference program's filters never change,
+        a training step's change every step and are transformed again."""
+        cdef cnp.ndarray k = self.wino_w
+        if k is not None and shape_of(k) == shape_of(w) and memcmp(
+                cnp.PyArray_DATA(k), cnp.PyArray_DATA(w), cnp.PyArray_NBYTES(w)) == 0:
+            return self.wino_u
+        cdef cnp.ndarray u = np.empty(wino_filter_size(g), np.float32)
+        with nogil:
+            wino_filter(<const float*>cnp.PyArray_DATA(w), <float*>cnp.PyArray_DATA(u), g)
+        self.wino_w, self.wino_u = w.copy(), u
+        return u
 
     def __call__(self, input, filter, bias=None, residual=None, into=None, bint relu=False):
         """``into``: an array to write Output into instead of a new one (fused_conv.pyx's
@@ -254,7 +276,9 @@ cdef class Conv2D:
         # On the direct kernels (float32) Bias and relu go into the kernel's one store of each
         # output, not into passes of their own over Output.
         cdef bint epi = (t == cnp.NPY_FLOAT32 and use_direct and not self.nhwc and N > 0 and
-                         g.M > 0 and P > 0 and K > 0 and direct_fits(&g))
+                         g.M > 0 and P > 0 and K > 0 and hr_conv_direct_ok())
+        cdef bint wino = epi and WINOGRAD and wino_fits(&g)
+        epi = wino or (epi and direct_fits(&g))
         cdef cnp.ndarray bvec = None
         cdef void* pbias = NULL
         if residual is not None:
@@ -295,6 +319,17 @@ cdef class Conv2D:
         chunk = max(1, min(chunk, INT_MAX // P))
         cdef bint acc = beta != 0
         cdef int rc
+        cdef cnp.ndarray u
+        if wino:
+            u = self._wino_filter(w, &g)
+            with nogil:
+                rc = wino_forward(<const float*>cnp.PyArray_DATA(x),
+                                  <const float*>cnp.PyArray_DATA(u),
+                                  <float*>cnp.PyArray_DATA(out), N, &g, acc, <const float*>pbias,
+                                  relu)
+            if rc:
+                raise MemoryError("conv2d: no memory for the Winograd buffers")
+            return (out,)
         if t == cnp.NPY_FLOAT32:
             with nogil:
                 rc = _run(<const float*>cnp.PyArray_DATA(x), <const float*>cnp.PyArray_DATA(w),
@@ -528,6 +563,17 @@ def direct_paths(dict attrs, tuple input_shape, tuple filter_shape):
     k._geometry(&g, input_shape, filter_shape)
     fits = bool(DIRECT and not plan.nhwc and direct_fits(&g))
     return fits, fits, fits and bool(direct_input_fits(&g))
+
+
+def winograd_path(dict attrs, tuple input_shape, tuple filter_shape):
+    """Whether the float32 forward of conv2d with ``attrs`` on these shapes runs through
+    Winograd F(2x2, 3x3) (_conv_wino.h) while ``DIRECT`` and ``WINOGRAD`` are on."""
+    plan = ConvAttrs(attrs)
+    cdef Conv2D k = Conv2D(attrs)
+    cdef Geom g
+    k._geometry(&g, input_shape, filter_shape)
+    return bool(DIRECT and WINOGRAD and not plan.nhwc and hr_conv_direct_ok() and
+                wino_fits(&g))
 
 
 KERNELS = [("conv2d", Conv2D, DTYPES), ("conv2d_grad", Conv2DGrad, DTYPES)]

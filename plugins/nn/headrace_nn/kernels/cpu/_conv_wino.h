@@ -1,0 +1,331 @@
+/* Winograd F(2x2, 3x3) for float32 NCHW 3x3 convs of stride 1 and dilation 1 (AVX-512), for
+ * conv.pyx's forward. The direct kernels (_conv_direct.h) do 9 multiply-adds per tap and
+ * output, near the core's FMA peak already; here each 2x2 block of outputs ("tile") is
+ * A^T [(G w G^T) . (B^T d B)] A, 16 multiply-adds per input channel and filter for 4 outputs
+ * (2.25x fewer), the rest adds on the FP add pipes beside the FMAs.
+ *
+ * Per image the planes are copied once into a zero-padded buffer split into even and odd
+ * columns, so the 4x4 input window of tile (ty, tx) at element (i, j) lies at a fixed offset
+ * + ty*2*Qs + tx: 8 tiles of a tile row are one contiguous 8-float load. A vector holds 16
+ * tiles as two such halves (8 tiles each; a tile row of 16 tiles, or two rows of 8 of a
+ * 16x16 image), a block two vectors (32 tiles). Per block:
+ * - input transform: V[e][c][32 tiles] = (B^T d B)[e], e = 4i + j, for every channel;
+ * - per 8 filters (4, 1 at the tail): for each e, M[e][8][32] = U[e] (the transformed
+ *   filters, [Cin][Cout], computed once by hr_wg_filter) x V[e], 8 filters x 2 vectors of
+ *   accumulators; then the output transform A^T M A, + Output (the residual, when acc),
+ *   + bias, relu, each tile's 2x2 outputs interleaved back into rows and stored masked.
+ * F(2x2, 3x3)'s transforms hold only 0, +-1, +-1/2: its float32 error stays within a few ulps
+ * of the direct sum's (the tests compare both against the float64 reference). */
+#ifndef HEADRACE_CONV_WINO_H
+#define HEADRACE_CONV_WINO_H
+
+#include "_conv_direct.h"   /* hr_cd_scratch, HR_AVX512 */
+
+/* A group's conv: Cin planes of Hin x Win in, Cout of Ho x Wo out, top/left paddings (the
+ * bottom/right ones follow from Ho, Wo), the epilogue as hr_cd_geom's. */
+typedef struct {
+    int Cin, Hin, Win, Cout, Ho, Wo, pt, pl;
+    const float* bias;
+    int relu;
+} hr_wg_geom;
+
+/* u[e][c][m] = (G w[m][c] G^T)[e / 4][e % 4] of Cout x Cin 3x3 filters w ([m][c][3][3]),
+ * G = [[1, 0, 0], [1/2, 1/2, 1/2], [1/2, -1/2, 1/2], [0, 0, 1]]; in double, rounded once. */
+static void hr_wg_filter(const float* w, int Cout, int Cin, float* u) {
+    size_t cm = (size_t)Cin * Cout;
+    for (int m = 0; m < Cout; m++)
+        for (int c = 0; c < Cin; c++) {
+            const float* g = w + ((size_t)m * Cin + c) * 9;
+            double t[4][3];
+            for (int j = 0; j < 3; j++) {
+                double a = g[j], b = g[3 + j], d = g[6 + j];
+                t[0][j] = a;
+                t[1][j] = 0.5 * (a + b + d);
+                t[2][j] = 0.5 * (a - b + d);
+                t[3][j] = d;
+            }
+            for (int i = 0; i < 4; i++) {
+                double a = t[i][0], b = t[i][1], d = t[i][2];
+                float* o = u + (size_t)(4 * i) * cm + (size_t)c * Cout + m;
+                o[0] = (float)a;
+                o[cm] = (float)(0.5 * (a + b + d));
+                o[2 * cm] = (float)(0.5 * (a - b + d));
+                o[3 * cm] = (float)d;
+            }
+        }
+}
+
+/* The tiles of a geometry and the padded buffer's extents. */
+typedef struct {
+    int TH, TW, nseg, nhalf, nvec, R, Qs;
+    size_t chan;                 /* floats of one channel's buffer: 2 phases x R x Qs */
+} hr_wg_plan;
+
+static void hr_wg_plan_make(const hr_wg_geom* g, hr_wg_plan* p) {
+    p->TH = (g->Ho + 1) / 2;
+    p->TW = (g->Wo + 1) / 2;
+    p->nseg = (p->TW + 7) / 8;
+    p->nhalf = p->TH * p->nseg;
+    p->nvec = (p->nhalf + 1) / 2;
+    p->R = 2 * p->TH + 2;
+    p->Qs = p->nseg * 8 + 8;     /* a half reads q up to tx0 + 8 <= nseg * 8 */
+    p->chan = (size_t)2 * p->R * p->Qs;
+}
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+
+#define HR_WG_MB 8       /* filters per GEMM tile */
+#define HR_WG_LANES 32   /* tiles per block: 2 vectors */
+
+/* Lanes k of a 16-float vector whose column base + k lies in [0, n). */
+static inline __mmask16 hr_wg_span(int base, int n) {
+    int lo = base < 0 ? -base : 0, hi = n - base;
+    if (hi > 16)
+        hi = 16;
+    if (lo >= hi)
+        return 0;
+    return (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
+}
+
+/* One image's buffer: dst[c][f][r][q] = src[c][r - pt][2q + f - pl], 0 outside. Each row is
+ * read as vectors of 32 padded columns, masked loads straight from the image (no lane outside
+ * it is read), split into even and odd lanes as in hr_cd_prep; a copy into a padded row first
+ * stalled every vector load on the store-to-load forwarding of the copy's narrower stores. */
+HR_AVX512 static void hr_wg_prep(const float* src, const hr_wg_geom* g, const hr_wg_plan* p,
+                                 float* dst) {
+    size_t plane = (size_t)g->Hin * g->Win;
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6,
+                                          4, 2, 0);
+    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    size_t fstep = (size_t)p->R * p->Qs;
+    for (int c = 0; c < g->Cin; c++)
+        for (int r = 0; r < p->R; r++) {
+            int ih = r - g->pt;
+            float* d = dst + c * p->chan + (size_t)r * p->Qs;
+            if (ih < 0 || ih >= g->Hin) {
+                memset(d, 0, sizeof(float) * (size_t)p->Qs);
+                memset(d + fstep, 0, sizeof(float) * (size_t)p->Qs);
+                continue;
+            }
+            const float* s = src + c * plane + (size_t)ih * g->Win;
+            for (int q = 0; q < p->Qs; q += 16) {
+                int base = 2 * q - g->pl;
+                __m512 a = _mm512_maskz_loadu_ps(hr_wg_span(base, g->Win), s + base);
+                __m512 b = _mm512_maskz_loadu_ps(hr_wg_span(base + 16, g->Win), s + base + 16);
+                __mmask16 k = p->Qs - q >= 16 ? 0xFFFF : (__mmask16)((1u << (p->Qs - q)) - 1);
+                _mm512_mask_storeu_ps(d + q, k, _mm512_permutex2var_ps(a, even, b));
+                _mm512_mask_storeu_ps(d + fstep + q, k, _mm512_permutex2var_ps(a, odd, b));
+            }
+        }
+}
+
+/* Half h's offset in a channel's buffer (its tiles' top-left input), output row and column. */
+static inline void hr_wg_half(const hr_wg_plan* p, int h, ptrdiff_t* off, int* orow,
+                              int* ocol) {
+    int ty = h / p->nseg, tx0 = (h % p->nseg) * 8;
+    *off = (ptrdiff_t)2 * ty * p->Qs + tx0;
+    *orow = 2 * ty;
+    *ocol = 2 * tx0;
+}
+
+/* 16 tiles at two halves' offsets: one 16-float load where they are adjacent (adj), else two
+ * 8-float ones (insertf64x4: AVX-512F; insertf32x8 would need DQ, which hr_conv_direct_ok
+ * does not ask). */
+#define HR_WG_LOAD(s, o0, o1, adj)                                                           \
+    ((adj) ? _mm512_loadu_ps((s) + (o0))                                                     \
+           : _mm512_castpd_ps(_mm512_insertf64x4(                                            \
+                 _mm512_castps_pd(_mm512_castps256_ps512(_mm256_loadu_ps((s) + (o0)))),      \
+                 _mm256_castps_pd(_mm256_loadu_ps((s) + (o1))), 1)))
+
+/* Row i of d (columns 2tx + j: even phase tx, odd tx, even tx + 1, odd tx + 1) times B. */
+#define HR_WG_ROW(i, w0, w1, w2, w3)                                                         \
+    {                                                                                        \
+        const float* r_ = b + (size_t)(i) * p->Qs;                                           \
+        __m512 d0 = HR_WG_LOAD(r_, o0, o1, adj), d1 = HR_WG_LOAD(r_ + fstep, o0, o1, adj);   \
+        __m512 d2 = HR_WG_LOAD(r_ + 1, o0, o1, adj);                                         \
+        __m512 d3 = HR_WG_LOAD(r_ + fstep + 1, o0, o1, adj);                                 \
+        w0 = _mm512_sub_ps(d0, d2);                                                          \
+        w1 = _mm512_add_ps(d1, d2);                                                          \
+        w2 = _mm512_sub_ps(d2, d1);                                                          \
+        w3 = _mm512_sub_ps(d1, d3);                                                          \
+    }
+
+/* Column j of B^T (rows of d times B), stored at V[e = 4i + j]. */
+#define HR_WG_COL(j, a0, a1, a2, a3)                                                         \
+    _mm512_storeu_ps(o + (size_t)(j) * es, _mm512_sub_ps(a0, a2));                           \
+    _mm512_storeu_ps(o + (size_t)(4 + (j)) * es, _mm512_add_ps(a1, a2));                     \
+    _mm512_storeu_ps(o + (size_t)(8 + (j)) * es, _mm512_sub_ps(a2, a1));                     \
+    _mm512_storeu_ps(o + (size_t)(12 + (j)) * es, _mm512_sub_ps(a1, a3));
+
+/* V[e][c][v * 16 + lane] = (B^T d B)[e] of the block's vectors, B^T = [[1, 0, -1, 0],
+ * [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]]. off: the 4 halves' offsets. Written out, not
+ * as loops over arrays of vectors: GCC kept those arrays on the stack. */
+HR_AVX512 static void hr_wg_input(const float* buf, const hr_wg_plan* p, int Cin,
+                                  const ptrdiff_t* off, float* V) {
+    size_t fstep = (size_t)p->R * p->Qs;
+    size_t es = (size_t)Cin * HR_WG_LANES;   /* one e's [Cin][32] */
+    for (int v = 0; v < 2; v++) {
+        ptrdiff_t o0 = off[2 * v], o1 = off[2 * v + 1];
+        int adj = o1 == o0 + 8;
+        for (int c = 0; c < Cin; c++) {
+            const float* b = buf + c * p->chan;
+            float* o = V + (size_t)c * HR_WG_LANES + v * 16;
+            __m512 w00, w01, w02, w03, w10, w11, w12, w13, w20, w21, w22, w23;
+            __m512 w30, w31, w32, w33;
+            HR_WG_ROW(0, w00, w01, w02, w03)
+            HR_WG_ROW(1, w10, w11, w12, w13)
+            HR_WG_ROW(2, w20, w21, w22, w23)
+            HR_WG_ROW(3, w30, w31, w32, w33)
+            HR_WG_COL(0, w00, w10, w20, w30)
+            HR_WG_COL(1, w01, w11, w21, w31)
+            HR_WG_COL(2, w02, w12, w22, w32)
+            HR_WG_COL(3, w03, w13, w23, w33)
+        }
+    }
+}
+
+/* M[e][r][32] = sum_c U[e][c][m0 + r] V[e][c][32] for MB filters, every e. */
+#define HR_WG_GEMM(MB)                                                                       \
+HR_AVX512 static void hr_wg_gemm_##MB(int Cin, int Cout, const float* U, const float* V,    \
+                                       float* M) {                                           \
+    for (int e = 0; e < 16; e++) {                                                           \
+        const float* ue = U + (size_t)e * Cin * Cout;                                        \
+        const float* ve = V + (size_t)e * Cin * HR_WG_LANES;                                 \
+        __m512 a[MB][2];                                                                     \
+        _Pragma("GCC unroll 8") for (int r = 0; r < MB; r++) {                               \
+            a[r][0] = _mm512_setzero_ps();                                                   \
+            a[r][1] = _mm512_setzero_ps();                                                   \
+        }                                                                                    \
+        for (int k = 0; k < Cin; k++) {                                                      \
+            __m512 x0 = _mm512_loadu_ps(ve + (size_t)k * HR_WG_LANES);                       \
+            __m512 x1 = _mm512_loadu_ps(ve + (size_t)k * HR_WG_LANES + 16);                  \
+            const float* ur = ue + (size_t)k * Cout;                                         \
+            _Pragma("GCC unroll 8") for (int r = 0; r < MB; r++) {                           \
+                __m512 b = _mm512_set1_ps(ur[r]);                                            \
+                a[r][0] = _mm512_fmadd_ps(b, x0, a[r][0]);                                   \
+                a[r][1] = _mm512_fmadd_ps(b, x1, a[r][1]);                                   \
+            }                                                                                \
+        }                                                                                    \
+        _Pragma("GCC unroll 8") for (int r = 0; r < MB; r++) {                               \
+            float* o = M + ((size_t)e * HR_WG_MB + r) * HR_WG_LANES;                         \
+            _mm512_storeu_ps(o, a[r][0]);                                                    \
+            _mm512_storeu_ps(o + 16, a[r][1]);                                               \
+        }                                                                                    \
+    }                                                                                        \
+}
+
+HR_WG_GEMM(8) HR_WG_GEMM(4) HR_WG_GEMM(1)
+
+/* One output row of 16 tiles' 2 columns interleaved (lanes 0-7 or 8-15: `idx`), + Output
+ * when acc, relu, stored masked at o (n outputs). */
+HR_AVX512 static inline void hr_wg_store(__m512 y0, __m512 y1, __m512i idx, float* o, int n,
+                                         int acc, int relu) {
+    __m512 s = _mm512_permutex2var_ps(y0, idx, y1);
+    __mmask16 k = n >= 16 ? 0xFFFF : (__mmask16)((1u << n) - 1);
+    if (acc)
+        s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(k, o));
+    if (relu)   /* max(0, s) returns s where s is NaN */
+        s = _mm512_max_ps(_mm512_setzero_ps(), s);
+    _mm512_mask_storeu_ps(o, k, s);
+}
+
+/* Output of filters m0 .. m0+MB-1 of the block's tiles from M: y = A^T m A, A^T =
+ * [[1, 1, 1, 0], [0, 1, -1, -1]]; halves h0 .. h0+3 (those < nhalf). */
+HR_AVX512 static void hr_wg_output(const float* M, int MB, const hr_wg_plan* p,
+                                   const hr_wg_geom* g, int m0, int h0, float* out, int acc) {
+    const __m512i lo = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    const __m512i hi = _mm512_add_epi32(lo, _mm512_set1_epi32(8));
+    size_t ldo = (size_t)g->Ho * g->Wo;
+    for (int r = 0; r < MB; r++) {
+        __m512 bias = _mm512_set1_ps(g->bias ? g->bias[m0 + r] : 0.0f);
+        float* om = out + (size_t)(m0 + r) * ldo;
+        for (int v = 0; v < 2; v++) {
+            const float* s = M + (size_t)r * HR_WG_LANES + v * 16;
+            size_t es = (size_t)HR_WG_MB * HR_WG_LANES;
+            __m512 t0[4], t1[4];
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) {
+                __m512 m0v = _mm512_loadu_ps(s + (size_t)j * es);
+                __m512 m1v = _mm512_loadu_ps(s + (size_t)(4 + j) * es);
+                __m512 m2v = _mm512_loadu_ps(s + (size_t)(8 + j) * es);
+                __m512 m3v = _mm512_loadu_ps(s + (size_t)(12 + j) * es);
+                t0[j] = _mm512_add_ps(_mm512_add_ps(m0v, m1v), m2v);
+                t1[j] = _mm512_sub_ps(_mm512_sub_ps(m1v, m2v), m3v);
+            }
+            __m512 y00 = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(t0[0], t0[1]), t0[2]), bias);
+            __m512 y01 = _mm512_add_ps(_mm512_sub_ps(_mm512_sub_ps(t0[1], t0[2]), t0[3]), bias);
+            __m512 y10 = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(t1[0], t1[1]), t1[2]), bias);
+            __m512 y11 = _mm512_add_ps(_mm512_sub_ps(_mm512_sub_ps(t1[1], t1[2]), t1[3]), bias);
+            for (int half = 0; half < 2; half++) {
+                int h = h0 + 2 * v + half;
+                if (h >= p->nhalf)
+                    break;
+                ptrdiff_t off;
+                int orow, ocol;
+                hr_wg_half(p, h, &off, &orow, &ocol);
+                __m512i idx = half ? hi : lo;
+                int n = g->Wo - ocol;
+                float* o = om + (size_t)orow * g->Wo + ocol;
+                hr_wg_store(y00, y01, idx, o, n, acc, g->relu);
+                if (orow + 1 < g->Ho)
+                    hr_wg_store(y10, y11, idx, o + g->Wo, n, acc, g->relu);
+            }
+        }
+    }
+}
+
+/* Bytes of one call's scratch: the padded image, V and M. */
+static size_t hr_wg_scratch_size(const hr_wg_geom* g, const hr_wg_plan* p) {
+    return sizeof(float) * ((size_t)g->Cin * p->chan + 16 * (size_t)g->Cin * HR_WG_LANES +
+                            16 * (size_t)HR_WG_MB * HR_WG_LANES);
+}
+
+/* Out (Cout planes, images img_out apart) = conv(src) + Out when acc, + bias, relu, over n
+ * images, with u from hr_wg_filter. -1: no memory. */
+HR_AVX512 static int hr_wg_conv(const float* src, ptrdiff_t img_in, float* out,
+                                ptrdiff_t img_out, ptrdiff_t n, const hr_wg_geom* g,
+                                const float* u, int acc) {
+    hr_wg_plan p;
+    hr_wg_plan_make(g, &p);
+    float* buf = hr_cd_scratch(HR_CD_PAD, hr_wg_scratch_size(g, &p));
+    if (!buf)
+        return -1;
+    float* V = buf + (size_t)g->Cin * p.chan;
+    float* M = V + 16 * (size_t)g->Cin * HR_WG_LANES;
+    for (ptrdiff_t b = 0; b < n; b++) {
+        hr_wg_prep(src + b * img_in, g, &p, buf);
+        float* o = out + b * img_out;
+        for (int h0 = 0; h0 < p.nhalf; h0 += 4) {
+            ptrdiff_t off[4];
+            int orow, ocol;
+            for (int k = 0; k < 4; k++)   /* halves past the last: any valid offset */
+                hr_wg_half(&p, h0 + k < p.nhalf ? h0 + k : h0, &off[k], &orow, &ocol);
+            hr_wg_input(buf, &p, g->Cin, off, V);
+            int m = 0;
+            for (; m + 8 <= g->Cout; m += 8) {
+                hr_wg_gemm_8(g->Cin, g->Cout, u + m, V, M);
+                hr_wg_output(M, 8, &p, g, m, h0, o, acc);
+            }
+            for (; m + 4 <= g->Cout; m += 4) {
+                hr_wg_gemm_4(g->Cin, g->Cout, u + m, V, M);
+                hr_wg_output(M, 4, &p, g, m, h0, o, acc);
+            }
+            for (; m < g->Cout; m++) {
+                hr_wg_gemm_1(g->Cin, g->Cout, u + m, V, M);
+                hr_wg_output(M, 1, &p, g, m, h0, o, acc);
+            }
+        }
+    }
+    hr_cd_scratch_done(HR_CD_PAD, buf);
+    return 0;
+}
+
+#else
+static int hr_wg_conv(const float* src, ptrdiff_t img_in, float* out, ptrdiff_t img_out,
+                      ptrdiff_t n, const hr_wg_geom* g, const float* u, int acc) {
+    (void)src; (void)img_in; (void)out; (void)img_out; (void)n; (void)g; (void)u; (void)acc;
+    return -1;
+}
+#endif
+
+#endif
