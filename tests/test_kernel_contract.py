@@ -340,3 +340,65 @@ def test_a_kernel_returning_the_wrong_dtype_or_rank_is_stopped_at_its_op(maker, 
             as e:
         _run(reg, "k_liar", x, lod_level=0)
     assert "float32 of rank 2" in str(e.value) and found in str(e.value)
+
+
+# -- the plan's infos ---------------------------------------------------------------------------
+
+def test_the_plans_infos_answer_as_kernel_info_does(monkeypatch):
+    """A plan makes its infos' facts when a kernel asks (runtime.kernel_info._PlanInfo): every
+    question, on every op of a training program with a loop (@EMPTY@ gradients, in-place
+    optimizer updates, persistable and fed variables, a sub-block), gets kernel_info's
+    answer."""
+    from headrace.runtime import plan as plan_mod
+    made = []
+
+    class Recorded(plan_mod._PlanInfo):
+        def __init__(self, *args):
+            super().__init__(*args)
+            made.append(self)
+
+    monkeypatch.setattr(plan_mod, "_PlanInfo", Recorded)
+    main, startup = hr.Program(), hr.Program()
+    with hr.program_guard(main, startup):
+        x = hr.layers.data("x", shape=[-1, 4], dtype="float32")
+        h = hr.layers.fc(hr.layers.fc(x, size=4, act="relu"), size=3)
+        h = hr.layers.elementwise_add(h, hr.layers.fc(x, size=3))
+        loss = hr.layers.mean(hr.layers.concat([h, x], axis=1))   # x@GRAD: @EMPTY@
+        hr.optimizer.SGD(learning_rate=0.1).minimize(loss)
+        i = hr.layers.fill_constant([1], "int64", 0)
+        n = hr.layers.fill_constant([1], "int64", 2)
+        cond = hr.layers.less_than(i, n)
+        with hr.layers.While(cond).block():
+            hr.layers.increment(i)
+            hr.layers.less_than(i, n, cond=cond)
+    exe, scope = hr.Executor(), hr.Scope()
+    exe.run(startup, scope=scope)
+    made.clear()
+    exe.run(main, feed={"x": np.ones((2, 4), np.float32)}, fetch_list=[loss], scope=scope)
+    assert {info.op_type for info in made} >= {"mul_grad", "sgd", "while", "increment"}
+    empty = 0
+    for info in made:
+        loc = info.location
+        op = main.block(loc["block_idx"]).ops[loc["op_idx"]]
+        ref = kernel_info(op, seed=info.seed)
+        assert loc == ref.location and info.attrs == ref.attrs, op.type
+        ins = [s.name for s in op.opdef.inputs] + ["NoSuchSlot"]
+        outs = [s.name for s in op.opdef.outputs] + ["NoSuchSlot"]
+        for s in ins:
+            assert info.n_inputs(s) == ref.n_inputs(s), (op.type, s)
+            for o in outs:
+                assert info.in_place(s, o) == ref.in_place(s, o), (op.type, s, o)
+                assert info.may_alias(s, o) == ref.may_alias(s, o), (op.type, s, o)
+        for s in outs:
+            assert info.n_outputs(s) == ref.n_outputs(s), (op.type, s)
+            assert info.wanted(s) == ref.wanted(s) and info.wants(s) == ref.wants(s)
+            empty += info.wanted(s).count(False)
+        for s in set(ins) | set(outs):
+            assert info.persistable(s) == ref.persistable(s), (op.type, s)
+        assert (info.inputs, info.outputs) == (ref.inputs, ref.outputs), op.type
+        assert (info.in_dtypes, info.out_dtypes, info.out_shapes) == \
+            (ref.in_dtypes, ref.out_dtypes, ref.out_shapes), op.type
+        for attr in ("sub_block", "no_such_attr"):
+            for s in ins:
+                assert info.sub_block_writes(attr, s) == ref.sub_block_writes(attr, s)
+    assert empty, "the program binds no @EMPTY@ gradient: the test lost its point"

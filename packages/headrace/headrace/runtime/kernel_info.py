@@ -13,6 +13,7 @@ from typing import NamedTuple, Optional, Tuple
 
 from ..framework.analysis import block_writes
 from ..framework.block import Block
+from ..ops.grad import EMPTY
 
 __all__ = ["KernelInfo", "SlotVar", "kernel_info", "plan_info", "slot_var_of"]
 
@@ -166,17 +167,40 @@ class _Lazy:
 
 
 class _PlanInfo(KernelInfo):
-    """The KernelInfo a plan makes: ``inputs`` and ``outputs`` are made when a kernel first
-    asks (most never do, and a plan of a large program makes thousands of infos). The plan
-    resolved every name of the op to a slot before, so ``slot_var`` only reads facts the plan
-    already holds: asking later gives what asking now would."""
+    """The KernelInfo a plan makes: what it costs a plan of a large program to make thousands
+    of, each fact made when a kernel first asks (most ask none or one): ``inputs`` and
+    ``outputs``, the op's ``location`` and its sub-blocks. The plan resolved every name of the
+    op to a slot before, so ``slot_var`` only reads facts the plan already holds, and the
+    plan belongs to one revision of the program: asking later gives what asking now would.
+    ``where``: ``(op, block index, op index)``; ``subplan(block)``: the plan's own."""
 
-    def __init__(self, op_type, attrs, place, device, io, slot_var, seed, sub_writes, subplan,
-                 location):
+    def __init__(self, op_type, attrs, place, device, io, slot_var, seed, subplan, where):
         self.op_type, self.attrs, self.place, self.device = op_type, attrs, place, device
-        self.location, self.seed = location, seed
-        self._io, self._slot_var = io, slot_var
-        self._sub_writes, self._subplan = sub_writes, subplan
+        self.seed, self._where = seed, where
+        self._io, self._slot_var, self._plan_subplan = io, slot_var, subplan
+
+    @_Lazy
+    def location(self):
+        op, block_idx, op_idx = self._where
+        return dict(op_type=self.op_type, block_idx=block_idx, op_idx=op_idx,
+                    source=source_line(op, self.attrs))
+
+    @_Lazy
+    def _blocks(self):
+        return {a: v for a, v in self.attrs.items() if isinstance(v, Block)}
+
+    @_Lazy
+    def _sub_writes(self):
+        return {a: frozenset(block_writes(b)) for a, b in self._blocks.items()}
+
+    def subplan(self, attr):
+        blocks = self._blocks
+        if self._plan_subplan is None:
+            return KernelInfo.subplan(self, attr)   # its error
+        if attr not in blocks:
+            raise ValueError(f"{self.op_type}: attribute '{attr}' does not hold a block "
+                             f"(block attributes: {sorted(blocks) or 'none'})")
+        return self._plan_subplan(blocks[attr])
 
     @_Lazy
     def inputs(self):
@@ -187,6 +211,38 @@ class _PlanInfo(KernelInfo):
     def outputs(self):
         sv = self._slot_var
         return {s: tuple(sv(n) for n in ns) for s, ns in self._io[1].items()}
+
+    # The questions most kernel makers ask, answered from the slot's names and the facts of
+    # those alone (``inputs``/``outputs`` would read every slot's: a grad or optimizer op's
+    # maker asking two questions cost ~9 us): the same answers as KernelInfo's.
+    def n_inputs(self, slot):
+        return len(self._io[0].get(slot, ()))
+
+    def n_outputs(self, slot):
+        return len(self._io[1].get(slot, ()))
+
+    def wanted(self, slot):
+        return [n != EMPTY for n in self._io[1].get(slot, ())]
+
+    def wants(self, slot):
+        for n in self._io[1].get(slot, ()):
+            if n != EMPTY:
+                return True
+        return False
+
+    def persistable(self, slot):
+        sv = self._slot_var
+        for names in (self._io[0].get(slot, ()), self._io[1].get(slot, ())):
+            for n in names:
+                if n != EMPTY and sv(n).persistable:
+                    return True
+        return False
+
+    def in_place(self, in_slot, out_slot):
+        ins = self._io[0].get(in_slot, ())
+        outs = self._io[1].get(out_slot, ())
+        return (len(ins) == 1 and len(outs) == 1 and ins[0] != EMPTY and ins[0] == outs[0]
+                and self._slot_var(ins[0]).persistable)
 
 
 def slot_var_of(var):
@@ -242,8 +298,19 @@ def _sub_blocks(op_type, attrs, subplan):
 
 def plan_info(op_type, attrs, place, device, seed, subplan, location, io, slot_var):
     """``kernel_info`` as a plan calls it, every fact given (``device``: ``place.module()``,
-    which the plan reads once; ``io``: the op's ``(inputs, outputs)``): the info reads the
-    op's slots when a kernel first asks."""
-    sub_writes, make = _sub_blocks(op_type, attrs, subplan)
-    return _PlanInfo(op_type, attrs, place, device, io, slot_var, seed, sub_writes, make,
-                     location)
+    which the plan reads once; ``io``: the op's ``(inputs, outputs)``; ``subplan(block)``: the
+    plan's sub-plan maker): the info reads the op's slots when a kernel first asks."""
+    info = _PlanInfo(op_type, attrs, place, device, io, slot_var, seed, subplan, None)
+    info.location = location
+    return info
+
+
+def source_line(op, attrs):
+    """``op.source`` from its decoded attributes (op.source searches the desc again): the
+    first line of a STRINGS ``op_callstack``, None when it is empty or absent."""
+    cs = attrs.get("op_callstack")
+    if cs is None:
+        return None
+    if type(cs) is list and (not cs or type(cs[0]) is str):
+        return cs[0] if cs else None
+    return op.source   # another type: whatever the desc holds, as op.source reads it

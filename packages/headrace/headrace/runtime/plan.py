@@ -22,7 +22,7 @@ from ..ops.infer import DictInferContext, VarMeta
 from . import _loop
 from ._loop import Instr
 from .frame import FrameLayout, LoDKernel
-from .kernel_info import KernelInfo, SlotVar, plan_info
+from .kernel_info import KernelInfo, SlotVar, _PlanInfo, source_line as _source
 
 __all__ = ["KernelInfo", "Plan", "SlotMap", "prepare"]
 
@@ -67,15 +67,28 @@ class Plan:
         self._kernels = {}      # (op type, dtype) -> Kernel: a large program repeats a few
         self._device = None     # place.module(), read when the first kernel is prepared
         self._block_idx = block.idx   # every op compiled here is one of block's
+        self._shapes = {}       # OpDef -> its slots as _compile walks them (_slot_shape)
+        self._local_ids = None
+        compile_op, append = self._compile, self.instrs.append
         for op_idx, op in enumerate(block.ops):
             if op_filter is not None and not op_filter(op):
                 continue
             if not runs(op):
                 continue  # no_kernel: the executor binds feeds and fetches to slots directly
-            self.instrs.append(self._compile(op, op_idx))
-        self.local_ids = tuple(slots.slot(v) for v in block.vars.values())
+            append(compile_op(op, op_idx))
         self.written_names = frozenset()
         self.outer_write_ids = ()
+
+    @property
+    def local_ids(self):
+        """The slots of the block's own variables (a sub-plan's step scope: Frame.snapshot).
+        A sub-plan reads them when made; a root plan, which no frame snapshots, never needs
+        them (a large program's thousands of variables have their slots from its ops)."""
+        ids = self._local_ids
+        if ids is None:
+            slot = self.slots.slot
+            ids = self._local_ids = tuple([slot(v) for v in self.block.vars.values()])
+        return ids
 
     def _sub_facts(self):
         """Facts a sub-block's kernels ask for (not computed for root plans, which may be
@@ -101,6 +114,7 @@ class Plan:
             p = self._subplans[block.idx] = type(self)(block, self.place, self.slots,
                                                        self.registry)
             p._sub_facts()
+            p.local_ids   # noqa: B018  (its slots exist before the run plan counts them)
         return p
 
     def _input_slot(self, op, slot, name):
@@ -147,73 +161,70 @@ class Plan:
             raise OpError("no installed plugin defines this op type, so it cannot run",
                           op_type=op.type, block_idx=op.block.idx, op_idx=op_idx,
                           source=op.source)
+        shape = self._shapes.get(opdef)
+        if shape is None:
+            shape = self._shapes[opdef] = _slot_shape(opdef)
         ins, outs = op._slots()   # read-only: shared with the op
-        # A name seen before is a dict lookup here (@EMPTY@ is never in _by_name); the
-        # methods handle the rest: first sight, @EMPTY@, undeclared names.
+        # A name seen before is a dict lookup here (its slot is > 0; @EMPTY@ is never in
+        # _by_name); the methods handle the rest: first sight, @EMPTY@, undeclared names.
         by_name, facts = self._by_name, self.slots.facts
         in_ids = []
         dtype = None   # the first floating input's (a grad op may read an int Label or a
-        for s in opdef.inputs:   # uint8 Mask first), else the first input's
-            names = ins.get(s.name, ())
-            if s.duplicable:
-                ids = tuple(self._input_slot(op, s, n) for n in names)
+        for s, name, dup in shape[0]:   # uint8 Mask first), else the first input's
+            names = ins.get(name)
+            if not names:
+                in_ids.append(() if dup else NONE_SLOT)
+                continue
+            if dup:
+                ids = tuple([by_name.get(n) or self._input_slot(op, s, n) for n in names])
                 in_ids.append(ids)
-                first = next((i for i in ids if i != NONE_SLOT), NONE_SLOT)
-            elif names:
-                first = by_name.get(names[0])
-                if first is None:
-                    first = self._input_slot(op, s, names[0])
+                first = NONE_SLOT
+                for first in ids:
+                    if first != NONE_SLOT:
+                        break
+            else:
+                first = by_name.get(names[0]) or self._input_slot(op, s, names[0])
                 in_ids.append(first)
                 if first == NONE_SLOT and len(names) > 1:   # a file's [@EMPTY@, x, ...]
                     n = next((n for n in names if n != EMPTY), None)
                     if n is not None:
                         self._slot_var(n)
                         first = by_name[n]
-            else:
-                in_ids.append(NONE_SLOT)
-                continue
             if first != NONE_SLOT and (dtype is None or dtype not in FLOAT_DTYPES):
                 d = facts[first][1].dtype
                 if dtype is None or d in FLOAT_DTYPES:
                     dtype = d
         out_ids = []
-        for s in opdef.outputs:
-            names = outs.get(s.name, ())
-            if s.duplicable:
-                out_ids.append(tuple(self._slot_of(op, n, "output") for n in names))
-            elif names:
-                i = by_name.get(names[0])
-                out_ids.append(self._slot_of(op, names[0], "output") if i is None else i)
+        for name, dup in shape[1]:
+            names = outs.get(name)
+            if not names:
+                out_ids.append(() if dup else -1)
+            elif dup:
+                out_ids.append(tuple([by_name.get(n) or self._slot_of(op, n, "output")
+                                      for n in names]))
             else:
-                out_ids.append(-1)
-        try:
-            attrs = op.attrs
-        except Exception:
-            attrs = None   # read again below, where its error is reported at the op
+                out_ids.append(by_name.get(names[0]) or self._slot_of(op, names[0], "output"))
         op_type = op.type   # (reads the desc)
-        where = dict(op_type=op_type, block_idx=self._block_idx, op_idx=op_idx,
-                     source=op.source if attrs is None else _source(op, attrs))
         try:
             kernel = self._kernels.get((op_type, dtype))
             if kernel is None:
                 kernel = self._kernels[op_type, dtype] = self.registry.kernel(
                     op_type, self.place.device, dtype)
-            if attrs is None:
-                attrs = op.attrs
+            attrs = op.attrs
             if self._device is None:
                 self._device = self.place.module()
-            info = plan_info(op_type, attrs, self.place, self._device,
-                             _seed(op, attrs, op_idx), self.subplan, where, (ins, outs),
-                             self._slot_var)
+            info = _PlanInfo(op_type, attrs, self.place, self._device, (ins, outs),
+                             self._slot_var, _seed(op, attrs, op_idx), self.subplan,
+                             (op, self._block_idx, op_idx))
             fn = kernel.fn(attrs, info)
         except OpError as e:
-            e.locate(**where)
+            e.locate(**self._where(op, op_idx))
             raise
         except HeadraceError:
             raise
         except Exception as e:
             raise OpError(f"preparing its kernel failed: {type(e).__name__}: {e}",
-                          **where) from e
+                          **self._where(op, op_idx)) from e
         kind = kernel.kind
         if kind == "array":
             _refuse_undeclared_kind(kernel, fn)
@@ -241,6 +252,14 @@ class Plan:
         facts = self.slots.facts
         self.lod_slots.update(i for i in _flat(out_ids) if i > 0 and facts[i][1].lod_level > 0)
         return Instr(fn, tuple(in_ids), tuple(out_ids), op, (), layout)
+
+    def _where(self, op, op_idx):
+        """Where ``op`` is, for an error raised while preparing it."""
+        try:
+            source = _source(op, op.attrs)
+        except Exception:
+            source = op.source   # undecodable attributes: their own error says why
+        return dict(op_type=op.type, block_idx=self._block_idx, op_idx=op_idx, source=source)
 
     def run(self, values, lods, check=False):
         """Run every instruction over ``values`` (list by slot) and ``lods`` (slot -> LoD).
@@ -368,17 +387,6 @@ def _refuse_undeclared_kind(kernel, fn):
         _PLAIN_TYPES.add(t)   # no attributes of its own, none from its type: all its kernels
 
 
-def _source(op, attrs):
-    """``op.source`` from its decoded attributes (op.source searches the desc again): the
-    first line of a STRINGS ``op_callstack``, None when it is empty or absent."""
-    cs = attrs.get("op_callstack")
-    if cs is None:
-        return None
-    if type(cs) is list and (not cs or type(cs[0]) is str):
-        return cs[0] if cs else None
-    return op.source   # another type: whatever the desc holds, as op.source reads it
-
-
 _DTYPE_NAMES = {}
 
 
@@ -409,11 +417,22 @@ def _seed(op, attrs, op_idx):
     return int(np.random.SeedSequence([base, op.block.idx, op_idx]).generate_state(1)[0])
 
 
+def _slot_shape(opdef):
+    """An op type's slots as ``_compile`` walks them: ``((Slot, name, duplicable), ...)`` of
+    the inputs and ``((name, duplicable), ...)`` of the outputs (read once per type)."""
+    return (tuple((s, s.name, s.duplicable) for s in opdef.inputs),
+            tuple((s.name, s.duplicable) for s in opdef.outputs))
+
+
+_new_tuple = tuple.__new__   # SlotVar(...) without its Python-level __new__ (one per variable)
+
+
 def _facts(var):
     """``(kind, SlotVar)`` of Variable ``var``, from its ``meta()`` (which the variable keeps:
     building the program read it already) and its persistable flag."""
     m = var.meta()
-    return m.kind, SlotVar(m.name, m.dtype, m.shape, m.lod_level, var.desc.persistable)
+    return m.kind, _new_tuple(SlotVar, (m.name, m.dtype, m.shape, m.lod_level,
+                                        var.desc.persistable))
 
 
 def _flat(ids):
