@@ -4,6 +4,8 @@ Imported only when a CUDAPlace is used. With NUMBA_ENABLE_CUDASIM=1 (set before 
 imported) the same kernels run in Numba's CUDA simulator, which is how CI checks them.
 """
 import contextlib
+import importlib
+import importlib.metadata
 import os
 import threading
 
@@ -35,6 +37,42 @@ def check_available(place):
     if place.device_id >= n:
         raise DeviceUnavailableError(f"{place!r}: only {n} CUDA device(s) are visible")
     cuda.select_device(place.device_id)
+    if not SIMULATOR:   # the simulator runs kernels as Python: it never lowers them
+        problem = compiler_problem()
+        if problem:
+            raise DeviceUnavailableError(f"{place!r}: {problem}")
+
+
+# The first kernel's compilation imports numba-cuda's lowering of NumPy functions: where the
+# installed NumPy lacks a function that module registers, every kernel fails to compile with a
+# bare AttributeError. Seen on an H100 (2026-11-27): numba-cuda 0.30.4 with NumPy 2.5.2, which
+# removed numpy.row_stack; every op's first launch failed "module 'numpy' has no attribute
+# 'row_stack'". Importing it up front turns that into one message at CUDAPlace's first use.
+_LOWERING_MODULE = "numba.cuda.np.arrayobj"
+_COMPILER_OK = False
+
+
+def compiler_problem():
+    """Why Numba's CUDA compiler cannot start with the installed packages, or None."""
+    global _COMPILER_OK
+    if _COMPILER_OK:
+        return None
+    try:
+        importlib.import_module(_LOWERING_MODULE)
+    except Exception as e:   # any failure here is an install mismatch, not the user's program
+        return (f"Numba's CUDA compiler cannot start: importing {_LOWERING_MODULE} failed "
+                f"({type(e).__name__}: {e}) with numba-cuda {_version('numba-cuda')} and "
+                f"NumPy {np.__version__}, which do not work together; install versions that do "
+                f"(numba-cuda 0.30 and older need NumPy < 2.5: pip install 'numpy<2.5')")
+    _COMPILER_OK = True
+    return None
+
+
+def _version(dist):
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "(not installed)"
 
 
 def is_array(value):
