@@ -6,6 +6,8 @@ instructions: no attribute dictionaries, no per-op allocation beyond the argumen
 Frame and LoD kernels (``layout`` set) get a Frame over the run's values instead; Frame is
 here, a cdef class too, since control flow calls it on every loop step (docs/kernels.md).
 """
+from numpy import ndarray
+
 from .tensor import Tensor
 
 cdef Py_ssize_t _failed = -1
@@ -174,15 +176,16 @@ cdef inline object _gather(list values, object ids):
     return [values[<Py_ssize_t>i] for i in <tuple>ids]
 
 
-def run(list instrs, list values, dict lods):
-    """Run ``instrs`` over ``values`` (slot -> value) and ``lods`` (slot -> LoD)."""
+cdef int _run(list instrs, Py_ssize_t start, Py_ssize_t stop, list values,
+              dict lods) except -1:
+    """Run ``instrs[start:stop]``; a failing one's index goes to ``_failed``."""
     global _failed
-    cdef Py_ssize_t k = 0, j, n, i
+    cdef Py_ssize_t k = start, j, n, i
     cdef Instr ins
     cdef tuple ids, outs
     cdef object res, o
     try:
-        for k in range(len(instrs)):
+        for k in range(start, stop):
             ins = <Instr>instrs[k]
             ids = ins.in_ids
             n = len(ids)
@@ -232,3 +235,66 @@ def run(list instrs, list values, dict lods):
     except BaseException:
         _failed = k
         raise
+    return 0
+
+
+def run(list instrs, list values, dict lods):
+    """Run ``instrs`` over ``values`` (slot -> value) and ``lods`` (slot -> LoD)."""
+    _run(instrs, 0, len(instrs), values, lods)
+
+
+def run_checked(list instrs, list values, dict lods, list facts, dict dtypes, dict masks,
+                mask_of, check):
+    """``run``, checking each instruction's outputs as it returns (a plan's first run of a
+    feed signature: ``Plan._check_outputs``). The usual output passes here: an ndarray of a
+    ``lod_tensor`` variable whose dtype is the declared one (``dtypes``: name -> np.dtype)
+    and whose rank the declared one (or none declared); any other value goes to
+    ``check(instr, (i,), values)``, the plan's rule, which raises or lets it pass.
+    ``facts``: the plan's slot -> (kind, SlotVar); ``masks``: OpDef -> per output slot,
+    whether to check it (``mask_of(instr)`` makes one: intermediate outputs are not
+    checked)."""
+    global _failed
+    cdef Py_ssize_t k = 0, j, n
+    cdef Instr ins
+    cdef tuple outs, flags
+    cdef object o
+    try:
+        for k in range(len(instrs)):
+            ins = <Instr>instrs[k]
+            _run(instrs, k, k + 1, values, lods)
+            flags = <tuple>masks.get(ins.op.opdef)
+            if flags is None:
+                flags = <tuple>mask_of(ins)
+            outs = ins.out_ids
+            for j in range(len(outs)):
+                if not flags[j]:
+                    continue
+                o = outs[j]
+                if type(o) is int:
+                    _check_one(ins, <Py_ssize_t>o, values, facts, dtypes, check)
+                else:
+                    for n in range(len(<tuple>o)):
+                        _check_one(ins, <Py_ssize_t>(<tuple>o)[n], values, facts, dtypes,
+                                   check)
+    except BaseException:
+        _failed = k
+        raise
+
+
+cdef inline int _check_one(Instr ins, Py_ssize_t i, list values, list facts, dict dtypes,
+                           check) except -1:
+    if i <= 0:
+        return 0
+    v = values[i]
+    if v is None:
+        return 0   # (no dtype: the rule skips it)
+    if type(v) is ndarray:
+        kind, sv = facts[i]   # (kind, SlotVar: name, dtype, shape, ...)
+        if kind != "lod_tensor":
+            return 0
+        if v.dtype is dtypes.get(sv[1]):
+            declared = sv[2]
+            if not declared or len(declared) == v.ndim:
+                return 0
+    check(ins, (i,), values)
+    return 0

@@ -14,7 +14,7 @@ from time import perf_counter_ns
 
 import numpy as np
 
-from ..dtypes import FLOAT_DTYPES
+from ..dtypes import DTYPES, FLOAT_DTYPES
 from ..errors import HeadraceError, OpError, PluginError
 from ..framework.analysis import block_writes, runs
 from ..ops.grad import EMPTY
@@ -266,11 +266,17 @@ class Plan:
         ``check``: verify each kernel's outputs against their declarations as it goes (the
         executor asks for it once per feed signature: a kernel that returns the wrong dtype or
         rank is caught at its op, not somewhere downstream)."""
-        if check:
-            self.run_each(values, lods, check)
+        if check and type(self)._after is not Plan._after:
+            self.run_each(values, lods, check)   # a subclass's checks (runtime.nan_inf)
             return
         try:
-            _loop.run(self.instrs, values, lods)
+            if check:
+                # _check_outputs' rule, its usual case in the loop (the first step of a large
+                # program spent ~2 us an op on it in Python).
+                _loop.run_checked(self.instrs, values, lods, self.slots.facts, _NP_DTYPES,
+                                  _OUT_MASKS, _out_mask, self._check_values)
+            else:
+                _loop.run(self.instrs, values, lods)
         except OpError:
             raise
         except Exception as e:
@@ -363,6 +369,25 @@ class Plan:
         shape = tuple(getattr(value, "shape", ()))
         dtype = np.dtype(value.dtype).name if hasattr(value, "dtype") else var.dtype
         return VarMeta(var.name, shape, dtype, var.lod_level, var.kind)
+
+
+# What run_checked needs besides the plan: dtype name -> np.dtype (an ndarray's dtype is
+# that very object in the usual case), and per OpDef which output slots to check.
+_NP_DTYPES = {}
+for _name in DTYPES:
+    try:
+        _NP_DTYPES[_name] = np.dtype(_name)
+    except TypeError:
+        pass   # a dtype NumPy lacks: such outputs take _check_values' path
+_OUT_MASKS = {}
+
+
+def _out_mask(instr):
+    """Per output slot of ``instr``'s op, whether _check_outputs checks it (intermediate
+    outputs are not checked), kept per OpDef in _OUT_MASKS."""
+    opdef = instr.op.opdef
+    mask = _OUT_MASKS[opdef] = tuple(not spec.intermediate for spec in opdef.outputs)
+    return mask
 
 
 _PLAIN_TYPES = set()   # types of kernels found without the old kind attributes
