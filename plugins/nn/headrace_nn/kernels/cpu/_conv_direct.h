@@ -181,10 +181,23 @@ static void hr_cd_scratch_done(int which, void* p) {
 
 static inline int hr_conv_direct_ok(void) { return hr_pgemm_ok(); }
 
+/* Lanes k of a 16-float vector whose column base + k lies in [0, n). */
+static inline __mmask16 hr_cd_span(int base, int n) {
+    int lo = base < 0 ? -base : 0, hi = n - base;
+    if (hi > 16)
+        hi = 16;
+    if (lo >= hi)
+        return 0;
+    return (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
+}
+
 /* The buffer of one image's group: dst[c][f][r][q] = src[c][r - pt][q*sw + f - pl], 0 outside
- * the image. Each row goes through a zero-padded copy, row[u] = src row[u - pl], from which
- * the phases are read: with stride 2 as vectors of 32 split into even and odd lanes (a
- * scalar gather per value took a third of the strided layer's time), else plainly. */
+ * the image. With column stride 1 or 2 each row is read as vectors of the padded row, masked
+ * loads straight from the image (no lane outside it is read), with stride 2 split into even
+ * and odd lanes (a scalar gather per value took a third of the strided layer's time). A copy
+ * into a zero-padded row first, read back as vectors, stalled each vector load on the
+ * store-to-load forwarding of the copy's narrower stores (a third of a 1x1 stride-2 conv's
+ * time at batch 1); other strides still go through that row, value by value. */
 HR_AVX512 static void hr_cd_prep(const float* src, const hr_cd_geom* g, const hr_cd_plan* p,
                                  float* row, float* dst) {
     size_t plane = (size_t)g->Hin * g->Win;
@@ -196,7 +209,8 @@ HR_AVX512 static void hr_cd_prep(const float* src, const hr_cd_geom* g, const hr
     const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6,
                                           4, 2, 0);
     const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
-    memset(row, 0, sizeof(float) * (size_t)(span + 32));
+    if (g->sw > 2)
+        memset(row, 0, sizeof(float) * (size_t)(span + 32));
     for (int c = 0; c < g->Cin; c++)
         for (int r = 0; r < p->Hp; r++) {
             int ih = r - g->pt;
@@ -207,13 +221,20 @@ HR_AVX512 static void hr_cd_prep(const float* src, const hr_cd_geom* g, const hr
                     memset(d + f * fstep, 0, sizeof(float) * (size_t)p->Wq);
                 continue;
             }
-            memcpy(row + lo, src + c * plane + (size_t)ih * g->Win + (lo - g->pl),
-                   sizeof(float) * (size_t)(hi - lo));
+            const float* s = src + c * plane + (size_t)ih * g->Win;
             if (g->sw == 1) {
-                memcpy(d, row, sizeof(float) * (size_t)p->Wq);
+                for (int q = 0; q < p->Wq; q += 16) {
+                    __mmask16 k = p->Wq - q >= 16 ? 0xFFFF : (__mmask16)((1u << (p->Wq - q)) - 1);
+                    int base = q - g->pl;
+                    _mm512_mask_storeu_ps(d + q, k, _mm512_maskz_loadu_ps(
+                        hr_cd_span(base, g->Win), s + base));
+                }
             } else if (g->sw == 2) {
                 for (int q = 0; q < p->Wq; q += 16) {
-                    __m512 a = _mm512_loadu_ps(row + 2 * q), b = _mm512_loadu_ps(row + 2 * q + 16);
+                    int base = 2 * q - g->pl;
+                    __m512 a = _mm512_maskz_loadu_ps(hr_cd_span(base, g->Win), s + base);
+                    __m512 b = _mm512_maskz_loadu_ps(hr_cd_span(base + 16, g->Win),
+                                                     s + base + 16);
                     __mmask16 k = p->Wq - q >= 16 ? 0xFFFF : (__mmask16)((1u << (p->Wq - q)) - 1);
                     _mm512_mask_storeu_ps(d + q, k, _mm512_permutex2var_ps(a, even, b));
                     if (p->nph > 1)
@@ -221,13 +242,13 @@ HR_AVX512 static void hr_cd_prep(const float* src, const hr_cd_geom* g, const hr
                                               _mm512_permutex2var_ps(a, odd, b));
                 }
             } else {
+                memcpy(row + lo, s + (lo - g->pl), sizeof(float) * (size_t)(hi - lo));
                 for (int f = 0; f < p->nph; f++)
                     for (int q = 0; q < p->Wq; q++)
                         d[f * fstep + q] = row[q * g->sw + f];
             }
         }
 }
-
 
 /* Forward tile: MB filters x NV vectors. wt[t * ldw + r]: filter r's tap t. */
 #define HR_CD_FWD(MB, NV)                                                                    \

@@ -8,12 +8,16 @@
  * columns, so the 4x4 input window of tile (ty, tx) at element (i, j) lies at a fixed offset
  * + ty*2*Qs + tx: 8 tiles of a tile row are one contiguous 8-float load. A vector holds 16
  * tiles as two such halves (8 tiles each; a tile row of 16 tiles, or two rows of 8 of a
- * 16x16 image), a block two vectors (32 tiles). Per block:
- * - input transform: V[e][c][32 tiles] = (B^T d B)[e], e = 4i + j, for every channel;
- * - per 8 filters (4, 1 at the tail): for each e, M[e][8][32] = U[e] (the transformed
- *   filters, [Cin][Cout], computed once by hr_wg_filter) x V[e], 8 filters x 2 vectors of
- *   accumulators; then the output transform A^T M A, + Output (the residual, when acc),
- *   + bias, relu, each tile's 2x2 outputs interleaved back into rows and stored masked.
+ * 16x16 image), a block one vector. Per block:
+ * - input transform: V[e][c][16 tiles] = (B^T d B)[e], e = 4i + j, for every channel;
+ * - per 16 filters (8, 4, 1 at the tail): for each e, M[e][16][16] = U[e] (the transformed
+ *   filters, [Cin][Cout], computed once by hr_wg_filter) x V[e], 16 filters x 1 vector of
+ *   accumulators; then the output transform A^T M A, + the residual (read where Output is
+ *   written, never copied into Output first), + bias, relu, each tile's 2x2 outputs
+ *   interleaved back into rows and stored masked.
+ * One vector a block, not two (8 filters x 2 vectors of accumulators): V (16 KB at 16
+ * channels) and M (16 KB) then stay in the 32 KB L1 cache beside the filters, where two
+ * vectors' 32 KB of V alone spilled to L2 (16 -> 16 channels at 32x32: 43 -> 36 us an image).
  * F(2x2, 3x3)'s transforms hold only 0, +-1, +-1/2: its float32 error stays within a few ulps
  * of the direct sum's (the tests compare both against the float64 reference). */
 #ifndef HEADRACE_CONV_WINO_H
@@ -74,23 +78,13 @@ static void hr_wg_plan_make(const hr_wg_geom* g, hr_wg_plan* p) {
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 
-#define HR_WG_MB 8       /* filters per GEMM tile */
-#define HR_WG_LANES 32   /* tiles per block: 2 vectors */
-
-/* Lanes k of a 16-float vector whose column base + k lies in [0, n). */
-static inline __mmask16 hr_wg_span(int base, int n) {
-    int lo = base < 0 ? -base : 0, hi = n - base;
-    if (hi > 16)
-        hi = 16;
-    if (lo >= hi)
-        return 0;
-    return (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
-}
+#define HR_WG_NV 1       /* vectors per block (2 measured slower: see above) */
+#define HR_WG_MB (16 / HR_WG_NV)   /* filters per GEMM tile */
+#define HR_WG_LANES (16 * HR_WG_NV)   /* tiles per block */
 
 /* One image's buffer: dst[c][f][r][q] = src[c][r - pt][2q + f - pl], 0 outside. Each row is
- * read as vectors of 32 padded columns, masked loads straight from the image (no lane outside
- * it is read), split into even and odd lanes as in hr_cd_prep; a copy into a padded row first
- * stalled every vector load on the store-to-load forwarding of the copy's narrower stores. */
+ * read as vectors of 32 padded columns, masked loads straight from the image, split into even
+ * and odd lanes, as hr_cd_prep reads a stride-2 conv's. */
 HR_AVX512 static void hr_wg_prep(const float* src, const hr_wg_geom* g, const hr_wg_plan* p,
                                  float* dst) {
     size_t plane = (size_t)g->Hin * g->Win;
@@ -110,8 +104,8 @@ HR_AVX512 static void hr_wg_prep(const float* src, const hr_wg_geom* g, const hr
             const float* s = src + c * plane + (size_t)ih * g->Win;
             for (int q = 0; q < p->Qs; q += 16) {
                 int base = 2 * q - g->pl;
-                __m512 a = _mm512_maskz_loadu_ps(hr_wg_span(base, g->Win), s + base);
-                __m512 b = _mm512_maskz_loadu_ps(hr_wg_span(base + 16, g->Win), s + base + 16);
+                __m512 a = _mm512_maskz_loadu_ps(hr_cd_span(base, g->Win), s + base);
+                __m512 b = _mm512_maskz_loadu_ps(hr_cd_span(base + 16, g->Win), s + base + 16);
                 __mmask16 k = p->Qs - q >= 16 ? 0xFFFF : (__mmask16)((1u << (p->Qs - q)) - 1);
                 _mm512_mask_storeu_ps(d + q, k, _mm512_permutex2var_ps(a, even, b));
                 _mm512_mask_storeu_ps(d + fstep + q, k, _mm512_permutex2var_ps(a, odd, b));
@@ -158,13 +152,13 @@ static inline void hr_wg_half(const hr_wg_plan* p, int h, ptrdiff_t* off, int* o
     _mm512_storeu_ps(o + (size_t)(12 + (j)) * es, _mm512_sub_ps(a1, a3));
 
 /* V[e][c][v * 16 + lane] = (B^T d B)[e] of the block's vectors, B^T = [[1, 0, -1, 0],
- * [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]]. off: the 4 halves' offsets. Written out, not
+ * [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]]. off: the block's halves' offsets. Written out, not
  * as loops over arrays of vectors: GCC kept those arrays on the stack. */
 HR_AVX512 static void hr_wg_input(const float* buf, const hr_wg_plan* p, int Cin,
                                   const ptrdiff_t* off, float* V) {
     size_t fstep = (size_t)p->R * p->Qs;
-    size_t es = (size_t)Cin * HR_WG_LANES;   /* one e's [Cin][32] */
-    for (int v = 0; v < 2; v++) {
+    size_t es = (size_t)Cin * HR_WG_LANES;   /* one e's [Cin][lanes] */
+    for (int v = 0; v < HR_WG_NV; v++) {
         ptrdiff_t o0 = off[2 * v], o1 = off[2 * v + 1];
         int adj = o1 == o0 + 8;
         for (int c = 0; c < Cin; c++) {
@@ -184,62 +178,63 @@ HR_AVX512 static void hr_wg_input(const float* buf, const hr_wg_plan* p, int Cin
     }
 }
 
-/* M[e][r][32] = sum_c U[e][c][m0 + r] V[e][c][32] for MB filters, every e. */
+/* M[e][r][lanes] = sum_c U[e][c][m0 + r] V[e][c][lanes] for MB filters, every e. */
 #define HR_WG_GEMM(MB)                                                                       \
 HR_AVX512 static void hr_wg_gemm_##MB(int Cin, int Cout, const float* U, const float* V,    \
                                        float* M) {                                           \
     for (int e = 0; e < 16; e++) {                                                           \
         const float* ue = U + (size_t)e * Cin * Cout;                                        \
         const float* ve = V + (size_t)e * Cin * HR_WG_LANES;                                 \
-        __m512 a[MB][2];                                                                     \
-        _Pragma("GCC unroll 8") for (int r = 0; r < MB; r++) {                               \
-            a[r][0] = _mm512_setzero_ps();                                                   \
-            a[r][1] = _mm512_setzero_ps();                                                   \
-        }                                                                                    \
+        __m512 a[MB][HR_WG_NV];                                                              \
+        _Pragma("GCC unroll 16") for (int r = 0; r < MB; r++)                                \
+            _Pragma("GCC unroll 2") for (int v = 0; v < HR_WG_NV; v++)                       \
+                a[r][v] = _mm512_setzero_ps();                                               \
         for (int k = 0; k < Cin; k++) {                                                      \
-            __m512 x0 = _mm512_loadu_ps(ve + (size_t)k * HR_WG_LANES);                       \
-            __m512 x1 = _mm512_loadu_ps(ve + (size_t)k * HR_WG_LANES + 16);                  \
+            __m512 x[HR_WG_NV];                                                              \
+            _Pragma("GCC unroll 2") for (int v = 0; v < HR_WG_NV; v++)                       \
+                x[v] = _mm512_loadu_ps(ve + (size_t)k * HR_WG_LANES + 16 * v);               \
             const float* ur = ue + (size_t)k * Cout;                                         \
-            _Pragma("GCC unroll 8") for (int r = 0; r < MB; r++) {                           \
+            _Pragma("GCC unroll 16") for (int r = 0; r < MB; r++) {                          \
                 __m512 b = _mm512_set1_ps(ur[r]);                                            \
-                a[r][0] = _mm512_fmadd_ps(b, x0, a[r][0]);                                   \
-                a[r][1] = _mm512_fmadd_ps(b, x1, a[r][1]);                                   \
+                _Pragma("GCC unroll 2") for (int v = 0; v < HR_WG_NV; v++)                   \
+                    a[r][v] = _mm512_fmadd_ps(b, x[v], a[r][v]);                             \
             }                                                                                \
         }                                                                                    \
-        _Pragma("GCC unroll 8") for (int r = 0; r < MB; r++) {                               \
-            float* o = M + ((size_t)e * HR_WG_MB + r) * HR_WG_LANES;                         \
-            _mm512_storeu_ps(o, a[r][0]);                                                    \
-            _mm512_storeu_ps(o + 16, a[r][1]);                                               \
-        }                                                                                    \
+        _Pragma("GCC unroll 16") for (int r = 0; r < MB; r++)                                \
+            _Pragma("GCC unroll 2") for (int v = 0; v < HR_WG_NV; v++)                       \
+                _mm512_storeu_ps(M + ((size_t)e * HR_WG_MB + r) * HR_WG_LANES + 16 * v,      \
+                                 a[r][v]);                                                   \
     }                                                                                        \
 }
 
-HR_WG_GEMM(8) HR_WG_GEMM(4) HR_WG_GEMM(1)
+HR_WG_GEMM(16) HR_WG_GEMM(8) HR_WG_GEMM(4) HR_WG_GEMM(1)
 
-/* One output row of 16 tiles' 2 columns interleaved (lanes 0-7 or 8-15: `idx`), + Output
- * when acc, relu, stored masked at o (n outputs). */
-HR_AVX512 static inline void hr_wg_store(__m512 y0, __m512 y1, __m512i idx, float* o, int n,
-                                         int acc, int relu) {
+/* One output row of 16 tiles' 2 columns interleaved (lanes 0-7 or 8-15: `idx`), + the
+ * residual at res (NULL: none), relu, stored masked at o (n outputs). */
+HR_AVX512 static inline void hr_wg_store(__m512 y0, __m512 y1, __m512i idx, float* o,
+                                         const float* res, int n, int relu) {
     __m512 s = _mm512_permutex2var_ps(y0, idx, y1);
     __mmask16 k = n >= 16 ? 0xFFFF : (__mmask16)((1u << n) - 1);
-    if (acc)
-        s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(k, o));
+    if (res)
+        s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(k, res));
     if (relu)   /* max(0, s) returns s where s is NaN */
         s = _mm512_max_ps(_mm512_setzero_ps(), s);
     _mm512_mask_storeu_ps(o, k, s);
 }
 
 /* Output of filters m0 .. m0+MB-1 of the block's tiles from M: y = A^T m A, A^T =
- * [[1, 1, 1, 0], [0, 1, -1, -1]]; halves h0 .. h0+3 (those < nhalf). */
+ * [[1, 1, 1, 0], [0, 1, -1, -1]]; halves from h0 (those < nhalf). */
 HR_AVX512 static void hr_wg_output(const float* M, int MB, const hr_wg_plan* p,
-                                   const hr_wg_geom* g, int m0, int h0, float* out, int acc) {
+                                   const hr_wg_geom* g, int m0, int h0, float* out,
+                                   const float* res) {
     const __m512i lo = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
     const __m512i hi = _mm512_add_epi32(lo, _mm512_set1_epi32(8));
     size_t ldo = (size_t)g->Ho * g->Wo;
     for (int r = 0; r < MB; r++) {
         __m512 bias = _mm512_set1_ps(g->bias ? g->bias[m0 + r] : 0.0f);
         float* om = out + (size_t)(m0 + r) * ldo;
-        for (int v = 0; v < 2; v++) {
+        const float* rm = res ? res + (size_t)(m0 + r) * ldo : NULL;
+        for (int v = 0; v < HR_WG_NV; v++) {
             const float* s = M + (size_t)r * HR_WG_LANES + v * 16;
             size_t es = (size_t)HR_WG_MB * HR_WG_LANES;
             __m512 t0[4], t1[4];
@@ -265,10 +260,12 @@ HR_AVX512 static void hr_wg_output(const float* M, int MB, const hr_wg_plan* p,
                 hr_wg_half(p, h, &off, &orow, &ocol);
                 __m512i idx = half ? hi : lo;
                 int n = g->Wo - ocol;
-                float* o = om + (size_t)orow * g->Wo + ocol;
-                hr_wg_store(y00, y01, idx, o, n, acc, g->relu);
+                size_t at = (size_t)orow * g->Wo + ocol;
+                const float* ra = rm ? rm + at : NULL;
+                hr_wg_store(y00, y01, idx, om + at, ra, n, g->relu);
                 if (orow + 1 < g->Ho)
-                    hr_wg_store(y10, y11, idx, o + g->Wo, n, acc, g->relu);
+                    hr_wg_store(y10, y11, idx, om + at + g->Wo, ra ? ra + g->Wo : NULL, n,
+                                g->relu);
             }
         }
     }
@@ -280,11 +277,11 @@ static size_t hr_wg_scratch_size(const hr_wg_geom* g, const hr_wg_plan* p) {
                             16 * (size_t)HR_WG_MB * HR_WG_LANES);
 }
 
-/* Out (Cout planes, images img_out apart) = conv(src) + Out when acc, + bias, relu, over n
- * images, with u from hr_wg_filter. -1: no memory. */
+/* Out (Cout planes, images img_out apart) = conv(src) + res (NULL: none; laid out as Out),
+ * + bias, relu, over n images, with u from hr_wg_filter. -1: no memory. */
 HR_AVX512 static int hr_wg_conv(const float* src, ptrdiff_t img_in, float* out,
                                 ptrdiff_t img_out, ptrdiff_t n, const hr_wg_geom* g,
-                                const float* u, int acc) {
+                                const float* u, const float* res) {
     hr_wg_plan p;
     hr_wg_plan_make(g, &p);
     float* buf = hr_cd_scratch(HR_CD_PAD, hr_wg_scratch_size(g, &p));
@@ -295,24 +292,31 @@ HR_AVX512 static int hr_wg_conv(const float* src, ptrdiff_t img_in, float* out,
     for (ptrdiff_t b = 0; b < n; b++) {
         hr_wg_prep(src + b * img_in, g, &p, buf);
         float* o = out + b * img_out;
-        for (int h0 = 0; h0 < p.nhalf; h0 += 4) {
-            ptrdiff_t off[4];
+        const float* ri = res ? res + b * img_out : NULL;
+        for (int h0 = 0; h0 < p.nhalf; h0 += 2 * HR_WG_NV) {
+            ptrdiff_t off[2 * HR_WG_NV];
             int orow, ocol;
-            for (int k = 0; k < 4; k++)   /* halves past the last: any valid offset */
+            for (int k = 0; k < 2 * HR_WG_NV; k++)   /* halves past the last: any valid offset */
                 hr_wg_half(&p, h0 + k < p.nhalf ? h0 + k : h0, &off[k], &orow, &ocol);
             hr_wg_input(buf, &p, g->Cin, off, V);
             int m = 0;
+#if HR_WG_MB == 16
+            for (; m + 16 <= g->Cout; m += 16) {
+                hr_wg_gemm_16(g->Cin, g->Cout, u + m, V, M);
+                hr_wg_output(M, 16, &p, g, m, h0, o, ri);
+            }
+#endif
             for (; m + 8 <= g->Cout; m += 8) {
                 hr_wg_gemm_8(g->Cin, g->Cout, u + m, V, M);
-                hr_wg_output(M, 8, &p, g, m, h0, o, acc);
+                hr_wg_output(M, 8, &p, g, m, h0, o, ri);
             }
             for (; m + 4 <= g->Cout; m += 4) {
                 hr_wg_gemm_4(g->Cin, g->Cout, u + m, V, M);
-                hr_wg_output(M, 4, &p, g, m, h0, o, acc);
+                hr_wg_output(M, 4, &p, g, m, h0, o, ri);
             }
             for (; m < g->Cout; m++) {
                 hr_wg_gemm_1(g->Cin, g->Cout, u + m, V, M);
-                hr_wg_output(M, 1, &p, g, m, h0, o, acc);
+                hr_wg_output(M, 1, &p, g, m, h0, o, ri);
             }
         }
     }
@@ -322,8 +326,8 @@ HR_AVX512 static int hr_wg_conv(const float* src, ptrdiff_t img_in, float* out,
 
 #else
 static int hr_wg_conv(const float* src, ptrdiff_t img_in, float* out, ptrdiff_t img_out,
-                      ptrdiff_t n, const hr_wg_geom* g, const float* u, int acc) {
-    (void)src; (void)img_in; (void)out; (void)img_out; (void)n; (void)g; (void)u; (void)acc;
+                      ptrdiff_t n, const hr_wg_geom* g, const float* u, const float* res) {
+    (void)src; (void)img_in; (void)out; (void)img_out; (void)n; (void)g; (void)u; (void)res;
     return -1;
 }
 #endif

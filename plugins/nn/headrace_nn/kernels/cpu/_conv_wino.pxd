@@ -13,7 +13,7 @@ cdef extern from "_conv_wino.h" nogil:
         int relu
     void hr_wg_filter(const float* w, int Cout, int Cin, float* u)
     int hr_wg_conv(const float* src, Py_ssize_t img_in, float* out, Py_ssize_t img_out,
-                   Py_ssize_t n, const hr_wg_geom* g, const float* u, int acc)
+                   Py_ssize_t n, const hr_wg_geom* g, const float* u, const float* res)
 
 
 cdef inline bint wino_fits(const Geom* g) noexcept nogil:
@@ -41,7 +41,7 @@ cdef inline void wino_filter(const float* w, float* u, const Geom* g) noexcept n
 
 cdef inline int wino_images(const float* src, Py_ssize_t img_in, float* out,
                             Py_ssize_t img_out, Py_ssize_t N, const hr_wg_geom* d,
-                            const float* u, int acc) noexcept nogil:
+                            const float* u, const float* res) noexcept nogil:
     """hr_wg_conv of N images, split over the threads by whole images as conv_images
     (_conv_direct.pxd) splits the direct kernels'; each image's output is the serial one."""
     cdef double work = (<double>N * d.Ho * d.Wo) * d.Cout * d.Cin * 9
@@ -49,20 +49,21 @@ cdef inline int wino_images(const float* src, Py_ssize_t img_in, float* out,
     cdef Py_ssize_t i0, i1
     nt = nt if nt < N else <int>N
     if nt <= 1:
-        return hr_wg_conv(src, img_in, out, img_out, N, d, u, acc)
+        return hr_wg_conv(src, img_in, out, img_out, N, d, u, res)
     for t in prange(nt, nogil=True, num_threads=nt, schedule="static"):
         i0 = N * t // nt
         i1 = N * (t + 1) // nt
         rc |= hr_wg_conv(src + i0 * img_in, img_in, out + i0 * img_out, img_out, i1 - i0, d,
-                         u, acc)
+                         u, res + i0 * img_out if res != NULL else NULL)
     return rc
 
 
 cdef inline int wino_forward(const float* x, const float* u, float* out, Py_ssize_t N,
-                             const Geom* g, bint acc, const float* bias,
+                             const Geom* g, const float* res, const float* bias,
                              bint relu) noexcept nogil:
-    """Output (+ Output when ``acc``) + ``bias`` (NULL: none), relu when ``relu``, of every
-    image and group from the transformed filters ``u`` (wino_filter); -1: no memory."""
+    """Output = conv + ``res`` (ResidualData, laid out as Output; NULL: none) + ``bias``
+    (NULL: none), relu when ``relu``, of every image and group from the transformed filters
+    ``u`` (wino_filter); -1: no memory."""
     cdef hr_wg_geom d
     d.Cin, d.Hin, d.Win, d.Cout, d.Ho, d.Wo, d.pt, d.pl = (g.Cg, g.H, g.W, g.Mg, g.Ho, g.Wo,
                                                            g.pt, g.pl)
@@ -73,6 +74,7 @@ cdef inline int wino_forward(const float* x, const float* u, float* out, Py_ssiz
     for grp in range(g.groups):
         d.bias = bias + <Py_ssize_t>grp * g.Mg if bias != NULL else NULL
         if wino_images(x + <Py_ssize_t>grp * g.Cg * hw, g.C * hw,
-                       out + <Py_ssize_t>grp * g.Mg * P, g.M * P, N, &d, u + grp * per, acc):
+                       out + <Py_ssize_t>grp * g.Mg * P, g.M * P, N, &d, u + grp * per,
+                       res + <Py_ssize_t>grp * g.Mg * P if res != NULL else NULL):
             return -1
     return 0

@@ -279,15 +279,21 @@ cdef class Conv2D:
                          g.M > 0 and P > 0 and K > 0 and hr_conv_direct_ok())
         cdef bint wino = epi and WINOGRAD and wino_fits(&g)
         epi = wino or (epi and direct_fits(&g))
-        cdef cnp.ndarray bvec = None
+        cdef cnp.ndarray bvec = None, rvec = None
         cdef void* pbias = NULL
+        cdef const float* pres = NULL
         if residual is not None:
             r = np.asarray(residual)
             if r.dtype != x.dtype or r.shape != oshape:
                 raise ValueError(f"conv2d: ResidualData {r.dtype}{list(r.shape)} must be "
                                  f"{x.dtype}{list(oshape)} (Output's shape)")
-            out = np.array(r, order="C", copy=True) if into is None else _into(into, r, t)
-            beta = 1.0
+            if wino:   # read in the kernel's store, not copied into Output first
+                rvec = contiguous(r)
+                pres = <const float*>cnp.PyArray_DATA(rvec)
+                out = empty(oshape, t) if into is None else _into(into, oshape, t)
+            else:
+                out = np.array(r, order="C", copy=True) if into is None else _into(into, r, t)
+                beta = 1.0
         else:
             out = empty(oshape, t) if into is None else _into(into, oshape, t)
         if bias is not None:
@@ -325,8 +331,8 @@ cdef class Conv2D:
             with nogil:
                 rc = wino_forward(<const float*>cnp.PyArray_DATA(x),
                                   <const float*>cnp.PyArray_DATA(u),
-                                  <float*>cnp.PyArray_DATA(out), N, &g, acc, <const float*>pbias,
-                                  relu)
+                                  <float*>cnp.PyArray_DATA(out), N, &g, pres,
+                                  <const float*>pbias, relu)
             if rc:
                 raise MemoryError("conv2d: no memory for the Winograd buffers")
             return (out,)
