@@ -39,8 +39,11 @@ CASES = [
     (2, 3, 8, 17, 61, 3, 3, {"strides": [2, 2], "paddings": [1, 1]}, (True, True, False)),
     (1, 4, 8, 9, 142, 3, 3, {"strides": [1, 3], "paddings": [1, 1]}, (True, True, False)),
     (2, 4, 4, 10, 24, 2, 2, {"paddings": [3, 3]}, (True, True, True)),
-    # not taken: a 1x1 filter, 8-wide rows (LeNet-2), NHWC
-    (2, 16, 32, 32, 32, 1, 1, {"strides": [2, 2]}, (False, False, False)),
+    # a strided 1x1 filter (a shortcut's projection): the forward only; a 1x1 filter of
+    # stride 1 with a padding, odd sizes; not taken: 8-wide rows (LeNet-2), NHWC
+    (2, 16, 32, 32, 32, 1, 1, {"strides": [2, 2]}, (True, False, False)),
+    (3, 5, 11, 13, 35, 1, 1, {"strides": [2, 3], "paddings": [1, 2]}, (True, False, False)),
+    (2, 8, 16, 17, 33, 1, 1, {"paddings": [1, 1]}, (False, False, False)),
     (2, 20, 50, 12, 12, 5, 5, {}, (False, False, False)),
 ]
 

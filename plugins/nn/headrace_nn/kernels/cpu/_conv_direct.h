@@ -216,6 +216,8 @@ HR_AVX512 static void hr_cd_prep(const float* src, const hr_cd_geom* g, const hr
             int ih = r - g->pt;
             float* d = dst + ((size_t)c * p->nph * p->Hp + r) * p->Wq;
             size_t fstep = (size_t)p->Hp * p->Wq;   /* phase f's row r: d + f * fstep */
+            if (g->kh == 1 && r % g->sh)   /* a row no tap reads (1x1 filter, row stride) */
+                continue;
             if (ih < 0 || ih >= g->Hin) {
                 for (int f = 0; f < p->nph; f++)
                     memset(d + f * fstep, 0, sizeof(float) * (size_t)p->Wq);

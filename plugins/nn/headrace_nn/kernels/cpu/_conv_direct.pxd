@@ -66,16 +66,30 @@ cdef inline bint direct_rows(int wo) noexcept nogil:
     return wo * 4 >= ((wo + 15) // 16) * 16 * 3
 
 
-cdef inline bint direct_fits(const Geom* g) noexcept nogil:
-    """Convs the kernels take: rows that fill the vectors, more than one tap (a 1x1 filter's
-    16 taps per output measured slower than its GEMM: the per-image copy outweighs the
-    products), at most 1024 taps (a tile's input window then outgrows the L1 cache)."""
+cdef inline bint _direct_shape_ok(const Geom* g) noexcept nogil:
+    """Rows that fill the vectors, at most 1024 taps (a tile's input window then outgrows the
+    L1 cache), and the padded buffers' offsets within C ints (a generous bound on both
+    directions' buffers)."""
     cdef Py_ssize_t taps = <Py_ssize_t>g.Cg * g.kh * g.kw
-    # The padded buffers' offsets are C ints (a generous bound on both directions' buffers).
     cdef Py_ssize_t room = (<Py_ssize_t>(g.Cg + g.Mg) * g.sw * (g.H + g.Ho + 2 * g.kh * g.dh) *
                             (g.W + g.Wo + 2 * g.kw * g.dw))
-    return (direct_rows(g.Wo) and g.kh * g.kw > 1 and taps <= 1024 and room < (1 << 30) and
-            hr_conv_direct_ok())
+    return direct_rows(g.Wo) and taps <= 1024 and room < (1 << 30) and hr_conv_direct_ok()
+
+
+cdef inline bint direct_fits(const Geom* g) noexcept nogil:
+    """Convs the kernels take, forward and filter gradient: _direct_shape_ok's, of more than
+    one tap (a 1x1 filter's 16 taps per output measured slower than its GEMM: the per-image
+    copy outweighs the products)."""
+    return g.kh * g.kw > 1 and _direct_shape_ok(g)
+
+
+cdef inline bint direct_forward_fits(const Geom* g) noexcept nogil:
+    """The forward also takes strided 1x1 filters (a ResNet shortcut's projection): there
+    im2col's strided copy, the GEMM and Bias, ResidualData and relu as passes of their own
+    took 3x ONNX Runtime's time at batch 64 (16 -> 32 channels, 32x32 -> 16x16: 719 -> ~600
+    us; its filter and input gradients stay on im2col + GEMM, not measured here)."""
+    return direct_fits(g) or (g.kh * g.kw == 1 and (g.sh > 1 or g.sw > 1) and
+                              _direct_shape_ok(g))
 
 
 cdef inline bint direct_input_fits(const Geom* g) noexcept nogil:

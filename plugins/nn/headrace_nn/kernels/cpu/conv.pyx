@@ -42,7 +42,8 @@ from headrace.kernels.common cimport contiguous, empty, real, shape_of
 from headrace.kernels.packed_gemm cimport hr_pgemm, hr_pgemm_ok, hr_pgemm_packed_size
 from ._common cimport expect_shape, fast_gemm, float_array, gemm
 from ._conv_direct cimport (direct_filter_grad, direct_fits, direct_forward,
-                            direct_input_fits, direct_input_grad, hr_conv_direct_ok)
+                            direct_forward_fits, direct_input_fits, direct_input_grad,
+                            hr_conv_direct_ok)
 from ._conv_wino cimport wino_filter, wino_filter_size, wino_fits, wino_forward
 from ._im2col cimport Geom, _col2im, _im2col, _im2row, _row2im
 
@@ -122,7 +123,7 @@ cdef int _run(const real* x, const real* w, real* out, Py_ssize_t N, const Geom*
                       out + n0 * P * g.M + grp * g.Mg, g.M)
             n0 += nb
         return 0
-    if real is float and direct and not nhwc and direct_fits(g):
+    if real is float and direct and not nhwc and direct_forward_fits(g):
         return direct_forward(x, w, out, N, g, accumulate, bias, relu)
     if g.direct:
         # NCHW 1x1, stride 1, no padding: an image's [C, H*W] planes are its im2col matrix;
@@ -278,7 +279,7 @@ cdef class Conv2D:
         cdef bint epi = (t == cnp.NPY_FLOAT32 and use_direct and not self.nhwc and N > 0 and
                          g.M > 0 and P > 0 and K > 0 and hr_conv_direct_ok())
         cdef bint wino = epi and WINOGRAD and wino_fits(&g)
-        epi = wino or (epi and direct_fits(&g))
+        epi = wino or (epi and direct_forward_fits(&g))
         cdef cnp.ndarray bvec = None, rvec = None
         cdef void* pbias = NULL
         cdef const float* pres = NULL
@@ -568,7 +569,8 @@ def direct_paths(dict attrs, tuple input_shape, tuple filter_shape):
     cdef Geom g
     k._geometry(&g, input_shape, filter_shape)
     fits = bool(DIRECT and not plan.nhwc and direct_fits(&g))
-    return fits, fits, fits and bool(direct_input_fits(&g))
+    forward = bool(DIRECT and not plan.nhwc and direct_forward_fits(&g))
+    return forward, fits, fits and bool(direct_input_fits(&g))
 
 
 def winograd_path(dict attrs, tuple input_shape, tuple filter_shape):
