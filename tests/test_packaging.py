@@ -40,6 +40,44 @@ def test_each_part_compiles_every_pyx_it_holds():
             assert name == str(Path(path).relative_to(root).with_suffix("")).replace("/", ".")
 
 
+def test_glue_modules_compile_at_O1_and_the_kernels_keep_O2():
+    # -O1 saves compile time only where there is no loop for -O2 to speed up: every glue source
+    # leaves its work to NumPy (no nogil section, prange, typed memoryview or C code of its
+    # own), and the modules with the hot loops stay at -O2 with their part's flags.
+    flags, glue = {}, set()
+    for part in PARTS:
+        for name, path, args in BUILD["part_modules"](str(REPO / part)):
+            flags[name.rsplit(".", 1)[-1]] = args
+            if "-O1" in args:
+                glue.add(name.rsplit(".", 1)[-1])
+                text = Path(path).read_text()
+                assert not re.search(r"\bnogil\b|\bprange\b|cdef extern|\[(:\s*,\s*)*(::1|:)\]",
+                                     text), name
+                assert args[:len(BUILD["GLUE_OPTIMIZE"])] == BUILD["GLUE_OPTIMIZE"], name
+    assert BUILD["GLUE_OPTIMIZE"] == ("-O1",) and BUILD["OPTIMIZE"][0] == "-O2"
+    assert {"shape", "reshape", "slice", "where", "sequence_pad", "assign", "fill"} <= glue
+    for hot in ["_loop", "scale", "sum", "elementwise", "activation", "reduce", "compare",
+                "matmul", "_gemm", "fc", "conv", "pool", "batch_norm", "layer_norm", "softmax",
+                "cross_entropy", "dropout", "embedding", "gather", "transpose", "concat_split",
+                "cast", "lstm", "gru", "rnn", "lstmp", "adam", "sgd", "momentum",
+                "sync_batch_norm"]:
+        assert hot in flags and hot not in glue, hot
+    # math's libm flags reach every math module (glue or not).
+    assert flags["elementwise"] == ("-fno-trapping-math", "-fno-math-errno")
+
+
+def test_glue_optimization_comes_after_the_default_on_the_command_line():
+    # gcc takes the last -O: kernel_build puts a module's own flags after OPTIMIZE.
+    modules = BUILD["part_modules"](str(REPO / "plugins/tensor"))
+    kernels = BUILD["kernel_build"]("headrace-tensor", "headrace_tensor", modules,
+                                    utility_dir=str(REPO / "plugins/tensor/headrace_tensor"))
+    glue = {name for name, _, args in modules if "-O1" in args}
+    assert {"headrace_tensor.kernels.cpu.shape", "headrace_tensor.kernels.cpu.where"} <= glue
+    for ext in kernels["ext_modules"]:
+        levels = [a for a in ext.extra_compile_args if a.startswith("-O")]
+        assert levels == (["-O2", "-O1"] if ext.name in glue else ["-O2"]), ext.name
+
+
 def test_the_root_distribution_is_every_part_without_local_paths(tmp_path):
     # egg_info writes the metadata pip would record; it compiles nothing (Cython runs in
     # build_ext), so this takes a second.
