@@ -181,6 +181,21 @@ static void hr_cd_scratch_done(int which, void* p) {
 
 static inline int hr_conv_direct_ok(void) { return hr_pgemm_ok(); }
 
+/* Share i of nshare of the bytes [p, p + bytes) prefetched into L2, for reading or writing:
+ * the next image's input and output, a share per group of vectors, behind the current
+ * image's arithmetic (at batch 64 the image copies' loads and the stores otherwise waited
+ * on memory). */
+static inline void hr_cd_prefetch(const void* p, size_t bytes, int i, int nshare, int write) {
+    size_t lo = bytes * (size_t)i / (size_t)nshare & ~(size_t)63;
+    size_t hi = bytes * (size_t)(i + 1) / (size_t)nshare;
+    for (size_t at = lo; at < hi; at += 64) {
+        if (write)
+            __builtin_prefetch((const char*)p + at, 1, 2);
+        else
+            __builtin_prefetch((const char*)p + at, 0, 2);
+    }
+}
+
 /* Lanes k of a 16-float vector whose column base + k lies in [0, n). */
 static inline __mmask16 hr_cd_span(int base, int n) {
     int lo = base < 0 ? -base : 0, hi = n - base;
@@ -334,10 +349,17 @@ HR_AVX512 static int hr_cd_conv(const float* src, ptrdiff_t img_in, float* out,
     }
     ptrdiff_t ldo = (ptrdiff_t)g->Ho * g->Wo;
 #define BIAS(m) (g->bias ? g->bias + (m) : NULL)
+    int ngrp = (p.nvec + HR_CD_VEC - 1) / HR_CD_VEC;
+    size_t in_bytes = sizeof(float) * (size_t)g->Cin * g->Hin * g->Win;
+    size_t out_bytes = sizeof(float) * (size_t)g->Cout * ldo;
     for (ptrdiff_t b = 0; b < n; b++) {
         hr_cd_prep(src + b * img_in, g, &p, buf + p.size, buf);
         float* o = out + b * img_out;
         for (int v = 0; v < p.nvec; v += HR_CD_VEC) {
+            if (b + 1 < n) {
+                hr_cd_prefetch(src + (b + 1) * img_in, in_bytes, v / HR_CD_VEC, ngrp, 0);
+                hr_cd_prefetch(o + img_out, out_bytes, v / HR_CD_VEC, ngrp, 1);
+            }
             const ptrdiff_t* ib = p.ib + v;
             const int* ob = p.ob + v;
             const unsigned short* mk = p.mk + v;

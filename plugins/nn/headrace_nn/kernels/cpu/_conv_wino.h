@@ -81,6 +81,7 @@ static void hr_wg_plan_make(const hr_wg_geom* g, hr_wg_plan* p) {
 #define HR_WG_NV 1       /* vectors per block (2 measured slower: see above) */
 #define HR_WG_MB (16 / HR_WG_NV)   /* filters per GEMM tile */
 #define HR_WG_LANES (16 * HR_WG_NV)   /* tiles per block */
+#define HR_WG_MASKS 8    /* hr_wg_prep's masks kept: rows of up to 256 padded columns */
 
 /* One image's buffer: dst[c][f][r][q] = src[c][r - pt][2q + f - pl], 0 outside. Each row is
  * read as vectors of 32 padded columns, masked loads straight from the image, split into even
@@ -92,6 +93,14 @@ HR_AVX512 static void hr_wg_prep(const float* src, const hr_wg_geom* g, const hr
                                           4, 2, 0);
     const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
     size_t fstep = (size_t)p->R * p->Qs;
+    /* The masks of a row's first HR_WG_MASKS vectors, the same on every row: the two loads'
+     * and the store's (computing them per row took a third of the copy's time). */
+    __mmask16 mk[3 * HR_WG_MASKS];
+    for (int q = 0, j = 0; q < p->Qs && j < HR_WG_MASKS; q += 16, j++) {
+        mk[3 * j] = hr_cd_span(2 * q - g->pl, g->Win);
+        mk[3 * j + 1] = hr_cd_span(2 * q - g->pl + 16, g->Win);
+        mk[3 * j + 2] = p->Qs - q >= 16 ? 0xFFFF : (__mmask16)((1u << (p->Qs - q)) - 1);
+    }
     for (int c = 0; c < g->Cin; c++)
         for (int r = 0; r < p->R; r++) {
             int ih = r - g->pt;
@@ -102,11 +111,20 @@ HR_AVX512 static void hr_wg_prep(const float* src, const hr_wg_geom* g, const hr
                 continue;
             }
             const float* s = src + c * plane + (size_t)ih * g->Win;
-            for (int q = 0; q < p->Qs; q += 16) {
+            for (int q = 0, j = 0; q < p->Qs; q += 16, j++) {
                 int base = 2 * q - g->pl;
-                __m512 a = _mm512_maskz_loadu_ps(hr_cd_span(base, g->Win), s + base);
-                __m512 b = _mm512_maskz_loadu_ps(hr_cd_span(base + 16, g->Win), s + base + 16);
-                __mmask16 k = p->Qs - q >= 16 ? 0xFFFF : (__mmask16)((1u << (p->Qs - q)) - 1);
+                __mmask16 ka, kb, k;
+                if (j < HR_WG_MASKS) {
+                    ka = mk[3 * j];
+                    kb = mk[3 * j + 1];
+                    k = mk[3 * j + 2];
+                } else {
+                    ka = hr_cd_span(base, g->Win);
+                    kb = hr_cd_span(base + 16, g->Win);
+                    k = p->Qs - q >= 16 ? 0xFFFF : (__mmask16)((1u << (p->Qs - q)) - 1);
+                }
+                __m512 a = _mm512_maskz_loadu_ps(ka, s + base);
+                __m512 b = _mm512_maskz_loadu_ps(kb, s + base + 16);
                 _mm512_mask_storeu_ps(d + q, k, _mm512_permutex2var_ps(a, even, b));
                 _mm512_mask_storeu_ps(d + fstep + q, k, _mm512_permutex2var_ps(a, odd, b));
             }
@@ -277,18 +295,6 @@ static size_t hr_wg_scratch_size(const hr_wg_geom* g, const hr_wg_plan* p) {
                             16 * (size_t)HR_WG_MB * HR_WG_LANES);
 }
 
-/* Share i of nshare of the bytes [p, p + bytes) prefetched into L2, for reading or writing. */
-static inline void hr_wg_prefetch(const void* p, size_t bytes, int i, int nshare, int write) {
-    size_t lo = bytes * (size_t)i / (size_t)nshare & ~(size_t)63;
-    size_t hi = bytes * (size_t)(i + 1) / (size_t)nshare;
-    for (size_t at = lo; at < hi; at += 64) {
-        if (write)
-            __builtin_prefetch((const char*)p + at, 1, 2);
-        else
-            __builtin_prefetch((const char*)p + at, 0, 2);
-    }
-}
-
 /* Out (Cout planes, images img_out apart) = conv(src) + res (NULL: none; laid out as Out),
  * + bias, relu, over n images, with u from hr_wg_filter. -1: no memory. */
 HR_AVX512 static int hr_wg_conv(const float* src, ptrdiff_t img_in, float* out,
@@ -315,10 +321,10 @@ HR_AVX512 static int hr_wg_conv(const float* src, ptrdiff_t img_in, float* out,
              * their time). */
             if (b + 1 < n) {
                 int blk = h0 / (2 * HR_WG_NV);
-                hr_wg_prefetch(src + (b + 1) * img_in, in_bytes, blk, nblk, 0);
-                hr_wg_prefetch(o + img_out, out_bytes, blk, nblk, 1);
+                hr_cd_prefetch(src + (b + 1) * img_in, in_bytes, blk, nblk, 0);
+                hr_cd_prefetch(o + img_out, out_bytes, blk, nblk, 1);
                 if (ri)
-                    hr_wg_prefetch(ri + img_out, out_bytes, blk, nblk, 0);
+                    hr_cd_prefetch(ri + img_out, out_bytes, blk, nblk, 0);
             }
             ptrdiff_t off[2 * HR_WG_NV];
             int orow, ocol;
