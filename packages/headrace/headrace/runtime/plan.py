@@ -20,7 +20,6 @@ from ..framework.analysis import block_writes, runs
 from ..ops.grad import EMPTY
 from ..ops.infer import DictInferContext, VarMeta
 from . import _loop
-from ._attr_wire import attr_entries
 from ._loop import Instr
 from .frame import FrameLayout, LoDKernel
 from .kernel_info import KernelInfo, SlotVar, _PlanInfo, source_line as _source
@@ -69,7 +68,6 @@ class Plan:
         self._device = None     # place.module(), read when the first kernel is prepared
         self._block_idx = block.idx   # every op compiled here is one of block's
         self._shapes = {}       # OpDef -> its slots as _compile walks them (_slot_shape)
-        self._attr_sets = {}    # an op's attribute bytes -> what they decode to (_attrs)
         self._local_ids = None
         compile_op, append = self._compile, self.instrs.append
         for op_idx, op in enumerate(block.ops):
@@ -212,7 +210,7 @@ class Plan:
             if kernel is None:
                 kernel = self._kernels[op_type, dtype] = self.registry.kernel(
                     op_type, self.place.device, dtype)
-            attrs = self._attrs(op)
+            attrs = op.attrs
             if self._device is None:
                 self._device = self.place.module()
             info = _PlanInfo(op_type, attrs, self.place, self._device, (ins, outs),
@@ -254,27 +252,6 @@ class Plan:
         facts = self.slots.facts
         self.lod_slots.update(i for i in _flat(out_ids) if i > 0 and facts[i][1].lod_level > 0)
         return Instr(fn, tuple(in_ids), tuple(out_ids), op, (), layout)
-
-    def _attrs(self, op):
-        """``op.attrs``, decoded once per distinct attribute bytes in this plan (see
-        _attr_wire): a copy of what the first op with those bytes decoded, its lists copied
-        too (a kernel maker owns the dict it is given)."""
-        key = attr_entries(op.desc.SerializeToString())
-        hit = self._attr_sets.get(key) if key is not None else None
-        if hit is None:
-            attrs = op.attrs
-            if key is not None:
-                lists = tuple([k for k, v in attrs.items() if type(v) is list])
-                kept = dict(attrs)
-                for k in lists:
-                    kept[k] = list(kept[k])
-                self._attr_sets[key] = (kept, lists)
-            return attrs
-        kept, lists = hit
-        attrs = kept.copy()
-        for k in lists:
-            attrs[k] = list(attrs[k])
-        return attrs
 
     def _where(self, op, op_idx):
         """Where ``op`` is, for an error raised while preparing it."""
