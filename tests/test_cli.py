@@ -10,6 +10,7 @@ import headrace as hr
 from headrace import demo
 from headrace.cli import build_parser, main
 from headrace.proto import framework_pb2 as pb
+from headrace.testing.plugin_dists import first_party_plugin
 
 
 def run(*argv):
@@ -21,7 +22,7 @@ def run(*argv):
 def test_ops_lists_slots_attributes_and_kernels():
     rc, out = run("ops", "mul", "relu_grad")
     assert rc == 0
-    assert "mul  [plugin headrace-math:math]" in out
+    assert f"mul  [plugin {first_party_plugin('math')}]" in out
     assert "inputs:  X, Y" in out and "x_num_col_dims: int = 1" in out
     assert "kernels: cpu: float32, float64" in out
     assert "relu_grad" in out and "(no gradient)" in out
@@ -68,7 +69,7 @@ def test_ops_unknown_type_is_a_one_line_usage_error(capsys):
 
 def test_plugins():
     rc, out = run("plugins")
-    assert rc == 0 and "headrace-nn:nn:" in out
+    assert rc == 0 and f"{first_party_plugin('nn')}:" in out
 
 
 def test_show_prints_a_saved_program(tmp_path):

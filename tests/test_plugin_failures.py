@@ -18,10 +18,10 @@ from headrace.ops import In, OpDef, Out, PluginWarning, build_registry, hookimpl
 from headrace.ops import plugins as plugins_mod
 from headrace.ops.shape import same_as
 from headrace.runtime import executor as executor_mod
-from headrace.testing.plugin_dists import (eager_plugin, package_plugin,
+from headrace.testing.plugin_dists import (eager_plugin, first_party_plugin, package_plugin,
                                             write_plugin_distribution)
 
-MATH = "headrace-math:math"
+MATH = first_party_plugin("math")   # "headrace:math" where `pip install .` installed it whole
 
 
 @pytest.fixture

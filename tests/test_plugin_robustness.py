@@ -16,9 +16,11 @@ from headrace.errors import KernelNotFoundError, PluginError
 from headrace.ops import (In, KernelOverride, OpDef, Out, PluginWarning, build_registry,
                           default_registry, hookimpl, registry_guard)
 from headrace.runtime.place import DeviceUnavailableError, Place
-from headrace.testing.plugin_dists import write_plugin_distribution
+from headrace.testing.plugin_dists import first_party_plugin, write_plugin_distribution
 
-MATH = "headrace-math:math"
+# "headrace-math:math", or "headrace:math" where the root `pip install .` installed it.
+MATH = first_party_plugin("math")
+MATH_DIST = MATH.partition(":")[0]
 
 
 def _plugin_ops(reg):
@@ -222,13 +224,13 @@ def test_a_third_party_duplicate_op_cannot_take_a_first_party_plugin_down(tmp_pa
     assert MATH in reg.plugins and MATH not in reg.failed  # 147 ops, not 54
     (message,) = [w for w in warned if name in w]
     assert (f"plugin '{name}' (distribution {dist}): op 'relu' is already registered by "
-            f"plugin '{MATH}' (distribution headrace-math)") in message
+            f"plugin '{MATH}' (distribution {MATH_DIST})") in message
 
 
 def test_first_party_plugins_load_first_even_when_given_later():
     third = _plugin(ops=["relu", "third_op"])
     with pytest.warns(PluginWarning, match="'third' failed.*op 'relu' is already registered "
-                                           f"by plugin '{MATH}' \\(distribution headrace-math"):
+                                           f"by plugin '{MATH}' \\(distribution {MATH_DIST}\\)"):
         reg = build_registry(plugins=[("third", third), (MATH, math_plugin)], autoload=False)
     assert reg.plugins == [CORE, MATH] and reg.plugin_of("relu") == MATH
     assert "third_op" not in reg
@@ -246,7 +248,7 @@ def test_replacing_another_plugins_kernel_without_override_is_that_plugins_error
         reg = _with_math(("third", third))
     (message,) = [str(w.message) for w in record]
     assert ("'third' failed and was skipped: PluginError: plugin 'third': kernel relu/cpu for "
-            f"float32 is already registered by plugin '{MATH}' (distribution headrace-math); "
+            f"float32 is already registered by plugin '{MATH}' (distribution {MATH_DIST}); "
             "pass override=True") in message
     assert "third" in reg.failed and "third_op" not in reg and reg.overrides == []
     assert reg.kernel("relu", "cpu", "float32").plugin == MATH

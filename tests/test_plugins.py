@@ -17,7 +17,7 @@ from headrace.ops import (AUTOLOAD_ENV, ENTRY_POINT_GROUP, In, OpDef, Out, Plugi
 from headrace.ops import plugins as plugins_mod
 from headrace.ops.shape import same_as
 from headrace.core_ops.plugin import NAME as CORE
-from headrace.testing.plugin_dists import write_plugin_distribution
+from headrace.testing.plugin_dists import first_party_plugin, write_plugin_distribution
 
 FIRST_PARTY = [d for d in plugins_mod.FIRST_PARTY if d != "headrace"]  # the plugins/ dists
 
@@ -56,22 +56,50 @@ def _accounted_for(reg):
 
 # -- real first-party distributions ------------------------------------------------------------
 
+def _plugin_entry_points(dist):
+    return [ep for ep in metadata.distribution(dist).entry_points
+            if ep.group == ENTRY_POINT_GROUP]
+
+
+# tox and requirements-dev.txt install every part as a distribution of its own; the root
+# `pip install .` installs headrace whole, one distribution holding every first-party plugin.
+WHOLE = bool(_plugin_entry_points("headrace"))
+
+
 @pytest.mark.parametrize("dist", FIRST_PARTY)
 def test_first_party_plugin_is_its_own_distribution(dist):
-    d = metadata.distribution(dist)
-    eps = [ep for ep in d.entry_points if ep.group == ENTRY_POINT_GROUP]
-    assert len(eps) == 1
     family = dist.split("-", 1)[1]
+    if WHOLE:
+        # Its entry point is the root distribution's, and the part is not installed beside it.
+        with pytest.raises(metadata.PackageNotFoundError):
+            metadata.distribution(dist)
+        owner = "headrace"
+        eps = [ep for ep in _plugin_entry_points(owner) if ep.name == family]
+    else:
+        owner = dist
+        d = metadata.distribution(dist)
+        eps = _plugin_entry_points(dist)
+        assert _norm(d.metadata["Name"]) == dist
+        assert any(_norm(r).startswith("headrace") for r in d.requires or ())  # the core
+    assert len(eps) == 1
     assert eps[0].value == f"headrace_{family}.plugin"
-    assert _norm(d.metadata["Name"]) == dist
     discovered = dict(discover())
-    key = next(k for k in discovered if _norm(k.split(":")[0]) == dist)
+    key = next(k for k in discovered
+               if _norm(k.split(":")[0]) == owner and discovered[k].value == eps[0].value)
     assert key.endswith(f":{eps[0].name}") and discovered[key].value == eps[0].value
-    assert any(_norm(r).startswith("headrace") for r in d.requires or ())  # depends on the core
 
 
 def test_first_party_plugins_come_from_different_distributions():
-    dists = [_norm(name.split(":")[0]) for name, _ in discover()]
+    names = [name for name, _ in discover()]
+    dists = [_norm(name.split(":")[0]) for name in names]
+    if WHOLE:
+        # One distribution, one entry point a plugin, no part installed beside it.
+        families = {dist.split("-", 1)[1] for dist in FIRST_PARTY}
+        assert {n for n in names if n.startswith("headrace:")} == {
+            f"headrace:{family}" for family in families}
+        assert not {d for d in dists if d.startswith("headrace-")}
+        assert len(names) == len(set(names))
+        return
     # Exactly the repository's plugins load before third parties.
     assert {d for d in dists if d.startswith("headrace-")} == set(FIRST_PARTY)
     assert len(dists) == len(set(dists))
@@ -86,8 +114,9 @@ def test_first_party_plugins_load_through_discovery():
     _accounted_for(reg)
     # The core's own ops stay the core's, whichever plugins are installed.
     assert reg.plugin_of("scale") == CORE and reg.plugin_of("feed") == CORE
-    if "headrace-math:math" in reg.plugins:
-        assert reg.plugin_of("mul") == "headrace-math:math"
+    math = first_party_plugin("math")
+    if math in reg.plugins:
+        assert reg.plugin_of("mul") == math
 
 
 # -- fake installed distributions -----------------------------------------------------------------

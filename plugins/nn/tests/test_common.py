@@ -2,6 +2,7 @@
 import pytest
 
 from headrace.ops import default_registry
+from headrace.testing.plugin_dists import first_party_plugin
 from headrace_nn.ops import _common
 
 NN_OPS = {
@@ -55,8 +56,8 @@ def registry():
 
 
 def test_the_plugin_registers_every_nn_op(registry):
-    assert "headrace-nn:nn" in registry.plugins
-    mine = set(registry.ops_of("headrace-nn:nn"))
+    assert first_party_plugin("nn") in registry.plugins
+    mine = set(registry.ops_of(first_party_plugin("nn")))
     assert mine == NN_OPS | GRAD_OPS
 
 

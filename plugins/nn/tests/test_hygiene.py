@@ -10,10 +10,11 @@ import pytest
 import headrace_nn.ops
 import headrace_nn.reference
 from headrace.ops import default_registry
+from headrace.testing.plugin_dists import first_party_plugin
 from headrace_nn.reference import all_references, all_samples
 
 REGISTRY = default_registry()
-NN_OPS = REGISTRY.ops_of("headrace-nn:nn")
+NN_OPS = REGISTRY.ops_of(first_party_plugin("nn"))
 NEED_KERNEL = [t for t in NN_OPS if not REGISTRY.get(t).no_kernel]
 REFERENCES, SAMPLES = all_references(), all_samples()
 INT_ONLY = {"sequence_mask", "sequence_enumerate"}

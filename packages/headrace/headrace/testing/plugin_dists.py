@@ -4,10 +4,23 @@ import pathlib
 
 from ..ops.definition import In, OpDef, Out
 from ..ops.hookspecs import hookimpl
-from ..ops.plugins import ENTRY_POINT_GROUP
+from ..ops.plugins import ENTRY_POINT_GROUP, discover
 from ..ops.shape import same_as
 
-__all__ = ["write_plugin_distribution", "package_plugin", "eager_plugin"]
+__all__ = ["write_plugin_distribution", "package_plugin", "eager_plugin", "first_party_plugin"]
+
+
+def first_party_plugin(family):
+    """The name discovery gives the installed first-party plugin ``family`` ("math"):
+    ``headrace-math:math`` where each part is a distribution of its own (tox and
+    requirements-dev.txt install them so), ``headrace:math`` where the root ``pip install .``
+    installed headrace whole, one distribution. LookupError unless exactly one is installed."""
+    value = f"headrace_{family}.plugin"
+    names = [name for name, ep in discover() if ep.value == value]
+    if len(names) != 1:
+        raise LookupError(f"first-party plugin {family!r}: expected one installed entry point "
+                          f"{value!r}, found {names or 'none'}")
+    return names[0]
 
 
 def write_plugin_distribution(folder, dist, modules, entry_point="ops"):
