@@ -78,6 +78,36 @@ def test_glue_optimization_comes_after_the_default_on_the_command_line():
         assert levels == (["-O2", "-O1"] if ext.name in glue else ["-O2"]), ext.name
 
 
+def test_the_compile_message_reaches_the_terminal_behind_pip(monkeypatch, capsys):
+    # pip captures the build's stderr (shown with -v only): the line goes to /dev/tty too.
+    written, announce = [], BUILD["announce"]
+
+    class Tty:
+        def __init__(self, path, mode):
+            assert (path, mode) == ("/dev/tty", "w")
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def write(self, text):
+            written.append(text)
+
+    monkeypatch.setitem(announce.__globals__, "open", Tty)
+    announce("headrace: compiling 79 Cython modules, 2 at a time ...")
+    assert capsys.readouterr().err == "headrace: compiling 79 Cython modules, 2 at a time ...\n"
+    assert written == ["\nheadrace: compiling 79 Cython modules, 2 at a time ...\n"]
+
+    def no_terminal(path, mode):
+        raise OSError(6, "No such device or address", path)
+
+    monkeypatch.setitem(announce.__globals__, "open", no_terminal)
+    announce("quiet")   # CI: no terminal, no error
+    assert capsys.readouterr().err == "quiet\n"
+
+
 def test_the_root_distribution_is_every_part_without_local_paths(tmp_path):
     # egg_info writes the metadata pip would record; it compiles nothing (Cython runs in
     # build_ext), so this takes a second.

@@ -27,7 +27,7 @@ import os
 import sys
 
 __all__ = ["include_path", "cython_extensions", "kernel_build", "part_build", "part_modules",
-           "openmp_flags"]
+           "openmp_flags", "announce"]
 
 # Cython code generation that keeps the C small: no source lines copied into the C as comments
 # (a third of the lines) and no signatures or line tracing compiled in; no pickling support for
@@ -149,12 +149,27 @@ def part_build(include_path=(), include_dirs=()):
                         include_dirs=include_dirs)
 
 
+def announce(message):
+    """``message`` on stderr, and on the terminal as well where stderr is not one: pip hides a
+    build's output behind a spinner (unless -v), and whoever waits minutes for the compiler
+    should see what it is doing. No terminal (CI, a log), no second copy."""
+    print(message, file=sys.stderr, flush=True)
+    if sys.stderr.isatty():
+        return
+    try:
+        with open("/dev/tty", "w") as tty:
+            # Its own line: pip's spinner goes on below it.
+            tty.write(f"\n{message}\n")
+    except OSError:
+        pass
+
+
 def kernel_build(dist, package, modules, utility_dir, include_path=(), include_dirs=()):
     """``setup()`` keywords that build ``modules`` (``(name, .pyx path, extra compile args)``,
     paths relative to the working directory) as extension modules of ``dist``.
 
     Cythonizing waits for ``build_ext`` (``egg_info`` and pip's metadata hooks skip it), runs
-    on every CPU, and prints one line to stderr first (pip shows it with ``-v``). With Cython
+    on every CPU, and :func:`announce` says so first (on the terminal too, under pip). With Cython
     3.1 or newer the C runtime support Cython writes into every module (memoryviews, function
     objects, ...) is generated once, in ``<package>._cyutility`` (``utility_dir`` is the
     package's directory), which the other modules import: each module's C shrinks by about half.
@@ -189,8 +204,8 @@ def kernel_build(dist, package, modules, utility_dir, include_path=(), include_d
             # Cythonized here, not in finalize_options, which the metadata commands (egg_info,
             # pip's prepare-metadata hook) run too: each extension's .pyx is swapped for its C.
             from Cython.Build import cythonize
-            print(f"compiling {len(self.extensions)} Cython modules for {dist} "
-                  f"({jobs} at a time) ...", file=sys.stderr, flush=True)
+            announce(f"{dist}: compiling {len(self.extensions)} Cython modules, {jobs} at a "
+                     f"time ...")
             built = cythonize(self.extensions, nthreads=jobs, quiet=True, **options)
             c_sources = {ext.name: ext.sources for ext in built}
             for ext in self.extensions:
