@@ -5,8 +5,8 @@
  * (2.25x fewer), the rest adds on the FP add pipes beside the FMAs.
  *
  * Per image the planes are copied once into a zero-padded buffer split into even and odd
- * columns, so the 4x4 input window of tile (ty, tx) at element (i, j) lies at a fixed offset
- * + ty*2*Qs + tx: 8 tiles of a tile row are one contiguous 8-float load. A vector holds 16
+ * columns (each row's even half, then its odd half, Qs floats each), so the 4x4 input window
+ * of tile (ty, tx) at element (i, j) lies at a fixed offset + ty*4*Qs + tx: 8 tiles of a tile row are one contiguous 8-float load. A vector holds 16
  * tiles as two such halves (8 tiles each; a tile row of 16 tiles, or two rows of 8 of a
  * 16x16 image), a block one vector. Per block:
  * - input transform: V[e][c][16 tiles] = (B^T d B)[e], e = 4i + j, for every channel;
@@ -62,7 +62,7 @@ static void hr_wg_filter(const float* w, int Cout, int Cin, float* u) {
 /* The tiles of a geometry and the padded buffer's extents. */
 typedef struct {
     int TH, TW, nseg, nhalf, nvec, R, Qs;
-    size_t chan;                 /* floats of one channel's buffer: 2 phases x R x Qs */
+    size_t chan;                 /* floats of one channel's buffer: R x 2 phases x Qs */
 } hr_wg_plan;
 
 static void hr_wg_plan_make(const hr_wg_geom* g, hr_wg_plan* p) {
@@ -71,7 +71,7 @@ static void hr_wg_plan_make(const hr_wg_geom* g, hr_wg_plan* p) {
     p->nseg = (p->TW + 7) / 8;
     p->nhalf = p->TH * p->nseg;
     p->nvec = (p->nhalf + 1) / 2;
-    p->R = 2 * p->TH + 2;
+    p->R = 2 * p->TH + 4;        /* + 2 zero rows a lane-less half may read (hr_wg_input) */
     p->Qs = p->nseg * 8 + 8;     /* a half reads q up to tx0 + 8 <= nseg * 8 */
     p->chan = (size_t)2 * p->R * p->Qs;
 }
@@ -83,7 +83,7 @@ static void hr_wg_plan_make(const hr_wg_geom* g, hr_wg_plan* p) {
 #define HR_WG_LANES (16 * HR_WG_NV)   /* tiles per block */
 #define HR_WG_MASKS 8    /* hr_wg_prep's masks kept: rows of up to 256 padded columns */
 
-/* One image's buffer: dst[c][f][r][q] = src[c][r - pt][2q + f - pl], 0 outside. Each row is
+/* One image's buffer: dst[c][r][f][q] = src[c][r - pt][2q + f - pl], 0 outside. Each row is
  * read as vectors of 32 padded columns, masked loads straight from the image, split into even
  * and odd lanes, as hr_cd_prep reads a stride-2 conv's. */
 HR_AVX512 static void hr_wg_prep(const float* src, const hr_wg_geom* g, const hr_wg_plan* p,
@@ -92,7 +92,7 @@ HR_AVX512 static void hr_wg_prep(const float* src, const hr_wg_geom* g, const hr
     const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6,
                                           4, 2, 0);
     const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
-    size_t fstep = (size_t)p->R * p->Qs;
+    size_t fstep = (size_t)p->Qs;   /* a row's odd phase */
     /* The masks of a row's first HR_WG_MASKS vectors, the same on every row: the two loads'
      * and the store's (computing them per row took a third of the copy's time). */
     __mmask16 mk[3 * HR_WG_MASKS];
@@ -104,7 +104,7 @@ HR_AVX512 static void hr_wg_prep(const float* src, const hr_wg_geom* g, const hr
     for (int c = 0; c < g->Cin; c++)
         for (int r = 0; r < p->R; r++) {
             int ih = r - g->pt;
-            float* d = dst + c * p->chan + (size_t)r * p->Qs;
+            float* d = dst + c * p->chan + (size_t)r * 2 * p->Qs;
             if (ih < 0 || ih >= g->Hin) {
                 memset(d, 0, sizeof(float) * (size_t)p->Qs);
                 memset(d + fstep, 0, sizeof(float) * (size_t)p->Qs);
@@ -135,27 +135,26 @@ HR_AVX512 static void hr_wg_prep(const float* src, const hr_wg_geom* g, const hr
 static inline void hr_wg_half(const hr_wg_plan* p, int h, ptrdiff_t* off, int* orow,
                               int* ocol) {
     int ty = h / p->nseg, tx0 = (h % p->nseg) * 8;
-    *off = (ptrdiff_t)2 * ty * p->Qs + tx0;
+    *off = (ptrdiff_t)4 * ty * p->Qs + tx0;
     *orow = 2 * ty;
     *ocol = 2 * tx0;
 }
 
-/* 16 tiles at two halves' offsets: one 16-float load where they are adjacent (adj), else two
- * 8-float ones (insertf64x4: AVX-512F; insertf32x8 would need DQ, which hr_conv_direct_ok
- * does not ask). */
-#define HR_WG_LOAD(s, o0, o1, adj)                                                           \
-    ((adj) ? _mm512_loadu_ps((s) + (o0))                                                     \
-           : _mm512_castpd_ps(_mm512_insertf64x4(                                            \
-                 _mm512_castps_pd(_mm512_castps256_ps512(_mm256_loadu_ps((s) + (o0)))),      \
-                 _mm256_castps_pd(_mm256_loadu_ps((s) + (o1))), 1)))
+/* 16 tiles at two halves' offsets, s and s + delta: one 16-float load where they are
+ * adjacent (adj), else two 8-float ones (insertf64x4: AVX-512F; insertf32x8 would need DQ,
+ * which hr_conv_direct_ok does not ask). */
+#define HR_WG_LOAD(s)                                                                        \
+    (adj ? _mm512_loadu_ps(s)                                                                \
+         : _mm512_castpd_ps(_mm512_insertf64x4(                                              \
+               _mm512_castps_pd(_mm512_castps256_ps512(_mm256_loadu_ps(s))),                 \
+               _mm256_castps_pd(_mm256_loadu_ps((s) + delta)), 1)))
 
 /* Row i of d (columns 2tx + j: even phase tx, odd tx, even tx + 1, odd tx + 1) times B. */
 #define HR_WG_ROW(i, w0, w1, w2, w3)                                                         \
     {                                                                                        \
-        const float* r_ = b + (size_t)(i) * p->Qs;                                           \
-        __m512 d0 = HR_WG_LOAD(r_, o0, o1, adj), d1 = HR_WG_LOAD(r_ + fstep, o0, o1, adj);   \
-        __m512 d2 = HR_WG_LOAD(r_ + 1, o0, o1, adj);                                         \
-        __m512 d3 = HR_WG_LOAD(r_ + fstep + 1, o0, o1, adj);                                 \
+        const float* r_ = b + (size_t)(i) * 2 * qs;                                          \
+        __m512 d0 = HR_WG_LOAD(r_), d1 = HR_WG_LOAD(r_ + qs);                                \
+        __m512 d2 = HR_WG_LOAD(r_ + 1), d3 = HR_WG_LOAD(r_ + qs + 1);                        \
         w0 = _mm512_sub_ps(d0, d2);                                                          \
         w1 = _mm512_add_ps(d1, d2);                                                          \
         w2 = _mm512_sub_ps(d2, d1);                                                          \
@@ -169,31 +168,43 @@ static inline void hr_wg_half(const hr_wg_plan* p, int h, ptrdiff_t* off, int* o
     _mm512_storeu_ps(o + (size_t)(8 + (j)) * es, _mm512_sub_ps(a2, a1));                     \
     _mm512_storeu_ps(o + (size_t)(12 + (j)) * es, _mm512_sub_ps(a1, a3));
 
-/* V[e][c][v * 16 + lane] = (B^T d B)[e] of the block's vectors, B^T = [[1, 0, -1, 0],
- * [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]]. off: the block's halves' offsets. Written out, not
- * as loops over arrays of vectors: GCC kept those arrays on the stack. */
-HR_AVX512 static void hr_wg_input(const float* buf, const hr_wg_plan* p, int Cin,
-                                  const ptrdiff_t* off, float* V) {
-    size_t fstep = (size_t)p->R * p->Qs;
+/* V[e][c][lane] = (B^T d B)[e] of one vector's tiles (the halves at buf + o0 and + o0 +
+ * delta), B^T = [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]]. Written out, not
+ * as loops over arrays of vectors: GCC kept those arrays on the stack. Inlined into callers
+ * with qs and delta constant (hr_wg_input): with them in registers GCC spilled the 16-32
+ * load addresses it derived per channel. */
+HR_AVX512 static inline __attribute__((always_inline, optimize("no-ivopts"))) void hr_wg_input_body(
+        const float* buf, size_t chan, int Cin, ptrdiff_t o0, ptrdiff_t qs, ptrdiff_t delta,
+        int adj, float* V) {
     size_t es = (size_t)Cin * HR_WG_LANES;   /* one e's [Cin][lanes] */
-    for (int v = 0; v < HR_WG_NV; v++) {
-        ptrdiff_t o0 = off[2 * v], o1 = off[2 * v + 1];
-        int adj = o1 == o0 + 8;
-        for (int c = 0; c < Cin; c++) {
-            const float* b = buf + c * p->chan;
-            float* o = V + (size_t)c * HR_WG_LANES + v * 16;
-            __m512 w00, w01, w02, w03, w10, w11, w12, w13, w20, w21, w22, w23;
-            __m512 w30, w31, w32, w33;
-            HR_WG_ROW(0, w00, w01, w02, w03)
-            HR_WG_ROW(1, w10, w11, w12, w13)
-            HR_WG_ROW(2, w20, w21, w22, w23)
-            HR_WG_ROW(3, w30, w31, w32, w33)
-            HR_WG_COL(0, w00, w10, w20, w30)
-            HR_WG_COL(1, w01, w11, w21, w31)
-            HR_WG_COL(2, w02, w12, w22, w32)
-            HR_WG_COL(3, w03, w13, w23, w33)
-        }
+    const float* b = buf + o0;
+    float* o = V;
+    for (int c = 0; c < Cin; c++, b += chan, o += HR_WG_LANES) {
+        __m512 w00, w01, w02, w03, w10, w11, w12, w13, w20, w21, w22, w23;
+        __m512 w30, w31, w32, w33;
+        HR_WG_ROW(0, w00, w01, w02, w03)
+        HR_WG_ROW(1, w10, w11, w12, w13)
+        HR_WG_ROW(2, w20, w21, w22, w23)
+        HR_WG_ROW(3, w30, w31, w32, w33)
+        HR_WG_COL(0, w00, w10, w20, w30)
+        HR_WG_COL(1, w01, w11, w21, w31)
+        HR_WG_COL(2, w02, w12, w22, w32)
+        HR_WG_COL(3, w03, w13, w23, w33)
     }
+}
+
+/* One block's V from the halves at off[0], off[1]: 8 tiles a row (16x16 images: halves a
+ * tile row apart, 4*Qs floats, a lane-less second half reading the buffer's zero rows), 16
+ * (32x32: adjacent), or any other width. */
+HR_AVX512 __attribute__((optimize("no-ivopts"))) static void hr_wg_input(const float* buf, const hr_wg_plan* p, int Cin,
+                                  const ptrdiff_t* off, float* V) {
+    if (p->nseg == 1)
+        hr_wg_input_body(buf, p->chan, Cin, off[0], 16, 64, 0, V);
+    else if (p->nseg == 2)
+        hr_wg_input_body(buf, p->chan, Cin, off[0], 24, 8, 1, V);
+    else
+        hr_wg_input_body(buf, p->chan, Cin, off[0], p->Qs, off[1] - off[0],
+                         off[1] == off[0] + 8, V);
 }
 
 /* M[e][r][lanes] = sum_c U[e][c][m0 + r] V[e][c][lanes] for MB filters, every e. */
