@@ -6,9 +6,10 @@
  *
  * Per image the planes are copied once into a zero-padded buffer split into even and odd
  * columns (each row's even half, then its odd half, Qs floats each), so the 4x4 input window
- * of tile (ty, tx) at element (i, j) lies at a fixed offset + ty*4*Qs + tx: 8 tiles of a tile row are one contiguous 8-float load. A vector holds 16
- * tiles as two such halves (8 tiles each; a tile row of 16 tiles, or two rows of 8 of a
- * 16x16 image), a block one vector. Per block:
+ * of tile (ty, tx) at element (i, j) lies at a fixed offset + ty*4*Qs + tx: 8 tiles of a
+ * tile row are one contiguous 8-float load. A vector holds 16 tiles as two such halves (8
+ * tiles each; a tile row of 16 tiles, or two rows of 8 of a 16x16 image), a block one
+ * vector. Per block:
  * - input transform: V[e][c][16 tiles] = (B^T d B)[e], e = 4i + j, for every channel;
  * - per 16 filters (8, 4, 1 at the tail): for each e, M[e][16][16] = U[e] (the transformed
  *   filters, [Cin][Cout], computed once by hr_wg_filter) x V[e], 16 filters x 1 vector of
@@ -196,8 +197,8 @@ HR_AVX512 static inline __attribute__((always_inline, optimize("no-ivopts"))) vo
 /* One block's V from the halves at off[0], off[1]: 8 tiles a row (16x16 images: halves a
  * tile row apart, 4*Qs floats, a lane-less second half reading the buffer's zero rows), 16
  * (32x32: adjacent), or any other width. */
-HR_AVX512 __attribute__((optimize("no-ivopts"))) static void hr_wg_input(const float* buf, const hr_wg_plan* p, int Cin,
-                                  const ptrdiff_t* off, float* V) {
+HR_AVX512 __attribute__((optimize("no-ivopts"))) static void hr_wg_input(
+        const float* buf, const hr_wg_plan* p, int Cin, const ptrdiff_t* off, float* V) {
     if (p->nseg == 1)
         hr_wg_input_body(buf, p->chan, Cin, off[0], 16, 64, 0, V);
     else if (p->nseg == 2)
