@@ -126,3 +126,55 @@ def test_fc_onnx_export(math_registry, tmp_path, xs, n, act, bias):
     hr.onnx.export(prog, ["x"], ["y"], path, scope=scope, exporters=exporters)
     (got,) = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"x": x})
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+# -- float32: the direct GEMM (W read in place, bias and relu fused into the store) ---------------
+
+@pytest.mark.parametrize("m, k, n", [
+    (1, 784, 256), (1, 300, 130), (2, 40, 10), (3, 50, 300),   # 1-3 rows: four panels a tile
+    (5, 33, 17), (13, 70, 16), (64, 96, 80), (64, 256, 10),    # partial and half panels
+    (30, 0, 40),                                               # an empty sum: act(bias)
+    (600, 40, 45)])                                            # past the rows the path takes
+@pytest.mark.parametrize("act", ["", "relu"])
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_fc_float32_direct_and_packed_or_blas_agree(m, k, n, act, with_bias):
+    # Either way the same sums; the direct path sums each element over k in one order, the
+    # others in blocks (or BLAS's order), so they agree to float32 rounding of k products.
+    from headrace_math.kernels.cpu import matmul as kernels
+    from headrace_math.kernels.cpu.fc import FC
+    rng = np.random.default_rng(5)
+    x, w = rng.standard_normal((m, k)).astype(F32), rng.standard_normal((k, n)).astype(F32)
+    b = rng.standard_normal(n).astype(F32) if with_bias else None
+    want = x.astype("float64") @ w.astype("float64") + (0 if b is None else b)
+    want = np.maximum(want, 0) if act else want
+    got = []
+    before = kernels.use_packed_gemm()
+    try:
+        for packed in (True, False):
+            kernels.use_packed_gemm(packed)
+            got.append(FC({"in_num_col_dims": 1, "activation_type": act})(x, w, b)[0].copy())
+    finally:
+        kernels.use_packed_gemm(before)
+    tol = 1e-6 * max(k, 1) ** 0.5 * 4
+    for g in got:
+        np.testing.assert_allclose(g, want, rtol=tol, atol=tol)
+    np.testing.assert_allclose(got[0], got[1], rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("m, n", [(64, 256), (1, 512), (200, 40)])
+def test_fc_float32_direct_is_the_same_on_two_threads(m, n):
+    # Threads share C by whole panels or 12-row bands; each element one thread's serial sum.
+    import headrace as hr
+    from headrace_math.kernels.cpu.fc import FC
+    rng = np.random.default_rng(6)
+    x, w = rng.standard_normal((m, 700)).astype(F32), rng.standard_normal((700, n)).astype(F32)
+    b = rng.standard_normal(n).astype(F32)
+    was = hr.get_num_threads()
+    try:
+        outs = []
+        for threads in (1, 2):
+            hr.set_num_threads(threads)
+            outs.append(FC({"in_num_col_dims": 1, "activation_type": "relu"})(x, w, b)[0])
+    finally:
+        hr.set_num_threads(was)
+    np.testing.assert_array_equal(outs[0], outs[1])

@@ -543,6 +543,12 @@ def test_vector_dot_vector_is_0d_and_takes_a_one_element_gradient(op, g_shape, m
     ("mul", (70, 90), (90, 37), {}),
     ("matmul_v2", (40, 70), (40, 33), {"trans_x": True}),
     ("matmul", (2, 3, 40, 30), (2, 3, 30, 41), {"alpha": 0.5}),   # alpha: BLAS either way
+    # forward products of up to 512 rows read Y in place (direct_gemm.h): 1-3 rows take four
+    # panels a tile, a last panel of <= 16 columns one vector
+    ("mul", (1, 300), (300, 140), {}),
+    ("mul", (3, 70), (70, 270), {}),
+    ("mul", (13, 50), (50, 10), {}),
+    ("mul", (520, 40), (40, 33), {}),   # past the direct path's rows: packed
 ])
 def test_packed_gemm_and_blas_agree(op, x, y, attrs):
     # float32 products take the core's packed GEMM where the CPU has AVX-512 (an ordinary
