@@ -2,9 +2,10 @@
 import pytest
 
 from headrace.testing import definition_problems, op_definitions
+from headrace.testing.plugin_dists import first_party_plugin
 
 PACKAGE = "headrace_control.ops"
-PLUGIN = "headrace-control:control"
+PLUGIN = first_party_plugin("control")  # "headrace:control" where installed whole
 EXPECTED = [
     "conditional_block", "increment", "lod_array_length", "read_from_array", "while",
     "write_to_array",

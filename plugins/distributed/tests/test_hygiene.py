@@ -7,11 +7,12 @@ import pytest
 from headrace.ops import default_registry, iter_op_modules
 from headrace.testing import check_op, definition_problems, op_definitions
 from headrace.testing.optest import IN_PLACE_OUTPUTS, run_op
+from headrace.testing.plugin_dists import first_party_plugin
 
 pytest.importorskip("mpi4py", reason="the collectives run MPI: pip install headrace[distributed]")
 
 PACKAGE = "headrace_distributed.ops"
-PLUGIN = "headrace-distributed:distributed"
+PLUGIN = first_party_plugin("distributed")  # "headrace:distributed" where installed whole
 OPDEFS = op_definitions(PACKAGE)
 REFERENCES, SAMPLES = {}, {}
 for _m in iter_op_modules("headrace_distributed.reference"):

@@ -5,8 +5,9 @@ import pytest
 
 from headrace.ops import default_registry, iter_op_modules
 from headrace.testing import check_op
+from headrace.testing.plugin_dists import first_party_plugin
 
-PLUGIN = "headrace-optim:optim"
+PLUGIN = first_party_plugin("optim")  # "headrace:optim" where installed whole
 OPDEFS = [d for m in iter_op_modules("headrace_optim.ops") for d in m.OPS if not d.no_kernel]
 REFERENCES, SAMPLES = {}, {}
 for _m in iter_op_modules("headrace_optim.reference"):

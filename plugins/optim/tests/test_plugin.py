@@ -2,9 +2,10 @@
 import pytest
 
 from headrace.testing import definition_problems, op_definitions
+from headrace.testing.plugin_dists import first_party_plugin
 
 PACKAGE = "headrace_optim.ops"
-PLUGIN = "headrace-optim:optim"
+PLUGIN = first_party_plugin("optim")  # "headrace:optim" where installed whole
 EXPECTED = [
     "adagrad", "adam", "adamw", "momentum", "rmsprop", "sgd",
 ]

@@ -2,9 +2,10 @@
 import pytest
 
 from headrace.testing import definition_problems, op_definitions
+from headrace.testing.plugin_dists import first_party_plugin
 
 PACKAGE = "headrace_tensor.ops"
-PLUGIN = "headrace-tensor:tensor"
+PLUGIN = first_party_plugin("tensor")  # "headrace:tensor" where installed whole
 # (feed, fetch, fill_constant, fill_zeros_like and assign are the core's: headrace.core_ops)
 EXPECTED = [
     "assign_value", "cast", "concat", "fill_constant_batch_size_like", "flatten_contiguous_range",
