@@ -61,13 +61,17 @@ class Block:
             raise VariableError(f"block {self.idx} has no variable '{name}'") from None
 
     def _find_var_recursive(self, name):
+        # Building asks it for every input and output of every op: the parent is read from
+        # the desc only when the name is not here (the ``parent`` property reads it twice).
         block = self
-        while block is not None:
+        while True:
             v = block.vars.get(name)
             if v is not None:
                 return v
-            block = block.parent
-        return None
+            idx = block.desc.parent_idx
+            if idx < 0:
+                return None
+            block = block.program.block(idx)
 
     def find_var(self, name):
         """The variable ``name`` in this block or its nearest ancestor that has it, or None."""

@@ -524,9 +524,12 @@ def prepare_op(block, op_type, inputs, outputs, attrs, op_idx, strict_attrs=True
             raise
         except Exception as e:  # a bug in a plugin's rule: still say which op and where
             raise OpError(f"shape inference raised {type(e).__name__}: {e}", **where()) from e
-        # @EMPTY@ outputs (unwanted gradients) are bound but never declared.
-        results = {slot: {i: m for i, m in metas.items() if m.name != EMPTY}
-                   for slot, metas in ctx.results.items()}
+        # @EMPTY@ outputs (unwanted gradients) are bound but never declared (the rule's own
+        # dicts are kept when none is bound: the context is dropped after this).
+        results = ctx.results
+        if any(EMPTY in names for names in outs.values()):
+            results = {slot: {i: m for i, m in metas.items() if m.name != EMPTY}
+                       for slot, metas in results.items()}
         # A rule's results are applied to VarDescs only after the op is accepted: check them
         # now, so that a bad one (a plugin bug) cannot fail half-way through the commit.
         for slot, metas in results.items():

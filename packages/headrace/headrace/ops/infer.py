@@ -24,6 +24,9 @@ class VarMeta(namedtuple("VarMeta", "name shape dtype lod_level kind")):
         return len(self.shape)
 
 
+_new_meta = tuple.__new__   # _new_meta(VarMeta, (name, shape, dtype, lod_level, kind))
+
+
 class InferContext:
     """Base class: subclasses implement ``_inputs``, ``_num_outputs``, ``attr`` and
     ``_output_names``; results are collected in ``self.results`` and applied by the caller only
@@ -91,8 +94,10 @@ class InferContext:
                 return  # an unbound optional output: nothing to set
             self.fail(f"output slot '{slot}' has {len(names)} variables, rule set #{index}")
         shape = tuple(int(d) for d in shape)
-        self.results.setdefault(slot, {})[index] = VarMeta(names[index], shape, dtype,
-                                                           lod_level, kind)
+        # tuple.__new__: a VarMeta without the namedtuple's Python-level __new__ (every
+        # output of every op built goes through here).
+        self.results.setdefault(slot, {})[index] = _new_meta(
+            VarMeta, (names[index], shape, dtype, lod_level, kind))
 
     def set_output_like(self, slot, meta, shape=None, dtype=None, index=0):
         """Output ``slot`` takes ``meta``'s shape, dtype and lod_level unless overridden."""
