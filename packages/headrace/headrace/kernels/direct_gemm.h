@@ -13,9 +13,13 @@
  * packing wins (the L1 reuse pays: [1600, 128] x [128, 512] 1.04x, [2048, 256] x [256, 1024]
  * 1.04x), so callers keep hr_pgemm_b there (hr_dgemm_rows_max).
  *
- * The tiles are inlined into hr_dgemm_part, which specializes them for a contiguous A.
- * They load full panels unmasked: a masked load from memory (_mm512_maskz_loadu_ps) in
- * the inner loop took 8% longer on Zen 4, so only the last, partial panel is masked.
+ * A tile reads its 12 rows of A through four pointers, one per three rows, stepped by a_ks
+ * each l; the other two rows of a group lie a_rs and 2 a_rs past it (one index register,
+ * scaled by 4 or 8). With a pointer or an offset a row, the inner loop spilled registers
+ * whenever the sizes were not compile-time constants, as in a kernel: [64, 784] x [784,
+ * 256] 227 -> 219 us. The tiles load full panels unmasked: a masked load from memory
+ * (_mm512_maskz_loadu_ps) in the inner loop took 8% longer on Zen 4, so only the last,
+ * partial panel is masked.
  *
  * The fused epilogue (bias, relu) replaces a second pass over C (fc's mul + add + relu).
  * Every element of C is one sum over l = 0..k-1 in order, whatever the thread count. */
@@ -35,8 +39,7 @@ static inline int hr_dgemm_rows_max(void) { return 512; }
 /* One tile: MR rows of C, one panel (NV = 2: 32 columns, masks m0/m1; NV = 1: the last
  * panel's <= 16 columns, mask m0, half the FMAs), over all of k. */
 #define HR_DTILE(MR, SUF, LOAD, NV)                                                           \
-HR_AVX512 static inline __attribute__((always_inline))                                       \
-void hr_dgemm_tile##MR##SUF(int k, const float* a, ptrdiff_t a_rs,                           \
+HR_AVX512 static void hr_dgemm_tile##MR##SUF(int k, const float* a, ptrdiff_t a_rs,            \
                                             ptrdiff_t a_ks, const float* b, ptrdiff_t ldb,    \
                                             float* c, ptrdiff_t ldc, int accumulate,          \
                                             const float* bias, int relu, __mmask16 m0,        \
@@ -46,16 +49,22 @@ void hr_dgemm_tile##MR##SUF(int k, const float* a, ptrdiff_t a_rs,              
         c0[r] = _mm512_setzero_ps();                                                         \
         c1[r] = _mm512_setzero_ps();                                                         \
     }                                                                                        \
+    const float* ag[(MR + 2) / 3];                                                           \
+    _Pragma("GCC unroll 4") for (int g = 0; g < (MR + 2) / 3; g++)                           \
+        ag[g] = a + 3 * g * a_rs;                                                            \
+    const float* bl = b;                                                                     \
     for (int l = 0; l < k; l++) {                                                            \
-        __m512 b0 = LOAD(b + (size_t)l * ldb, m0);                                           \
-        __m512 b1 = NV > 1 ? LOAD(b + (size_t)l * ldb + 16, m1) : b0;                        \
-        const float* al = a + l * a_ks;                                                      \
+        __m512 b0 = LOAD(bl, m0);                                                            \
+        __m512 b1 = NV > 1 ? LOAD(bl + 16, m1) : b0;                                         \
+        bl += ldb;                                                                           \
         _Pragma("GCC unroll 12") for (int r = 0; r < MR; r++) {                              \
-            __m512 av = _mm512_set1_ps(al[r * a_rs]);                                        \
+            __m512 av = _mm512_set1_ps(ag[r / 3][(r % 3) * a_rs]);                           \
             c0[r] = _mm512_fmadd_ps(av, b0, c0[r]);                                          \
             if (NV > 1)                                                                      \
                 c1[r] = _mm512_fmadd_ps(av, b1, c1[r]);                                      \
         }                                                                                    \
+        _Pragma("GCC unroll 4") for (int g = 0; g < (MR + 2) / 3; g++)                       \
+            ag[g] += a_ks;                                                                   \
     }                                                                                        \
     HR_DSTORE(MR, 0, c0, m0);                                                                \
     if (NV > 1)                                                                              \
@@ -143,13 +152,7 @@ HR_AVX512 static void hr_dgemm_part(int i0, int i1, int p0, int p1, int n, int k
         const float* biasj = bias != NULL ? bias + j0 : NULL;
         float* cj = c + j0;
         HR_MASKS(nj);
-        if (nj == HR_NR && a_ks == 1) {
-            /* A's rows contiguous (every forward product): the tiles are inlined with its
-             * step a constant, which frees the registers its multiples took (the 12 rows'
-             * offsets spilled): [64, 784] x [784, 256] 227 -> 219 us */
-            const ptrdiff_t a_ks = 1;
-            HR_DROWS(i0, f);
-        } else if (nj == HR_NR)
+        if (nj == HR_NR)
             HR_DROWS(i0, f);
         else if (nj > 16)
             HR_DROWS(i0, m);
