@@ -2,8 +2,9 @@
 outside headrace."""
 import linecache
 import sys
+import threading
 
-__all__ = ["user_callsite", "user_stacklevel"]
+__all__ = ["user_callsite", "user_stacklevel", "pinned"]
 
 _INTERNAL = ("headrace", "pluggy")
 
@@ -36,10 +37,37 @@ def user_stacklevel():
 _CALLSITES = {}  # (file, line, function) -> text: a loop building a network asks for a few
 
 
-def user_callsite():
+_pin = threading.local()   # .site: (text,) that user_callsite gives inside pinned()
+
+
+class pinned:
+    """``with pinned(internal):`` -- inside, :func:`user_callsite` gives what it gave the
+    caller of ``pinned`` (read once, when ``internal`` is true), without walking the frames
+    again. For loops of headrace's own code that append many ops (the backward pass, an
+    optimizer's update ops): every frame between them and the op's ``prepare_op`` is
+    headrace's, so the innermost user frame is the loop's. Give ``internal`` false where user
+    code may run inside (a user's initializer or optimizer subclass): nothing is pinned."""
+
+    def __init__(self, internal=True):
+        self._site = (user_callsite(),) if internal else None
+
+    def __enter__(self):
+        self._old = getattr(_pin, "site", None)
+        _pin.site = self._site   # None: the frames are walked (an outer pin is lifted)
+        return self
+
+    def __exit__(self, *exc):
+        _pin.site = self._old
+
+
+def user_callsite(depth=1):
     """``'File "x.py", line 12, in f\\n    y = layers.fc(...)'`` for the innermost user frame,
-    in the format of Paddle's op_callstack attribute; None if every frame is internal."""
-    frame = sys._getframe(1)
+    in the format of Paddle's op_callstack attribute; None if every frame is internal.
+    ``depth``: the frames above this call to start from (1: its caller)."""
+    site = getattr(_pin, "site", None)
+    if site is not None:
+        return site[0]
+    frame = sys._getframe(depth)
     # _internal, inlined: every op built walks the frames of the layers that built it.
     while frame is not None and frame.f_globals.get("__name__", "").startswith(_INTERNAL):
         frame = frame.f_back

@@ -8,6 +8,7 @@ the startup program. Update ops (and clipping, regularization, Adam's beta-power
 ops) carry op_role optimize, so ``Program.clone(for_test=True)`` drops them.
 """
 from .autodiff import append_backward
+from .callsite import pinned
 from .checks import check_bool, check_number
 from .clip import BaseGradientClip, append_gradient_clip_ops
 from .errors import LayerError
@@ -146,7 +147,8 @@ class Optimizer:
         program = params_grads[0][0].block.program
         self._startup = startup_program or default_startup_program()
         block = program.global_block()
-        with program_guard(program, self._startup), program.op_role_guard(OP_ROLE_OPTIMIZE):
+        with program_guard(program, self._startup), program.op_role_guard(OP_ROLE_OPTIMIZE), \
+                pinned(self._own_code()):
             self._create_global_learning_rate(program, self._startup)
             self._create_accumulators(block, [p for p, g in params_grads
                                               if g is not None and p.trainable])
@@ -159,6 +161,16 @@ class Optimizer:
                 ops.append(op)
             ops.extend(self._finish_update(block, params_grads))
         return ops
+
+    _PASS_METHODS = ("_create_global_learning_rate", "_create_param_lr", "_add_accumulator",
+                     "_create_accumulators", "_append_optimize_op", "_finish_update")
+
+    def _own_code(self):
+        """Whether the optimization pass runs only headrace's code (no user subclass's
+        method): then every op it appends has the caller's source line (callsite.pinned)."""
+        cls = type(self)
+        return all(getattr(cls, m).__module__.startswith("headrace.")
+                   for m in self._PASS_METHODS)
 
     def minimize(self, loss, startup_program=None, parameter_list=None, no_grad_set=None):
         """Build training: backward pass, clipping, regularization and the update ops.

@@ -11,6 +11,7 @@ gradient makers call :meth:`GradContext.sub_block_grad`, which runs the same pas
 sub-block into a new *gradient block* (see :func:`_sub_block_backward`); the grad op
 (``while_grad``) runs that block once per kept step, in reverse.
 """
+from ..callsite import pinned
 from ..dtypes import FLOAT_DTYPES
 from ..errors import HeadraceError
 from ..framework.analysis import block_writes, reads, writes
@@ -192,7 +193,9 @@ def _declare_grads(block, specs, carried=()):
 
 def _append(block, specs, carried=()):
     program = block.program
-    with program.op_role_guard(OP_ROLE_BACKWARD):
+    # Only headrace's frames lie between here and each op's prepare_op: the user's line
+    # (op_callstack) is read once for all the grad ops.
+    with program.op_role_guard(OP_ROLE_BACKWARD), pinned():
         _declare_grads(block, specs, set(carried))
         for spec in specs:
             block.append_op(spec.type, spec.inputs, spec.outputs, spec.attrs)

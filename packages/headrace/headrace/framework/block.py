@@ -332,9 +332,10 @@ def _write_meta(var, meta):
     kind = have.kind
     if kind not in _TENSOR_KINDS:
         return
-    if kind == "lod_tensor" and var.desc.type.HasField("lod_tensor"):
+    if kind == "lod_tensor" and have.dtype is not None:
         # Declared so already (autodiff declares gradients as their rules then infer them):
-        # nothing to write.
+        # nothing to write. (A lod_tensor's meta has a dtype exactly when its desc has the
+        # lod_tensor field: see Variable.meta.)
         if have.shape == meta.shape and have.lod_level == meta.lod_level and \
                 (meta.dtype is None or have.dtype == meta.dtype):
             return

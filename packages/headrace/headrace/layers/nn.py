@@ -49,7 +49,7 @@ def fc(input, size, num_flatten_dims=1, param_attr=None, bias_attr=None, act=Non
         if any(d < 0 for d in rest):
             raise helper.error(f"input '{var.name}' (shape {shape}) needs known dims after "
                                f"num_flatten_dims={num_flatten_dims} to size the weight")
-        w = helper.create_parameter(attr, [int(np.prod(rest)), size], dtype)
+        w = helper.create_parameter(attr, [math.prod(rest), size], dtype)   # dims known: ints
         tmp = helper.create_variable_for_type_inference(dtype)
         helper.append_op("mul", {"X": var, "Y": w}, {"Out": tmp},
                          {"x_num_col_dims": num_flatten_dims, "y_num_col_dims": 1})
