@@ -9,6 +9,7 @@ from .. import dtypes as dt
 from ..errors import OpError, VariableError
 from ..ops import attrs as attr_codec
 from ..ops.grad import EMPTY
+from ..ops.infer import VarMeta, _new_meta
 from ..proto import framework_pb2 as pb
 from . import defaults, seeds
 from .builder import dtype_enum
@@ -186,6 +187,7 @@ class Block:
         desc = g._add_var_desc(name, "lod_tensor", shape, dtype, lod_level, True, False, False)
         p = Parameter._wrap(g, desc, trainable, optimize_attr, regularizer, gradient_clip,
                             initializer)
+        p._meta = declared_meta(name, "lod_tensor", shape, dtype, lod_level)
         g.vars[name] = p
         g._changed()
         if initializer is not None:
@@ -348,6 +350,9 @@ def _write_meta(var, meta):
     if kind != "selected_rows":
         getattr(var.desc.type, "lod_tensor" if kind == "lod_tensor" else "tensor_array") \
             .lod_level = meta.lod_level
+    if kind == "lod_tensor":   # what meta() would read back now (the next op reads it)
+        var._meta = _new_meta(VarMeta, (have.name, meta.shape, dt.from_proto(t.data_type),
+                                        meta.lod_level, "lod_tensor"))
     var.block._changed()
 
 

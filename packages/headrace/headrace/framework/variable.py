@@ -250,6 +250,9 @@ class Variable(VariableMathMixin, metaclass=Declared):
 
     @property
     def shape(self):
+        meta = self._meta   # in step with the desc when kept: see meta()
+        if meta is not None:
+            return meta.shape
         t = _tensor_desc(self.desc, False)
         return tuple(t.dims) if t is not None else ()
 
@@ -266,6 +269,9 @@ class Variable(VariableMathMixin, metaclass=Declared):
 
     @property
     def dtype(self):
+        meta = self._meta
+        if meta is not None:
+            return meta.dtype
         t = _tensor_desc(self.desc, False)
         return dtypes.from_proto(t.data_type) if t is not None else None
 
