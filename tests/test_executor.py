@@ -185,3 +185,33 @@ def test_cuda_place_without_backend_is_a_clear_error(monkeypatch):
     monkeypatch.delitem(sys.modules, "headrace.devices.cuda", raising=False)
     with pytest.raises(DeviceUnavailableError, match="CUDAPlace\\(0\\).*not available"):
         hr.Executor(hr.CUDAPlace(0))
+
+
+def test_preparing_a_plan_pauses_the_garbage_collector_and_restores_it(monkeypatch):
+    import gc
+    from headrace.runtime import executor as ex
+    seen = []
+    real = ex._RunPlan.__init__
+
+    def spy(self, *args):
+        seen.append(gc.isenabled())
+        real(self, *args)
+
+    monkeypatch.setattr(ex._RunPlan, "__init__", spy)
+    data = np.ones((2, 3), np.float32)
+    was = gc.isenabled()
+    try:
+        gc.enable()
+        prog, x, outs = chain()
+        hr.Executor().run(prog, feed={"x": data}, fetch_list=[outs[-1]], scope=hr.Scope())
+        assert seen and not any(seen) and gc.isenabled()
+        with pytest.raises(FeedError):   # preparation fails: the collector is back on
+            hr.Executor().run(prog, feed={}, fetch_list=[outs[-1]], scope=hr.Scope())
+        assert gc.isenabled()
+        gc.disable()   # the user's choice stays
+        n = len(seen)
+        prog, x, outs = chain()
+        hr.Executor().run(prog, feed={"x": data}, fetch_list=[outs[-1]], scope=hr.Scope())
+        assert len(seen) > n and not any(seen) and not gc.isenabled()
+    finally:
+        (gc.enable if was else gc.disable)()
