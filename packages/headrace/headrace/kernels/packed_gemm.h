@@ -66,15 +66,19 @@ HR_AVX512 static void hr_pgemm_tile##MR(int k, const float* a, ptrdiff_t a_rs, p
         c0[r] = _mm512_setzero_ps();                                                         \
         c1[r] = _mm512_setzero_ps();                                                         \
     }                                                                                        \
+    const float* ag[(MR + 2) / 3];   /* (why: direct_gemm.h) */                              \
+    _Pragma("GCC unroll 4") for (int g = 0; g < (MR + 2) / 3; g++)                           \
+        ag[g] = a + 3 * g * a_rs;                                                            \
     for (int l = 0; l < k; l++) {                                                            \
         __m512 b0 = _mm512_loadu_ps(b + (size_t)l * HR_NR);                                  \
         __m512 b1 = _mm512_loadu_ps(b + (size_t)l * HR_NR + 16);                             \
-        const float* al = a + l * a_ks;                                                      \
         _Pragma("GCC unroll 12") for (int r = 0; r < MR; r++) {                              \
-            __m512 av = _mm512_set1_ps(al[r * a_rs]);                                        \
+            __m512 av = _mm512_set1_ps(ag[r / 3][(r % 3) * a_rs]);                           \
             c0[r] = _mm512_fmadd_ps(av, b0, c0[r]);                                          \
             c1[r] = _mm512_fmadd_ps(av, b1, c1[r]);                                          \
         }                                                                                    \
+        _Pragma("GCC unroll 4") for (int g = 0; g < (MR + 2) / 3; g++)                       \
+            ag[g] += a_ks;                                                                   \
     }                                                                                        \
     _Pragma("GCC unroll 12") for (int r = 0; r < MR; r++) {                                  \
         float* cr = c + r * ldc;                                                             \
