@@ -5,6 +5,8 @@ cdef extern from "headrace/kernels/packed_gemm.h" nogil:
     int hr_pgemm_ok()
     size_t hr_pgemm_packed_size(int k, int n)
     void hr_pgemm_pack(const float* src, Py_ssize_t ldb, int trans, int k, int n, float* dst)
+    # hr_pgemm_pack(src, ldb, 1, k, n, dst), in 16 x 16 blocks transposed in registers
+    void hr_pgemm_pack_t(const float* src, Py_ssize_t ldb, int k, int n, float* dst)
     void hr_pgemm(int m, int n, int k, const float* a, Py_ssize_t a_rs, Py_ssize_t a_ks,
                   const float* bp, float* c, Py_ssize_t ldc, int accumulate)
     void hr_pgemm_b(int m, int n, int k, const float* a, Py_ssize_t a_rs, Py_ssize_t a_ks,

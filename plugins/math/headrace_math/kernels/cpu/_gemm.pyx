@@ -8,8 +8,8 @@ cimport numpy as cnp
 from libc.stdlib cimport free, malloc
 from headrace.kernels.blas_split cimport blas_gemm
 from headrace.kernels.direct_gemm cimport hr_dgemm_mt, hr_dgemm_rows_max
-from headrace.kernels.packed_gemm cimport (hr_pgemm_b_mt, hr_pgemm_mt, hr_pgemm_ok, hr_pgemm_pack,
-                                           hr_pgemm_packed_size)
+from headrace.kernels.packed_gemm cimport (hr_pgemm_b_mt, hr_pgemm_mt, hr_pgemm_ok,
+                                           hr_pgemm_pack_t, hr_pgemm_packed_size)
 from headrace.kernels.threads cimport GEMM_GRAIN, threads_for
 
 
@@ -65,7 +65,7 @@ cdef bint _packed_gemm(bint trans_a, bint trans_b, int M, int N, int K, double a
     bp = <float*>malloc(hr_pgemm_packed_size(K, N) * sizeof(float))
     if bp == NULL:
         return False
-    hr_pgemm_pack(B, ldb, 1, K, N, bp)   # op(B)[l, j] = B[j * ldb + l]
+    hr_pgemm_pack_t(B, ldb, K, N, bp)   # op(B)[l, j] = B[j * ldb + l]
     hr_pgemm_mt(M, N, K, A, a_rs, a_ks, bp, C, ldc, beta == 1.0, nt)
     free(bp)
     return True
