@@ -214,6 +214,11 @@ class Operator(metaclass=Declared):
     @property
     def attrs(self):
         """All attributes as a dict (decoded)."""
+        return self._attrs_but(())
+
+    def _attrs_but(self, skip):
+        """``attrs`` without the names in ``skip``, which are not decoded (gradient makers
+        leave the bookkeeping ones out, op_callstack among them)."""
         # One pass over the desc (attr(n) per name searched it once per name); a name the
         # desc repeats keeps its first value, as attr(n) reads it.
         # attr_codec.decode, inlined through its table (a plan reads every op's attributes).
@@ -229,7 +234,7 @@ class Operator(metaclass=Declared):
                 owned.append(msg.block_idx)
             elif kind == "blocks":
                 owned.extend(msg.blocks_idx)
-            if name in out:
+            if name in out or name in skip:
                 continue
             if how is None:   # a type headrace does not decode (kept as is in the desc)
                 out[name] = None

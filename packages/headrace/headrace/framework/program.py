@@ -156,9 +156,13 @@ class Program:
 
     def _unique_var_name(self, key):
         # Unique within the program, even across unique_name.guard() resets.
+        blocks = self.blocks
         while True:
             name = unique_name.generate(key)
-            if all(name not in b.vars for b in self.blocks):
+            for b in blocks:   # a plain loop: every temporary of a network is named here
+                if name in b.vars:
+                    break
+            else:
                 return name
 
     # -- serialization ---------------------------------------------------------------------

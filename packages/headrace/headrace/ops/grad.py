@@ -47,7 +47,7 @@ class GradContext:
         self.type = op.type
         self._wanted = wanted          # names of forward vars whose gradient is wanted
         self._available = available    # grad names that exist or will be zero-filled
-        self.attrs = {k: v for k, v in op.attrs.items() if k not in COMMON_ATTRS}
+        self.attrs = op._attrs_but(COMMON_ATTRS)
 
     def input(self, slot):
         return self.op.input(slot)

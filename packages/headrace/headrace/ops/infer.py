@@ -93,7 +93,17 @@ class InferContext:
             if not names:
                 return  # an unbound optional output: nothing to set
             self.fail(f"output slot '{slot}' has {len(names)} variables, rule set #{index}")
-        shape = tuple(int(d) for d in shape)
+        kind_of = type(shape)
+        if kind_of is tuple or kind_of is list:   # the usual: plain ints, taken as they are
+            for d in shape:
+                if type(d) is not int:
+                    shape = tuple(int(d) for d in shape)
+                    break
+            else:
+                if kind_of is list:
+                    shape = tuple(shape)
+        else:
+            shape = tuple(int(d) for d in shape)
         # tuple.__new__: a VarMeta without the namedtuple's Python-level __new__ (every
         # output of every op built goes through here).
         self.results.setdefault(slot, {})[index] = _new_meta(
