@@ -134,7 +134,7 @@ def test_fc_onnx_export(math_registry, tmp_path, xs, n, act, bias):
     (1, 784, 256), (1, 300, 130), (2, 40, 10), (3, 50, 300),   # 1-3 rows: four panels a tile
     (5, 33, 17), (13, 70, 16), (64, 96, 80), (64, 256, 10),    # partial and half panels
     (30, 0, 40),                                               # an empty sum: act(bias)
-    (600, 40, 45)])                                            # past the rows the path takes
+    (600, 40, 45), (9, 1100, 40)])                  # past the rows or the k the path takes
 @pytest.mark.parametrize("act", ["", "relu"])
 @pytest.mark.parametrize("with_bias", [True, False])
 def test_fc_float32_direct_and_packed_or_blas_agree(m, k, n, act, with_bias):

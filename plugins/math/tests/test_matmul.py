@@ -549,6 +549,7 @@ def test_vector_dot_vector_is_0d_and_takes_a_one_element_gradient(op, g_shape, m
     ("mul", (3, 70), (70, 270), {}),
     ("mul", (13, 50), (50, 10), {}),
     ("mul", (520, 40), (40, 33), {}),   # past the direct path's rows: packed
+    ("mul", (5, 1100), (1100, 40), {}),   # past its k: packed; Y@GRAD X^T G direct
 ])
 def test_packed_gemm_and_blas_agree(op, x, y, attrs):
     # float32 products take the core's packed GEMM where the CPU has AVX-512 (an ordinary

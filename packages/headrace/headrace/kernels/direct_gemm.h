@@ -11,7 +11,12 @@
  * machine, one thread, against hr_pgemm_b: [1..16, 784] x [784, 256] 0.44-0.77x the time,
  * [64..512, 784] x [784, 256] 0.92-0.96x, [64, 1024] x [1024, 1024] 0.92x; from ~1600 rows
  * packing wins (the L1 reuse pays: [1600, 128] x [128, 512] 1.04x, [2048, 256] x [256, 1024]
- * 1.04x), so callers keep hr_pgemm_b there (hr_dgemm_rows_max).
+ * 1.04x), and for a long k: a panel's k rows, ldb apart, map to few L2 sets and no longer stay
+ * there across the row tiles ([64, 4096] x [4096, 1024] 1.9x, [256, 2048] x [2048, 768]
+ * 1.2x; A transposed, [256, 2048]^T x [2048, 1024] 1.16x). Callers take this path where
+ * hr_dgemm_pays(m, k); A^T B (a weight's gradient X^T G) is then as fast or faster: [256,
+ * 128]^T x [128, 10] 18.4 -> 9.7 us, [128, 1024]^T x [1024, 768] 0.94x, [256, 64]^T x [64,
+ * 1024] 1.05x the worst seen.
  *
  * A tile reads its 12 rows of A through four pointers, one per three rows, stepped by a_ks
  * each l; the other two rows of a group lie a_rs and 2 a_rs past it (one index register,
@@ -28,8 +33,9 @@
 
 #include "headrace/kernels/packed_gemm.h"
 
-/* Up to this many rows of C, callers read B in place; above, hr_pgemm_b's packing pays. */
-static inline int hr_dgemm_rows_max(void) { return 512; }
+/* Whether C[m, n] = A[m, k] B[k, n] should read B in place (else hr_pgemm_b's packing pays):
+ * up to 512 rows of C and a sum of up to 1024 products. */
+static inline int hr_dgemm_pays(int m, int k) { return m <= 512 && k <= 1024; }
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 

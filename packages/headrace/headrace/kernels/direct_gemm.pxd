@@ -3,7 +3,7 @@
 # (packed_gemm.pxd) is 1. A plugin's build puts the directory holding the `headrace` package
 # on its C include path.
 cdef extern from "headrace/kernels/direct_gemm.h" nogil:
-    int hr_dgemm_rows_max()
+    int hr_dgemm_pays(int m, int k)   # up to 512 rows of C, k up to 1024
     # C[m, n] = act(A B (+ C when accumulate) + bias); bias NULL or n floats, relu 0 or 1; on
     # nthreads threads, the result the serial one.
     void hr_dgemm_mt(int m, int n, int k, const float* a, Py_ssize_t a_rs, Py_ssize_t a_ks,

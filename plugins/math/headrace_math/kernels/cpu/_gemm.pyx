@@ -1,13 +1,13 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """The row-major GEMM every product of this plugin takes (mul, matmul, fc): the core's AVX-512
-GEMM for float32 products (B read in place for up to hr_dgemm_rows_max() rows, direct_gemm.h;
+GEMM for float32 products (B read in place where hr_dgemm_pays, direct_gemm.h;
 packed block by block above, packed_gemm.h), split over the threads of ``hr.set_num_threads``,
 else sgemm/dgemm from scipy.linalg.cython_blas, split over the same threads (blas_split.pxd).
 """
 cimport numpy as cnp
 from libc.stdlib cimport free, malloc
 from headrace.kernels.blas_split cimport blas_gemm
-from headrace.kernels.direct_gemm cimport hr_dgemm_mt, hr_dgemm_rows_max
+from headrace.kernels.direct_gemm cimport hr_dgemm_mt, hr_dgemm_pays
 from headrace.kernels.packed_gemm cimport (hr_pgemm_b_mt, hr_pgemm_mt, hr_pgemm_ok,
                                            hr_pgemm_pack_t, hr_pgemm_packed_size)
 from headrace.kernels.threads cimport GEMM_GRAIN, threads_for
@@ -55,8 +55,9 @@ cdef bint _packed_gemm(bint trans_a, bint trans_b, int M, int N, int K, double a
                         C[i * ldc + j] = bp[j * M + i]
             free(bp)
             return True
-    if not trans_b and not trans_a and M <= hr_dgemm_rows_max():
-        # a layer's product at batch <= 512: B read where it lies, unpacked (direct_gemm.h)
+    if not trans_b and hr_dgemm_pays(M, K):
+        # a layer's product at batch <= 512 (or a weight's gradient X^T G, K the batch, at
+        # most 512 inputs): B read where it lies, unpacked (direct_gemm.h)
         hr_dgemm_mt(M, N, K, A, a_rs, a_ks, B, ldb, C, ldc, beta == 1.0, NULL, 0, nt)
         return True
     if not trans_b:   # B as it lies: packed block by block inside
@@ -92,9 +93,9 @@ cdef bint gemm_bias_act(int M, int N, int K, const float* A, const float* B,
     """C[M, N] = act(A[M, K] @ B[K, N] + bias) (bias NULL: none; act relu or identity),
     row-major and contiguous, bias and relu applied as C is stored (direct_gemm.h). False
     (nothing written) where that path is not taken: no AVX-512, the packed GEMM switched off,
-    or more than hr_dgemm_rows_max() rows; the caller then runs gemm_rowmajor and its own
-    epilogue."""
-    if not _packed or M > hr_dgemm_rows_max():
+    or a product where packing pays (not hr_dgemm_pays: more than 512 rows or K over 1024);
+    the caller then runs gemm_rowmajor and its own epilogue."""
+    if not _packed or not hr_dgemm_pays(M, K):
         return False
     hr_dgemm_mt(M, N, K, A, K, 1, B, N, C, N, 0, bias, relu,
                 threads_for(<double>M * N * K, GEMM_GRAIN))

@@ -1,14 +1,16 @@
 """fc: Out = act(Input @ W + Bias).
 
-float32 (up to 512 rows, where the CPU has AVX-512): one GEMM that reads W where it lies, with
-no packing, and adds the bias and applies relu as it stores each tile of Out (_gemm.pxd's
-gemm_bias_act, the core's direct_gemm.h): Out is written once. Packing W took 6-7% of [64,
-784] x [784, 256] and the separate pass over Out 1-2%. Read in place, W runs as fast as a
-copy packed once ahead (223 vs 224 us there, as ONNX Runtime prepacks its constant weights),
-so no packed copy is cached: none can go stale when the weight is updated in place. float64, more rows or no AVX-512: for a few rows sgemm/dgemm from
-scipy.linalg.cython_blas, whose small-M path reads W once as it lies, else _gemm.pxd's
-gemm_rowmajor; then one pass over Out that adds the bias and applies the activation while the
-row is in cache (an unfused mul + elementwise_add + relu reads and writes Out three times)."""
+float32 where the CPU has AVX-512 and the product is a layer's (up to 512 rows, K up to 1024:
+_gemm.pxd's gemm_bias_act, the core's direct_gemm.h): one GEMM that reads W where it lies,
+with no packing, and adds the bias and applies relu as it stores each tile of Out, so Out is
+written once. Packing W took 6-7% of [64, 784] x [784, 256] and the separate pass over Out
+1-2%. Read in place, W runs as fast as a copy packed once ahead (223 vs 224 us there, as ONNX
+Runtime prepacks its constant weights), so no packed copy is cached: none can go stale when
+the weight is updated in place. float64, larger products or no AVX-512: for a few rows
+sgemm/dgemm from scipy.linalg.cython_blas, whose small-M path reads W once as it lies, else
+_gemm.pxd's gemm_rowmajor; then one pass over Out that adds the bias and applies the
+activation while the row is in cache (an unfused mul + elementwise_add + relu reads and
+writes Out three times)."""
 cimport numpy as cnp
 from cpython.object cimport PyObject
 from headrace.kernels.common cimport contiguous, dtype_name, shape_of, typenum
