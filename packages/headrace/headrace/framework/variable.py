@@ -244,6 +244,9 @@ class Variable(VariableMathMixin, metaclass=Declared):
     @property
     def kind(self):
         """'lod_tensor', 'lod_tensor_array', 'feed_minibatch', 'fetch_list', 'step_scopes'..."""
+        meta = self._meta   # in step with the desc when kept: see meta()
+        if meta is not None:
+            return meta.kind
         return kind_name(self.desc.type.type)
 
     type = kind  # Fluid spelling
@@ -283,6 +286,9 @@ class Variable(VariableMathMixin, metaclass=Declared):
 
     @property
     def lod_level(self):
+        meta = self._meta
+        if meta is not None:
+            return meta.lod_level
         t = self.desc.type
         if self.kind == "lod_tensor":
             return t.lod_tensor.lod_level
