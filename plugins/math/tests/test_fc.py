@@ -178,3 +178,48 @@ def test_fc_float32_direct_is_the_same_on_two_threads(m, n):
     finally:
         hr.set_num_threads(was)
     np.testing.assert_array_equal(outs[0], outs[1])
+
+
+def test_fc_follows_its_weight_between_runs():
+    # The float32 kernel reads W where it lies on every call and keeps no packed copy, so an
+    # update of the parameter between two inference runs shows in the next one: a training
+    # step's sgd (which writes the scope's array in place), a write into that array, and
+    # scope.set of a new array.
+    import headrace as hr
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((64, 96)).astype(F32)
+    w0 = rng.standard_normal((96, 40)).astype(F32)
+    g = rng.standard_normal((96, 40)).astype(F32)
+    infer, train = hr.Program(), hr.Program()
+    for prog in (infer, train):
+        prog.global_block().create_parameter("w", [96, 40], dtype=F32)
+    blk = infer.global_block()
+    blk.create_var(name="x", shape=[-1, 96], dtype=F32)
+    blk.append_op("fc", {"Input": ["x"], "W": ["w"]}, {"Out": ["y"]},
+                  {"activation_type": "relu"})
+    blk = train.global_block()
+    blk.create_var(name="g", shape=[96, 40], dtype=F32)
+    blk.create_var(name="lr", shape=[1], dtype=F32)
+    blk.append_op("sgd", {"Param": ["w"], "Grad": ["g"], "LearningRate": ["lr"]},
+                  {"ParamOut": ["w"]})
+    exe, scope = hr.Executor(hr.CPUPlace()), hr.Scope()
+    scope.set("w", hr.Tensor(w0.copy()))
+
+    def run():
+        return exe.run(infer, feed={"x": x}, fetch_list=["y"], scope=scope)[0]
+
+    def want():
+        w = scope.find("w").numpy().astype("float64")
+        return np.maximum(x.astype("float64") @ w, 0)
+
+    first = run()
+    np.testing.assert_allclose(first, want(), rtol=1e-5, atol=1e-4)
+    array = scope.find("w").numpy()
+    exe.run(train, feed={"g": g, "lr": np.array([0.5], F32)}, scope=scope)
+    assert scope.find("w").numpy() is array     # updated in place: the same buffer
+    np.testing.assert_allclose(run(), want(), rtol=1e-5, atol=1e-4)
+    assert not np.allclose(run(), first)
+    array[:10] *= -1                            # written behind the executor's back
+    np.testing.assert_allclose(run(), want(), rtol=1e-5, atol=1e-4)
+    scope.set("w", hr.Tensor(w0 * 2))           # a new array
+    np.testing.assert_allclose(run(), want(), rtol=1e-5, atol=1e-4)
