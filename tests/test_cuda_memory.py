@@ -112,31 +112,40 @@ def test_emm_reuses_blocks_on_a_gpu():
     assert hr.cuda.memory_reserved() >= hr.cuda.memory_allocated()
 
 
+# A relu on CUDAPlace(0), run in a child process after SETUP (which breaks the environment as
+# a test needs); prints the error the run raised, or "no error".
+_FIRST_USE = """
+import sys
+{setup}
+import numpy as np
+import headrace as hr
+prog = hr.Program()
+b = prog.global_block()
+x = b.create_var(name="x", shape=[-1, 2], dtype="float32", need_check_feed=True)
+b.append_op("relu", {{"X": x}}, {{"Out": "out"}})
+try:
+    hr.Executor(hr.CUDAPlace(0)).run(prog, feed={{"x": np.ones((1, 2), "float32")}},
+                                     fetch_list=["out"], scope=hr.Scope())
+except hr.errors.HeadraceError as e:
+    print(type(e).__name__, e)
+else:
+    print("no error")
+"""
+
+
+def _first_use(setup, env):
+    out = subprocess.run([sys.executable, "-c", _FIRST_USE.format(setup=textwrap.dedent(setup))],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
 def test_cudaplace_without_numba_says_how_to_install():
-    code = textwrap.dedent("""
-        import sys
-        sys.modules["numba"] = None          # import numba raises ImportError
-        import numpy as np
-        import headrace as hr
-        prog = hr.Program()
-        b = prog.global_block()
-        x = b.create_var(name="x", shape=[-1, 2], dtype="float32", need_check_feed=True)
-        b.append_op("relu", {"X": x}, {"Out": "out"})
-        try:
-            hr.Executor(hr.CUDAPlace(0)).run(prog, feed={"x": np.ones((1, 2), "float32")},
-                                             fetch_list=["out"], scope=hr.Scope())
-        except hr.errors.HeadraceError as e:
-            print(type(e).__name__, e)
-        else:
-            print("no error")
-    """)
     env = dict(os.environ)
     env.pop("NUMBA_ENABLE_CUDASIM", None)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                         timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert "DeviceUnavailableError" in out.stdout
-    assert "pip install headrace[cuda]" in out.stdout
+    out = _first_use('sys.modules["numba"] = None   # import numba raises ImportError', env)
+    assert "DeviceUnavailableError" in out
+    assert "pip install headrace[cuda]" in out
 
 
 @pytest.mark.cuda
@@ -145,36 +154,20 @@ def test_a_numba_cuda_that_cannot_compile_is_named_at_first_use():
     # kernel, and every op failed its first launch with a bare AttributeError. Here NumPy loses
     # row_stack, and the device is taken for a real one (SIMULATOR False) so that the check runs.
     pytest.importorskip("numba")
-    code = textwrap.dedent("""
-        import numpy as np
-        import headrace as hr
+    out = _first_use("""
+        import numpy
         from headrace.devices import cuda as dev
         assert dev.compiler_problem() is None           # this environment's pair works
         dev._COMPILER_OK = False
         for name in [m for m in sys.modules if m.startswith("numba.cuda.np.arrayobj")]:
             del sys.modules[name]
-        del np.row_stack
+        del numpy.row_stack
         dev.SIMULATOR = False
         dev._install_memory_manager = lambda: None      # the simulator has no EMM plugins
-        prog = hr.Program()
-        b = prog.global_block()
-        x = b.create_var(name="x", shape=[-1, 2], dtype="float32", need_check_feed=True)
-        b.append_op("relu", {"X": x}, {"Out": "out"})
-        try:
-            hr.Executor(hr.CUDAPlace(0)).run(prog, feed={"x": np.ones((1, 2), "float32")},
-                                             fetch_list=["out"], scope=hr.Scope())
-        except hr.errors.HeadraceError as e:
-            print(type(e).__name__, e)
-        else:
-            print("no error")
-    """)
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    out = subprocess.run([sys.executable, "-c", "import sys\n" + code], capture_output=True,
-                         text=True, env=env, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert "DeviceUnavailableError" in out.stdout, out.stdout
-    assert "CUDAPlace(0)" in out.stdout
-    assert "row_stack" in out.stdout and "numba-cuda" in out.stdout
+    """, dict(os.environ, NUMBA_ENABLE_CUDASIM="1"))
+    assert "DeviceUnavailableError" in out, out
+    assert "CUDAPlace(0)" in out
+    assert "row_stack" in out and "numba-cuda" in out
     import numpy as np
-    assert f"NumPy {np.__version__}" in out.stdout
-    assert "pip install 'numpy<2.5'" in out.stdout
+    assert f"NumPy {np.__version__}" in out
+    assert "pip install 'numpy<2.5'" in out
