@@ -43,6 +43,15 @@ CASES = [
     # stride 1 with a padding, odd sizes; not taken: 8-wide rows (LeNet-2), NHWC
     (2, 16, 32, 32, 32, 1, 1, {"strides": [2, 2]}, (True, False, False)),
     (3, 5, 11, 13, 35, 1, 1, {"strides": [2, 3], "paddings": [1, 2]}, (True, False, False)),
+    # ... of column stride 2 and no padding, read without the padded copy (hr_cd_conv_s2):
+    # odd widths (the second load's lanes cut at the row's end), 13 / 6 / 9 filters (8-, 4-
+    # and 1-filter tiles), 8 / 3 / 4 / 1 vectors an image (tiles of 3, 2 and 1), row strides
+    # 1-3, one and 37 images
+    (3, 5, 13, 7, 61, 1, 1, {"strides": [2, 2]}, (True, False, False)),
+    (2, 3, 6, 9, 25, 1, 1, {"strides": [3, 2]}, (True, False, False)),
+    (1, 7, 9, 4, 32, 1, 1, {"strides": [1, 2]}, (True, False, False)),
+    (2, 4, 8, 1, 31, 1, 1, {"strides": [2, 2]}, (True, False, False)),
+    (37, 8, 16, 6, 32, 1, 1, {"strides": [2, 2]}, (True, False, False)),
     (2, 8, 16, 17, 33, 1, 1, {"paddings": [1, 1]}, (False, False, False)),
     (2, 20, 50, 12, 12, 5, 5, {}, (False, False, False)),
 ]
