@@ -19,7 +19,7 @@ from ..errors import HeadraceError, OpError, PluginError
 from ..framework.analysis import block_writes, runs
 from ..ops.grad import EMPTY
 from ..ops.infer import DictInferContext, VarMeta
-from . import _loop
+from . import _loop, _prepare
 from ._loop import Instr
 from .frame import FrameLayout, LoDKernel
 from .kernel_info import KernelInfo, SlotVar, _PlanInfo, source_line as _source
@@ -165,45 +165,9 @@ class Plan:
         if shape is None:
             shape = self._shapes[opdef] = _slot_shape(opdef)
         ins, outs = op._slots()   # read-only: shared with the op
-        # A name seen before is a dict lookup here (its slot is > 0; @EMPTY@ is never in
-        # _by_name); the methods handle the rest: first sight, @EMPTY@, undeclared names.
-        by_name, facts = self._by_name, self.slots.facts
-        in_ids = []
-        dtype = None   # the first floating input's (a grad op may read an int Label or a
-        for s, name, dup in shape[0]:   # uint8 Mask first), else the first input's
-            names = ins.get(name)
-            if not names:
-                in_ids.append(() if dup else NONE_SLOT)
-                continue
-            if dup:
-                ids = tuple([by_name.get(n) or self._input_slot(op, s, n) for n in names])
-                in_ids.append(ids)
-                first = NONE_SLOT
-                for first in ids:
-                    if first != NONE_SLOT:
-                        break
-            else:
-                first = by_name.get(names[0]) or self._input_slot(op, s, names[0])
-                in_ids.append(first)
-                if first == NONE_SLOT and len(names) > 1:   # a file's [@EMPTY@, x, ...]
-                    n = next((n for n in names if n != EMPTY), None)
-                    if n is not None:
-                        self._slot_var(n)
-                        first = by_name[n]
-            if first != NONE_SLOT and (dtype is None or dtype not in FLOAT_DTYPES):
-                d = facts[first][1].dtype
-                if dtype is None or d in FLOAT_DTYPES:
-                    dtype = d
-        out_ids = []
-        for name, dup in shape[1]:
-            names = outs.get(name)
-            if not names:
-                out_ids.append(() if dup else -1)
-            elif dup:
-                out_ids.append(tuple([by_name.get(n) or self._slot_of(op, n, "output")
-                                      for n in names]))
-            else:
-                out_ids.append(by_name.get(names[0]) or self._slot_of(op, names[0], "output"))
+        # The slot walk is compiled (_prepare.resolve); it calls back _input_slot, _slot_of
+        # and _slot_var for what _by_name cannot answer (first sight, @EMPTY@, undeclared).
+        in_ids, out_ids, dtype = _prepare.resolve(self, op, shape, ins, outs, FLOAT_DTYPES)
         op_type = op.type   # (reads the desc)
         try:
             kernel = self._kernels.get((op_type, dtype))
@@ -237,7 +201,7 @@ class Plan:
                     lod_share = tuple((src, d) for d in _flat(out_ids)
                                       if d > 0 and facts[d][1].lod_level > 0)
                     self.lod_slots.update(i for _, i in lod_share)
-            return Instr(fn, tuple(in_ids), tuple(out_ids), op, lod_share, None)
+            return Instr(fn, in_ids, out_ids, op, lod_share, None)
         # Every slot of the definition, () when unbound; an @EMPTY@ optional input reads None.
         layout = FrameLayout(
             op.type,
@@ -251,7 +215,7 @@ class Plan:
                            tuple((s.name, s.duplicable) for s in opdef.outputs))
         facts = self.slots.facts
         self.lod_slots.update(i for i in _flat(out_ids) if i > 0 and facts[i][1].lod_level > 0)
-        return Instr(fn, tuple(in_ids), tuple(out_ids), op, (), layout)
+        return Instr(fn, in_ids, out_ids, op, (), layout)
 
     def _where(self, op, op_idx):
         """Where ``op`` is, for an error raised while preparing it."""
