@@ -67,6 +67,7 @@ class Plan:
         self._kernels = {}      # (op type, dtype) -> Kernel: a large program repeats a few
         self._device = None     # place.module(), read when the first kernel is prepared
         self._block_idx = block.idx   # every op compiled here is one of block's
+        self._seed_base = block.program.random_seed   # (the plan is keyed by it)
         self._shapes = {}       # OpDef -> its slots as _compile walks them (_slot_shape)
         self._local_ids = None
         compile_op, append = self._compile, self.instrs.append
@@ -177,9 +178,10 @@ class Plan:
             attrs = op.attrs
             if self._device is None:
                 self._device = self.place.module()
+            where = (op, self._block_idx, op_idx)
             info = _PlanInfo(op_type, attrs, self.place, self._device, (ins, outs),
-                             self._slot_var, _seed(op, attrs, op_idx), self.subplan,
-                             (op, self._block_idx, op_idx))
+                             self._slot_var, _seed(attrs, self._seed_base, where),
+                             self.subplan, where)
             fn = kernel.fn(attrs, info)
         except OpError as e:
             e.locate(**self._where(op, op_idx))
@@ -390,20 +392,18 @@ def _dtype_name(dtype):
     return name
 
 
-def _seed(op, attrs, op_idx):
+def _seed(attrs, base, where):
     """The seed of a random op: its own ``seed`` attribute, else one derived from the
-    program's ``random_seed`` (None when neither is set: nondeterministic). Ops whose definition
+    program's ``random_seed`` ``base`` and the op's place (``where``: op, block index, op
+    index), given as ``(base, block index, op index)`` for its info to derive if a kernel
+    reads it (kernel_info.derived_seed), else None (nondeterministic). Ops whose definition
     names a ``seed_attr`` had the program's seed written into them when built
-    (framework/seeds.py), which crosses the wire; this fallback serves the others (rnn's
+    (framework/seeds.py), which crosses the wire; the derived one serves the others (rnn's
     dropout), in this process only."""
     own = attrs.get("seed", 0)
     if own:
         return int(own)
-    base = op.block.program.random_seed
-    if not base:
-        return None
-    # Distinct, reproducible streams per op: the program seed mixed with the op's position.
-    return int(np.random.SeedSequence([base, op.block.idx, op_idx]).generate_state(1)[0])
+    return (base, where[1], where[2]) if base else None
 
 
 def _slot_shape(opdef):
