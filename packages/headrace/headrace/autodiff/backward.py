@@ -54,20 +54,26 @@ def _plan(ops, targets, sources, no_grad):
     """(ops to differentiate, names whose gradient is wanted)."""
     # Forward: which variables depend on a source (and so can carry a gradient)?
     wanted = set(sources)
+    read, written = {}, {}   # id(op) -> reads(op) / writes(op), each worked out once here
     for op in ops:
         if op.opdef is None or not op.opdef.differentiable:
             continue
         # reads/writes: an op that owns a block also reads and writes what its block's ops
         # read and write (a parameter used only inside a loop body reaches the loss).
-        if any(n in wanted for n in reads(op)):
-            wanted.update(n for n in writes(op) if n not in no_grad)
+        op_reads = read[id(op)] = reads(op)
+        if any(n in wanted for n in op_reads):
+            op_writes = written[id(op)] = writes(op)
+            wanted.update(n for n in op_writes if n not in no_grad)
     # Backward: which ops lead to a target?
     needed, chosen = set(targets), []
     for op in reversed(ops):
-        outs = set(writes(op))
+        outs = written.get(id(op))
+        outs = set(writes(op) if outs is None else outs)
         if not (outs & needed):
             continue
-        op_reads = reads(op)
+        op_reads = read.get(id(op))
+        if op_reads is None:
+            op_reads = reads(op)
         if not any(n in wanted for n in op_reads):
             continue
         if op.opdef is None:
