@@ -78,6 +78,24 @@ def test_glue_optimization_comes_after_the_default_on_the_command_line():
         assert levels == (["-O2", "-O1"] if ext.name in glue else ["-O2"]), ext.name
 
 
+def test_every_module_and_the_shared_runtime_compile_without_cythons_call_shortcuts():
+    # Off in every module of a build and in its shared runtime (headrace._cyutility): the
+    # modules call the runtime's functions, so one build never mixes the two settings.
+    modules = BUILD["part_modules"](str(REPO / "plugins/nn"))
+    kernels = BUILD["kernel_build"]("headrace-nn", "headrace_nn", modules,
+                                    utility_dir=str(REPO / "plugins/nn/headrace_nn"))
+    off = {("CYTHON_USE_DICT_VERSIONS", "0"), ("CYTHON_FAST_PYCALL", "0"),
+           ("CYTHON_UNPACK_METHODS", "0"), ("CYTHON_CLINE_IN_TRACEBACK", "0")}
+    assert set(BUILD["RUNTIME_MACROS"]) == off
+    names = {ext.name for ext in kernels["ext_modules"]}
+    assert {"headrace_nn.kernels.cpu.conv", "headrace_nn.kernels.cpu.sequence_pad"} <= names
+    for ext in kernels["ext_modules"]:
+        assert off <= set(ext.define_macros), ext.name
+    import Cython
+    if tuple(int(v) for v in Cython.__version__.split(".")[:2]) >= (3, 1):
+        assert "headrace_nn._cyutility" in names
+
+
 def test_the_compile_message_reaches_the_terminal_behind_pip(monkeypatch, capsys):
     # pip captures the build's stderr (shown with -v only): the line goes to /dev/tty too.
     written, announce = [], BUILD["announce"]

@@ -45,9 +45,21 @@ OPTIMIZE = ("-O2", "-fvect-cost-model=dynamic")
 # and Python objects, with no loops of their own over a tensor's elements, so -O2's vectorizer,
 # scheduling and inlining buy them nothing measurable at run time, and -O1 compiles them in
 # 36% less time (gcc 12.2, the 31 modules: 35.0 -> 22.5 s of CPU, 15-50% each). After OPTIMIZE
-# on the command line, so it wins.
+# on the command line, so it wins. Not -O0: it halves that again (20.4 -> 11.0 s) but a glue
+# kernel's own C (argument parsing, attribute reads, the calls into NumPy) then costs 0.3-0.7 us
+# more a call (reshape2 0.80 -> 1.13 us, flatten_contiguous_range 0.95 -> 1.55-1.73 us).
 GLUE_OPTIMIZE = ("-O1",)
 DEFINE_MACROS = [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]
+# Cython's runtime shortcuts that compile a specialized copy of a generic CPython path into every
+# module: module globals cached by dict version, a fast path for calling Python functions
+# (CPython's vectorcall, which Cython uses anyway, does the same), unpacking bound methods
+# before a call, and the C line number in tracebacks. The kernels' hot paths are C loops and
+# C-level calls, not these; off, every module compiles in ~5% less time (gcc 12.2, the 78
+# modules: 122.4 -> 116.7 s of CPU) and the executor's per-op time did not move
+# (benchmarks/bench_executor.py). The same in every module of a build and in its shared runtime
+# (<package>._cyutility), whose functions they call.
+RUNTIME_MACROS = [("CYTHON_USE_DICT_VERSIONS", "0"), ("CYTHON_FAST_PYCALL", "0"),
+                  ("CYTHON_UNPACK_METHODS", "0"), ("CYTHON_CLINE_IN_TRACEBACK", "0")]
 # Where the generated C goes, under the directory the build runs in (a part's root, or the
 # repository's for the root distribution): never beside the .pyx, so no C lands in a wheel, and
 # the root build (one shared Cython runtime, headrace._cyutility) and a part's own build
@@ -187,7 +199,7 @@ def kernel_build(dist, package, modules, utility_dir, include_path=(), include_d
         # that the module's `cdef extern from "x.h"` names.
         Extension(name, [path],
                   include_dirs=[np.get_include(), *include_dirs, os.path.dirname(path) or "."],
-                  define_macros=DEFINE_MACROS, extra_compile_args=args(extra),
+                  define_macros=[*DEFINE_MACROS, *RUNTIME_MACROS], extra_compile_args=args(extra),
                   extra_link_args=list(openmp_flags()))
         for name, path, extra in modules]
     options = {"include_path": list(include_path), "compiler_directives": DIRECTIVES,
@@ -195,6 +207,7 @@ def kernel_build(dist, package, modules, utility_dir, include_path=(), include_d
     if tuple(int(v) for v in Cython.__version__.split(".")[:2]) >= (3, 1):
         shared = f"{package}._cyutility"
         extensions.append(Extension(shared, [os.path.join(utility_dir, "_cyutility.c")],
+                                    define_macros=list(RUNTIME_MACROS),
                                     extra_compile_args=args()))
         options["shared_utility_qualified_name"] = shared
     jobs = build_jobs()
