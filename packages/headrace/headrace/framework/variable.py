@@ -6,6 +6,7 @@ desc (the op that writes the variable, a parameter's optimizer attributes and re
 """
 from .. import dtypes
 from ..errors import VariableError
+from ..ops.attrs import varint
 from ..ops.infer import VarMeta, _new_meta
 from ..proto import framework_pb2 as pb
 from . import defaults
@@ -123,19 +124,10 @@ def init_desc(desc, name, kind, shape, dtype, lod_level, persistable, stop_gradi
             _TAILS.clear()
         tail = _TAILS[key] = data[2:]
     n = len(encoded)
-    desc.MergeFromString(b"\x0a" + (_VARINT1[n] if n < 128 else _varint(n)) + encoded + tail)
+    desc.MergeFromString(b"\x0a" + (_VARINT1[n] if n < 128 else varint(n)) + encoded + tail)
 
 
 _VARINT1 = [bytes((n,)) for n in range(128)]
-
-
-def _varint(n):
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 def _fill_desc(desc, name, kind, shape, dtype, lod_level, persistable, stop_gradient,

@@ -154,7 +154,8 @@ _ENTRIES = {}          # (name, type, value) -> the attrs entry's bytes
 _UNCACHED = ("float", "floats", "float64", "float64s", "block", "blocks")
 
 
-def _varint(n):
+def varint(n):
+    """Protobuf's base-128 varint of a non-negative int (a length on the wire)."""
     out = bytearray()
     while n > 0x7F:
         out.append((n & 0x7F) | 0x80)
@@ -181,7 +182,7 @@ def encoded_entry(name, attr_type, value):
     msg = pb.OpDesc.Attr()
     encode(msg, name, attr_type, value)
     data = msg.SerializeToString()
-    entry = _ATTRS_TAG + _varint(len(data)) + data
+    entry = _ATTRS_TAG + varint(len(data)) + data
     if key is not None:
         if len(_ENTRIES) > 65536:   # bounded: strings (call sites) can be endless
             _ENTRIES.clear()
