@@ -344,11 +344,9 @@ def test_a_kernel_returning_the_wrong_dtype_or_rank_is_stopped_at_its_op(maker, 
 
 # -- the plan's infos ---------------------------------------------------------------------------
 
-def test_the_plans_infos_answer_as_kernel_info_does(monkeypatch):
-    """A plan makes its infos' facts when a kernel asks (runtime.kernel_info._PlanInfo): every
-    question, on every op of a training program with a loop (@EMPTY@ gradients, in-place
-    optimizer updates, persistable and fed variables, a sub-block), gets kernel_info's
-    answer."""
+@pytest.fixture
+def plan_infos(monkeypatch):
+    """The list of every info a plan makes while the test runs (runtime.plan._PlanInfo)."""
     from headrace.runtime import plan as plan_mod
     made = []
 
@@ -358,6 +356,14 @@ def test_the_plans_infos_answer_as_kernel_info_does(monkeypatch):
             made.append(self)
 
     monkeypatch.setattr(plan_mod, "_PlanInfo", Recorded)
+    return made
+
+
+def test_the_plans_infos_answer_as_kernel_info_does(plan_infos):
+    """A plan makes its infos' facts when a kernel asks (runtime.kernel_info._PlanInfo): every
+    question, on every op of a training program with a loop (@EMPTY@ gradients, in-place
+    optimizer updates, persistable and fed variables, a sub-block), gets kernel_info's
+    answer."""
     main, startup = hr.Program(), hr.Program()
     with hr.program_guard(main, startup):
         x = hr.layers.data("x", shape=[-1, 4], dtype="float32")
@@ -373,11 +379,11 @@ def test_the_plans_infos_answer_as_kernel_info_does(monkeypatch):
             hr.layers.less_than(i, n, cond=cond)
     exe, scope = hr.Executor(), hr.Scope()
     exe.run(startup, scope=scope)
-    made.clear()
+    plan_infos.clear()
     exe.run(main, feed={"x": np.ones((2, 4), np.float32)}, fetch_list=[loss], scope=scope)
-    assert {info.op_type for info in made} >= {"mul_grad", "sgd", "while", "increment"}
+    assert {info.op_type for info in plan_infos} >= {"mul_grad", "sgd", "while", "increment"}
     empty = 0
-    for info in made:
+    for info in plan_infos:
         loc = info.location
         op = main.block(loc["block_idx"]).ops[loc["op_idx"]]
         ref = kernel_info(op, seed=info.seed)
@@ -404,19 +410,10 @@ def test_the_plans_infos_answer_as_kernel_info_does(monkeypatch):
     assert empty, "the program binds no @EMPTY@ gradient: the test lost its point"
 
 
-def test_a_seeded_programs_infos_derive_their_seeds_when_read(monkeypatch):
+def test_a_seeded_programs_infos_derive_their_seeds_when_read(monkeypatch, plan_infos):
     """In a program with a random_seed, an op without a seed of its own gets one derived from
-    (random_seed, block index, op index) (rnn's dropout reads it), made when a kernel reads
-    info.seed: preparing a 1603-op program made a SeedSequence for every op (+19 ms)."""
-    from headrace.runtime import plan as plan_mod
-    made = []
-
-    class Recorded(plan_mod._PlanInfo):
-        def __init__(self, *args):
-            super().__init__(*args)
-            made.append(self)
-
-    monkeypatch.setattr(plan_mod, "_PlanInfo", Recorded)
+    (random_seed, block index, op index) (rnn's dropout reads it), plan_infos when a kernel reads
+    info.seed: preparing a 1603-op program plan_infos a SeedSequence for every op (+19 ms)."""
     main, startup = hr.Program(), hr.Program()
     with hr.program_guard(main, startup):
         x = hr.layers.data("x", shape=[-1, 4], dtype="float32")
@@ -427,12 +424,13 @@ def test_a_seeded_programs_infos_derive_their_seeds_when_read(monkeypatch):
     monkeypatch.setattr(np.random, "SeedSequence",
                         lambda *a, **k: sequences.append(a) or real(*a, **k))
     hr.Executor().run(startup)
-    made.clear()
+    plan_infos.clear()
     hr.Executor().run(main, feed={"x": np.ones((2, 4), np.float32)}, fetch_list=[loss])
-    assert made and not sequences   # no kernel of mul, elementwise_add, mean reads its seed
-    for info in made:
+    assert plan_infos and not sequences   # no kernel of mul, elementwise_add, mean reads its seed
+    for info in plan_infos:
         loc = info.location
         want = int(real([7, loc["block_idx"], loc["op_idx"]]).generate_state(1)[0])
         assert info.seed == want, info.op_type
     # (the suite's conftest may replay the run through eval: a second plan, the same seeds)
-    assert len({info.seed for info in made}) == len({info.location["op_idx"] for info in made})
+    assert len({info.seed for info in plan_infos}) == \
+        len({info.location["op_idx"] for info in plan_infos})

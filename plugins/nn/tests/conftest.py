@@ -127,6 +127,30 @@ def variants():
     return make_variants
 
 
+def make_fused_conv_case(x, filt, attrs, extra, relu, rng):
+    """``(args, want)`` for a conv2d kernel called as ``run(*args, relu=relu)``: args are
+    [Input, Filter, Bias, ResidualData] with Bias and/or ResidualData drawn from ``rng`` when
+    ``extra`` names them ("bias", "residual", "both"); want is fused_conv2d_add_act's
+    reference of the same, in float64."""
+    wide = {"Input": x.astype("float64"), "Filter": filt.astype("float64"), "Bias": None,
+            "ResidualData": None}
+    if extra in ("bias", "both"):
+        wide["Bias"] = rng.standard_normal(filt.shape[0]).astype("float32")
+    if extra in ("residual", "both"):
+        # Output's shape, read off conv2d's reference (its geometry, not written again here).
+        shape = REFERENCES["conv2d"]({"Input": x, "Filter": filt}, attrs)["Output"].shape
+        wide["ResidualData"] = rng.standard_normal(shape).astype("float32")
+    act = "relu" if relu else "identity"
+    want = REFERENCES["fused_conv2d_add_act"](wide, dict(attrs, activation=act))["Output"]
+    return [x, filt, wide["Bias"], wide["ResidualData"]], want
+
+
+@pytest.fixture
+def fused_conv_case():
+    """``fused_conv_case(x, filt, attrs, extra, relu, rng)`` -> (kernel args, float64 want)."""
+    return make_fused_conv_case
+
+
 @pytest.fixture
 def run_bn():
     """``run_bn(inputs, attrs)`` -> (outputs by slot, scope): batch_norm in a program whose

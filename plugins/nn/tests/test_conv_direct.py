@@ -98,23 +98,13 @@ def test_paths_are_the_ones_meant(case):
 @pytest.mark.parametrize("relu", [False, True], ids=["", "relu"])
 @pytest.mark.parametrize("extra", ["", "bias", "residual", "both"])
 @pytest.mark.parametrize("case", range(len(CASES)))
-def test_forward_matches_reference(kernel, case, extra, relu):
+def test_forward_matches_reference(kernel, fused_conv_case, case, extra, relu):
     # Bias and relu (fused_conv2d_add_act's) go into the direct kernel's store; on im2col +
     # GEMM Bias prefills Output and relu is a pass of its own.
     rng = np.random.default_rng(100 + case)
     x, filt = _inputs(CASES[case], rng)
     attrs = CASES[case][7]
-    want = ref_conv({"Input": x.astype("float64"), "Filter": filt.astype("float64")},
-                    attrs)["Output"]
-    args = [x, filt, None, None]
-    if extra in ("bias", "both"):
-        args[2] = rng.standard_normal(want.shape[1]).astype("float32")
-        want = want + args[2].reshape(1, -1, 1, 1)
-    if extra in ("residual", "both"):
-        args[3] = rng.standard_normal(want.shape).astype("float32")
-        want = want + args[3]
-    if relu:
-        want = np.maximum(want, 0)
+    args, want = fused_conv_case(x, filt, attrs, extra, relu, rng)
     run = kernel("conv2d", attrs)
     got, gemm = _both(lambda: run(*args, relu=relu)[0])
     scale = np.abs(want).max()

@@ -76,21 +76,11 @@ def _wino_and_direct(fn):
 @pytest.mark.parametrize("relu", [False, True], ids=["", "relu"])
 @pytest.mark.parametrize("extra", ["", "bias", "residual", "both"])
 @pytest.mark.parametrize("case", range(len(CASES)))
-def test_forward_matches_reference(kernel, case, extra, relu):
+def test_forward_matches_reference(kernel, fused_conv_case, case, extra, relu):
     rng = np.random.default_rng(500 + case)
     x, filt = _data(CASES[case], rng)
     attrs = CASES[case][5]
-    want = ref_conv({"Input": x.astype("float64"), "Filter": filt.astype("float64")},
-                    attrs)["Output"]
-    args = [x, filt, None, None]
-    if extra in ("bias", "both"):
-        args[2] = rng.standard_normal(want.shape[1]).astype("float32")
-        want = want + args[2].reshape(1, -1, 1, 1)
-    if extra in ("residual", "both"):
-        args[3] = rng.standard_normal(want.shape).astype("float32")
-        want = want + args[3]
-    if relu:
-        want = np.maximum(want, 0)
+    args, want = fused_conv_case(x, filt, attrs, extra, relu, rng)
     run = kernel("conv2d", attrs)
     got, direct = _wino_and_direct(lambda: run(*args, relu=relu)[0].copy())
     # The direct kernels' tolerance (test_conv_direct.py): F(2x2, 3x3)'s transforms add a
