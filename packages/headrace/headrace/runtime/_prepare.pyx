@@ -1,90 +1,235 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
-"""Plan preparation's per-op slot walk (``Plan._compile``), compiled: the first step of a large
-program resolves the slots of every op's inputs and outputs once (1603 ops, ~6,000 names
-for a 200-layer fc net with its SGD step), and in Python that walk was a third of the
-plan's own per-op cost. What it cannot answer from the plan's name -> slot dict (a name seen
-for the first time, ``@EMPTY@``, an undeclared name and its error) goes to the plan's
-methods, exactly as before.
-"""
+"""Plan preparation's per-op loop (``Plan.__init__``), compiled: the first step of a large
+program prepares every op once (1603 ops, ~6,000 names for a 200-layer fc net with its SGD
+step), and in Python the loop itself (the slot walk, the kernel and info of each op, the
+bookkeeping between them) cost ~8 us an op, more than the kernels' makers it calls.
 
+What is per op type is read once per plan (:func:`_op_type`: the slot shape, the type's name
+and whether it runs), the kernel and its maker once per (op type, dtype). What is rare stays
+in the plan's Python methods: a name the plan's block does not declare (``Plan._slot_of`` and
+its error), ``@EMPTY@`` bound to a required input (``Plan._input_slot``), LoD passed on
+(``Plan._lod_share``), frame and LoD kernels (``Plan._framed``), and every error's location
+(``Plan._where``): the messages are those of the Python methods.
+"""
+from ..errors import HeadraceError, OpError
 from ..ops.grad import EMPTY
+from ._loop import Instr
+from .kernel_info import SlotVar
 
 cdef object NONE_SLOT = 0   # plan.NONE_SLOT: unbound optional inputs read slot 0 (None)
+cdef object _new_tuple = tuple.__new__   # SlotVar(...) without its Python-level __new__
 
 
-cdef object _first_sight(plan, op, name, str role, dict by_name, list facts):
-    """The slot of ``name`` (not ``@EMPTY@``) seen for the first time in ``plan``:
-    ``Plan._slot_of``'s usual case, inlined (an undeclared name takes its path and error)."""
-    var = op.block._find_var_recursive(name)
-    if var is None:
-        return plan._slot_of(op, name, role)
-    i = by_name[name] = plan.slots.slot(var)
-    if (<tuple>facts[i])[1].lod_level > 0:   # once per name: facts do not change
-        plan.lod_slots.add(i)
-    return i
+cdef class SlotMap:
+    """Variable -> slot index, shared by a root plan and its sub-plans.
 
+    ``index``: id(Variable) -> slot; ``vars``: slot -> Variable (slot 0: None); ``facts``: slot
+    -> ``(kind, SlotVar)``, the variable's facts, read from its VarDesc once. A plan belongs to
+    one revision of its program, so they cannot change under it; reading the desc per op and
+    per check made preparing a large program quadratic-ish in cost."""
+    cdef public dict index
+    cdef public list vars
+    cdef public list facts
 
-cdef inline object _in_slot(plan, op, s, name, dict by_name, list facts):
-    i = by_name.get(name)   # (a name seen before is > 0 here; @EMPTY@ is never here)
-    if i is not None:
+    def __init__(self):
+        self.index = {}
+        self.vars = [None]
+        self.facts = [None]
+
+    cpdef object slot(self, var):
+        """The slot of Variable ``var``, given one the first time it is asked for."""
+        key = id(var)
+        i = self.index.get(key)
+        if i is None:
+            i = len(self.vars)
+            self.index[key] = i
+            self.vars.append(var)
+            self.facts.append(_facts(var))
         return i
-    if name == EMPTY:
-        return plan._input_slot(op, s, name)   # None, or its error
-    return _first_sight(plan, op, name, "input", by_name, facts)
+
+    def __len__(self):
+        return len(self.vars)
 
 
-cdef inline object _out_slot(plan, op, name, dict by_name, list facts):
-    i = by_name.get(name)
-    if i is not None:
+cdef tuple _facts(var):
+    """``(kind, SlotVar)`` of Variable ``var``, from its ``meta()`` (which the variable keeps:
+    building the program read it already) and its persistable flag."""
+    m = var.meta()
+    return (m.kind, _new_tuple(SlotVar, (m.name, m.dtype, m.shape, m.lod_level,
+                                         var.desc.persistable)))
+
+
+cdef tuple _op_type(opdef):
+    """What a plan reads once per op type: ``((Slot, name, duplicable), ...)`` of the inputs,
+    ``((name, duplicable), ...)`` of the outputs, the type's name, and whether it runs
+    (analysis.runs: ``no_kernel`` ops, feed and fetch, are bound by the executor itself)."""
+    return (tuple([(s, s.name, s.duplicable) for s in opdef.inputs]),
+            tuple([(s.name, s.duplicable) for s in opdef.outputs]),
+            opdef.type, not opdef.no_kernel)
+
+
+cdef class _Walk:
+    """The state the slot walk reads for every name: one per plan being prepared."""
+    cdef object plan
+    cdef dict by_name, local
+    cdef list facts
+    cdef SlotMap slots
+    cdef set lod_slots
+
+    def __init__(self, plan):
+        self.plan = plan
+        self.by_name = plan._by_name
+        self.slots = plan.slots
+        self.facts = self.slots.facts
+        self.local = plan.block.vars
+        self.lod_slots = plan.lod_slots
+
+    cdef object first_sight(self, op, name, str role):
+        """The slot of ``name`` (not ``@EMPTY@``) seen for the first time in the plan:
+        ``Plan._slot_of``'s usual case, inlined (an undeclared name takes its path and
+        error). The plan's ops are its block's: a name declared there is found first."""
+        var = self.local.get(name)
+        if var is None:
+            var = op.block._find_var_recursive(name)
+            if var is None:
+                return self.plan._slot_of(op, name, role)
+        i = self.slots.slot(var)
+        self.by_name[name] = i
+        if (<tuple>self.facts[i])[1].lod_level > 0:   # once per name: facts do not change
+            self.lod_slots.add(i)
         return i
-    if name == EMPTY:
-        return -1   # a gradient nobody needs: computed, never stored
-    return _first_sight(plan, op, name, "output", by_name, facts)
 
+    cdef inline object in_slot(self, op, s, name):
+        i = self.by_name.get(name)   # (a name seen before is > 0 here; @EMPTY@ is never here)
+        if i is not None:
+            return i
+        if name == EMPTY:
+            return self.plan._input_slot(op, s, name)   # None, or its error
+        return self.first_sight(op, name, "input")
 
-def resolve(plan, op, tuple shape, dict ins, dict outs, float_dtypes):
-    """``(in_ids, out_ids, dtype)`` of ``op`` for ``plan``: per input slot of ``shape`` (the
-    OpDef's ``((Slot, name, duplicable), ...)``) its slot index or tuple of them (``()``/0
-    when unbound), per output slot likewise (``()``/-1), and the kernel's dtype: the first
-    floating input's, else the first input's."""
-    cdef dict by_name = plan._by_name
-    cdef list facts = plan.slots.facts
-    cdef list in_ids = [], out_ids = []
-    cdef object dtype = None, d, s, name, dup, names, n, i, first
-    cdef tuple ids
-    for s, name, dup in <tuple>shape[0]:
-        names = ins.get(name)
-        if not names:
-            in_ids.append(() if dup else NONE_SLOT)
-            continue
-        if dup:
-            ids = tuple([_in_slot(plan, op, s, n, by_name, facts) for n in names])
-            in_ids.append(ids)
-            first = NONE_SLOT
-            for first in ids:
-                if first != NONE_SLOT:
-                    break
-        else:
-            n = names[0]
-            first = _in_slot(plan, op, s, n, by_name, facts)
-            in_ids.append(first)
-            if first == NONE_SLOT and len(names) > 1:   # a file's [@EMPTY@, x, ...]
-                for n in names:
-                    if n != EMPTY:
-                        plan._slot_var(n)
-                        first = by_name[n]
+    cdef inline object out_slot(self, op, name):
+        i = self.by_name.get(name)
+        if i is not None:
+            return i
+        if name == EMPTY:
+            return -1   # a gradient nobody needs: computed, never stored
+        return self.first_sight(op, name, "output")
+
+    cdef tuple resolve(self, op, tuple shape, dict ins, dict outs, float_dtypes):
+        """``(in_ids, out_ids, dtype)`` of ``op``: per input slot of ``shape`` (the op type's,
+        :func:`_op_type`)
+        its slot index or tuple of them (``()``/0 when unbound), per output slot likewise
+        (``()``/-1), and the kernel's dtype: the first floating input's, else the first
+        input's."""
+        cdef list in_ids = [], out_ids = []
+        cdef list facts = self.facts
+        cdef object dtype = None, d, s, name, dup, names, n, first
+        cdef tuple ids
+        for s, name, dup in <tuple>shape[0]:
+            names = ins.get(name)
+            if not names:
+                in_ids.append(() if dup else NONE_SLOT)
+                continue
+            if dup:
+                ids = tuple([self.in_slot(op, s, n) for n in names])
+                in_ids.append(ids)
+                first = NONE_SLOT
+                for first in ids:
+                    if first != NONE_SLOT:
                         break
-        if first != NONE_SLOT and (dtype is None or dtype not in float_dtypes):
-            d = (<tuple>facts[first])[1].dtype
-            if dtype is None or d in float_dtypes:
-                dtype = d
-    for name, dup in <tuple>shape[1]:
-        names = outs.get(name)
-        if not names:
-            out_ids.append(() if dup else -1)
-        elif dup:
-            out_ids.append(tuple([_out_slot(plan, op, n, by_name, facts) for n in names]))
+            else:
+                n = names[0]
+                first = self.in_slot(op, s, n)
+                in_ids.append(first)
+                if first == NONE_SLOT and len(names) > 1:   # a file's [@EMPTY@, x, ...]
+                    for n in names:
+                        if n != EMPTY:
+                            self.plan._slot_var(n)
+                            first = self.by_name[n]
+                            break
+            if first != NONE_SLOT and (dtype is None or dtype not in float_dtypes):
+                d = (<tuple>facts[first])[1].dtype
+                if dtype is None or d in float_dtypes:
+                    dtype = d
+        for name, dup in <tuple>shape[1]:
+            names = outs.get(name)
+            if not names:
+                out_ids.append(() if dup else -1)
+            elif dup:
+                out_ids.append(tuple([self.out_slot(op, n) for n in names]))
+            else:
+                out_ids.append(self.out_slot(op, names[0]))
+        return tuple(in_ids), tuple(out_ids), dtype
+
+
+cdef object _seed(dict attrs, base, block_idx, op_idx):
+    """The seed of a random op: its own ``seed`` attribute, else one derived from the
+    program's ``random_seed`` ``base`` and the op's place, given as ``(base, block index, op
+    index)`` for its info to derive if a kernel reads it (kernel_info.derived_seed), else None
+    (nondeterministic). Ops whose definition names a ``seed_attr`` had the program's seed
+    written into them when built (framework/seeds.py), which crosses the wire; the derived one
+    serves the others (rnn's dropout), in this process only."""
+    own = attrs.get("seed", 0)
+    if own:
+        return int(own)
+    return (base, block_idx, op_idx) if base else None
+
+
+def compile_ops(plan, ops, op_filter, info_type, float_dtypes, set plain_types, refuse):
+    """Append to ``plan.instrs`` the instruction of each op of ``ops`` (the plan's block's, in
+    order) that ``op_filter`` keeps (None: all) and that runs. ``info_type``: the KernelInfo
+    class a plan makes (kernel_info._PlanInfo); ``plain_types``/``refuse``: plan's
+    _PLAIN_TYPES and _refuse_undeclared_kind (an array kernel's maker that returns an object
+    carrying the old kind attributes is refused)."""
+    cdef _Walk walk = _Walk(plan)
+    cdef list instrs = plan.instrs
+    cdef dict types = plan._types, kernels = plan._kernels, attrs
+    cdef tuple t, k, ids
+    cdef Py_ssize_t op_idx = -1
+    cdef object block_idx = plan._block_idx, base = plan._seed_base
+    place, registry = plan.place, plan.registry
+    slot_var, subplan = plan._slot_var, plan.subplan
+    device = plan._device
+    for op in ops:
+        op_idx += 1
+        if op_filter is not None and not op_filter(op):
+            continue
+        opdef = op.opdef
+        if opdef is None:
+            plan._undefined(op, op_idx)   # its error
+        t = types.get(opdef)
+        if t is None:
+            t = types[opdef] = _op_type(opdef)
+        if not t[3]:
+            continue   # no_kernel: the executor binds feeds and fetches to slots directly
+        ins, outs = op._slots()   # read-only: shared with the op
+        in_ids, out_ids, dtype = walk.resolve(op, t, ins, outs, float_dtypes)
+        op_type = t[2]
+        try:
+            k = kernels.get((op_type, dtype))
+            if k is None:
+                kernel = registry.kernel(op_type, place.device, dtype)
+                k = kernels[op_type, dtype] = (kernel, kernel.fn, kernel.kind)
+            attrs = op.attrs
+            if device is None:
+                device = plan._device = place.module()
+            where = (op, block_idx, op_idx)
+            info = info_type(op_type, attrs, place, device, (ins, outs), slot_var,
+                             _seed(attrs, base, block_idx, op_idx), subplan, where)
+            fn = k[1](attrs, info)
+        except OpError as e:
+            e.locate(**plan._where(op, op_idx))
+            raise
+        except HeadraceError:
+            raise
+        except Exception as e:
+            raise OpError(f"preparing its kernel failed: {type(e).__name__}: {e}",
+                          **plan._where(op, op_idx)) from e
+        if k[2] == "array":
+            if type(fn) not in plain_types:
+                refuse(k[0], fn)
+            # LoD flows from the first input that has one to the outputs that declare LoD.
+            lod_share = plan._lod_share(in_ids, out_ids) if walk.lod_slots else ()
+            instrs.append(Instr(fn, in_ids, out_ids, op, lod_share, None))
         else:
-            n = names[0]
-            out_ids.append(_out_slot(plan, op, n, by_name, facts))
-    return tuple(in_ids), tuple(out_ids), dtype
+            instrs.append(plan._framed(op, opdef, k[2], fn, in_ids, out_ids, ins, outs))

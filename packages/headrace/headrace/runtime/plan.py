@@ -16,40 +16,18 @@ import numpy as np
 
 from ..dtypes import DTYPES, FLOAT_DTYPES
 from ..errors import HeadraceError, OpError, PluginError
-from ..framework.analysis import block_writes, runs
+from ..framework.analysis import block_writes
 from ..ops.grad import EMPTY
 from ..ops.infer import DictInferContext, VarMeta
 from . import _loop, _prepare
 from ._loop import Instr
+from ._prepare import SlotMap
 from .frame import FrameLayout, LoDKernel
-from .kernel_info import KernelInfo, SlotVar, _PlanInfo, source_line as _source
+from .kernel_info import KernelInfo, _PlanInfo, source_line as _source
 
 __all__ = ["KernelInfo", "Plan", "SlotMap", "prepare"]
 
 NONE_SLOT = 0  # slot 0 always holds None: unbound optional inputs point at it
-
-
-class SlotMap:
-    """Variable -> slot index, shared by a root plan and its sub-plans."""
-
-    def __init__(self):
-        self.index = {}   # id(Variable) -> slot
-        self.vars = [None]  # slot -> Variable (slot 0: None)
-        # slot -> (kind, SlotVar): the variable's facts, read from its VarDesc once. A plan
-        # belongs to one revision of its program, so they cannot change under it; reading the
-        # desc per op and per check made preparing a large program quadratic-ish in cost.
-        self.facts = [None]
-
-    def slot(self, var):
-        i = self.index.get(id(var))
-        if i is None:
-            i = self.index[id(var)] = len(self.vars)
-            self.vars.append(var)
-            self.facts.append(_facts(var))
-        return i
-
-    def __len__(self):
-        return len(self.vars)
 
 
 class Plan:
@@ -64,19 +42,16 @@ class Plan:
         self.instrs = []
         self.lod_slots = set()  # slots whose variables carry LoD
         self._by_name = {}      # variable name -> slot, as this plan's block resolves it
-        self._kernels = {}      # (op type, dtype) -> Kernel: a large program repeats a few
+        self._kernels = {}      # (op type, dtype) -> (Kernel, its maker, its kind)
+        self._types = {}        # OpDef -> what _prepare reads once per op type
         self._device = None     # place.module(), read when the first kernel is prepared
         self._block_idx = block.idx   # every op compiled here is one of block's
         self._seed_base = block.program.random_seed   # (the plan is keyed by it)
-        self._shapes = {}       # OpDef -> its slots as _compile walks them (_slot_shape)
         self._local_ids = None
-        compile_op, append = self._compile, self.instrs.append
-        for op_idx, op in enumerate(block.ops):
-            if op_filter is not None and not op_filter(op):
-                continue
-            if not runs(op):
-                continue  # no_kernel: the executor binds feeds and fetches to slots directly
-            append(compile_op(op, op_idx))
+        # The per-op loop is compiled (_prepare.compile_ops): it calls back the methods below
+        # for what is rare (undeclared names, @EMPTY@ inputs, LoD, frame kernels, errors).
+        _prepare.compile_ops(self, block.ops, op_filter, _PlanInfo, FLOAT_DTYPES,
+                             _PLAIN_TYPES, _refuse_undeclared_kind)
         self.written_names = frozenset()
         self.outer_write_ids = ()
 
@@ -156,55 +131,26 @@ class Plan:
             i = self._by_name[name] = self.slots.slot(self.block.var_recursive(name))
         return self.slots.facts[i][1]
 
-    def _compile(self, op, op_idx):
-        opdef = op.opdef
-        if opdef is None:
-            raise OpError("no installed plugin defines this op type, so it cannot run",
-                          op_type=op.type, block_idx=op.block.idx, op_idx=op_idx,
-                          source=op.source)
-        shape = self._shapes.get(opdef)
-        if shape is None:
-            shape = self._shapes[opdef] = _slot_shape(opdef)
-        ins, outs = op._slots()   # read-only: shared with the op
-        # The slot walk is compiled (_prepare.resolve); it calls back _input_slot, _slot_of
-        # and _slot_var for what _by_name cannot answer (first sight, @EMPTY@, undeclared).
-        in_ids, out_ids, dtype = _prepare.resolve(self, op, shape, ins, outs, FLOAT_DTYPES)
-        op_type = op.type   # (reads the desc)
-        try:
-            kernel = self._kernels.get((op_type, dtype))
-            if kernel is None:
-                kernel = self._kernels[op_type, dtype] = self.registry.kernel(
-                    op_type, self.place.device, dtype)
-            attrs = op.attrs
-            if self._device is None:
-                self._device = self.place.module()
-            where = (op, self._block_idx, op_idx)
-            info = _PlanInfo(op_type, attrs, self.place, self._device, (ins, outs),
-                             self._slot_var, _seed(attrs, self._seed_base, where),
-                             self.subplan, where)
-            fn = kernel.fn(attrs, info)
-        except OpError as e:
-            e.locate(**self._where(op, op_idx))
-            raise
-        except HeadraceError:
-            raise
-        except Exception as e:
-            raise OpError(f"preparing its kernel failed: {type(e).__name__}: {e}",
-                          **self._where(op, op_idx)) from e
-        kind = kernel.kind
-        if kind == "array":
-            _refuse_undeclared_kind(kernel, fn)
-            # LoD flows from the first input that has one to the outputs that declare LoD.
-            lod_share = ()
-            if self.lod_slots:   # no LoD anywhere yet (most programs): nothing to share
-                src = next((i for i in _flat(in_ids) if i in self.lod_slots), None)
-                if src is not None:
-                    facts = self.slots.facts
-                    lod_share = tuple((src, d) for d in _flat(out_ids)
-                                      if d > 0 and facts[d][1].lod_level > 0)
-                    self.lod_slots.update(i for _, i in lod_share)
-            return Instr(fn, in_ids, out_ids, op, lod_share, None)
-        # Every slot of the definition, () when unbound; an @EMPTY@ optional input reads None.
+    def _undefined(self, op, op_idx):
+        """The error of an op whose type no installed plugin defines (``op.opdef`` None)."""
+        raise OpError("no installed plugin defines this op type, so it cannot run",
+                      op_type=op.type, block_idx=op.block.idx, op_idx=op_idx, source=op.source)
+
+    def _lod_share(self, in_ids, out_ids):
+        """An array kernel's ``(source, destination)`` slots of LoD: from the first input that
+        has LoD to each output that declares it (the plan has seen LoD somewhere already)."""
+        src = next((i for i in _flat(in_ids) if i in self.lod_slots), None)
+        if src is None:
+            return ()
+        facts = self.slots.facts
+        lod_share = tuple((src, d) for d in _flat(out_ids)
+                          if d > 0 and facts[d][1].lod_level > 0)
+        self.lod_slots.update(i for _, i in lod_share)
+        return lod_share
+
+    def _framed(self, op, opdef, kind, fn, in_ids, out_ids, ins, outs):
+        """The instruction of a frame or LoD kernel: every slot of the definition, () when
+        unbound; an @EMPTY@ optional input reads None."""
         layout = FrameLayout(
             op.type,
             {s.name: tuple(self._input_slot(op, s, n) for n in ins.get(s.name, ()))
@@ -390,38 +336,6 @@ def _dtype_name(dtype):
     if name is None:
         name = _DTYPE_NAMES[dtype] = np.dtype(dtype).name
     return name
-
-
-def _seed(attrs, base, where):
-    """The seed of a random op: its own ``seed`` attribute, else one derived from the
-    program's ``random_seed`` ``base`` and the op's place (``where``: op, block index, op
-    index), given as ``(base, block index, op index)`` for its info to derive if a kernel
-    reads it (kernel_info.derived_seed), else None (nondeterministic). Ops whose definition
-    names a ``seed_attr`` had the program's seed written into them when built
-    (framework/seeds.py), which crosses the wire; the derived one serves the others (rnn's
-    dropout), in this process only."""
-    own = attrs.get("seed", 0)
-    if own:
-        return int(own)
-    return (base, where[1], where[2]) if base else None
-
-
-def _slot_shape(opdef):
-    """An op type's slots as ``_compile`` walks them: ``((Slot, name, duplicable), ...)`` of
-    the inputs and ``((name, duplicable), ...)`` of the outputs (read once per type)."""
-    return (tuple((s, s.name, s.duplicable) for s in opdef.inputs),
-            tuple((s.name, s.duplicable) for s in opdef.outputs))
-
-
-_new_tuple = tuple.__new__   # SlotVar(...) without its Python-level __new__ (one per variable)
-
-
-def _facts(var):
-    """``(kind, SlotVar)`` of Variable ``var``, from its ``meta()`` (which the variable keeps:
-    building the program read it already) and its persistable flag."""
-    m = var.meta()
-    return m.kind, _new_tuple(SlotVar, (m.name, m.dtype, m.shape, m.lod_level,
-                                        var.desc.persistable))
 
 
 def _flat(ids):
