@@ -6,15 +6,12 @@ The Python lists ``vars`` and ``ops`` and the BlockDesc's repeated fields are ch
 always, by the methods here.
 """
 from .. import dtypes as dt
-from ..errors import OpError, VariableError
-from ..ops import attrs as attr_codec
-from ..ops.grad import EMPTY
-from ..ops.infer import VarMeta, _new_meta
+from ..errors import VariableError
 from ..proto import framework_pb2 as pb
-from . import defaults, seeds
+from . import defaults
 from .builder import dtype_enum
-from .operator import Operator, prepare_op
-from .variable import (_TENSOR_KINDS, KINDS, Parameter, Variable, _tensor_desc, declared_meta,
+from ._build import commit, prepare_op
+from .variable import (KINDS, Parameter, Variable, declared_meta,
                        init_desc, normalize_lod_level, normalize_shape)
 
 __all__ = ["Block"]
@@ -229,71 +226,8 @@ class Block:
         """Insert an operator at ``index`` (negative counts from the end, as list.insert)."""
         n = len(self.ops)
         index = max(0, index + n) if index < 0 else min(n, index)
-        prepared = prepare_op(self, type, inputs, outputs, attrs, index)
-        return self._commit(index, prepared, type)
-
-    def _commit(self, index, p, op_type):
-        # Check before changing anything: an existing variable cannot change its kind.
-        final = {}  # name -> its last result (a name bound twice takes the last)
-        found = {}  # name -> its existing Variable (None: new)
-        for slot, metas in p.results.items():
-            for meta in metas.values():
-                final[meta.name] = meta
-                var = found[meta.name] = self._find_var_recursive(meta.name)
-                if var is not None and var.meta().kind != meta.kind:
-                    raise OpError(f"output '{slot}' ({meta.name}) is a {var.kind} variable",
-                                  op_type=op_type, block_idx=self.idx, op_idx=index,
-                                  source=p.source, expected=meta.kind, found=var.kind)
-        # prepare_op normalized every result already: a new variable's VarDesc is made with
-        # it, an existing one's is written directly (create_var and the setters would check
-        # each value again).
-        for name in p.new_vars:
-            meta = final.get(name)
-            if meta is None:
-                self.create_var(name=name, type="lod_tensor")
-                continue
-            desc = self._add_var_desc(name, meta.kind, meta.shape, meta.dtype, meta.lod_level,
-                                      None, None, None)
-            var = self.vars[name] = Variable._wrap(self, desc)
-            var._meta = declared_meta(name, meta.kind, meta.shape, meta.dtype, meta.lod_level)
-            self._changed()
-        fresh = set(p.new_vars)
-        for metas in p.results.values():
-            for meta in metas.values():
-                if meta.name not in fresh:
-                    _write_meta(found[meta.name], meta)
-        # The program's seed goes into the op itself, so that it travels with the desc.
-        seeded = seeds.stamp_attrs(self, p.opdef, p.attrs)
-        desc = self.desc.ops.add() if index == len(self.ops) else self._insert_desc(index)
-        desc.type = op_type
-        for container, slots in ((desc.inputs, p.inputs), (desc.outputs, p.outputs)):
-            for slot, names in slots.items():
-                v = container.add()
-                v.parameter = slot
-                v.arguments.extend(names)
-        entries = []   # the attributes in their order, merged into the desc at once
-        for name, value in p.attrs.items():
-            spec = p.opdef.attr(name)
-            kind = spec.type if spec is not None else attr_codec.guess_type(value)
-            entries.append(attr_codec.encoded_entry(name, kind, value))
-        if "op_role" not in p.attrs:
-            entries.append(attr_codec.encoded_entry("op_role", "int", self.program._op_role))
-        if p.source and "op_callstack" not in p.attrs:
-            entries.append(attr_codec.encoded_entry("op_callstack", "strings", [p.source]))
-        desc.MergeFromString(b"".join(entries))
-        op = Operator._wrap(self, desc, p.opdef)
-        op._set_io([(slot, tuple(names)) for slot, names in p.inputs.items()],
-                   [(slot, tuple(names)) for slot, names in p.outputs.items()])
-        if seeded:
-            op._seed_from_program = True
-        self.ops.insert(index, op)
-        later = {n for o in self.ops[index + 1:] for n in o.output_arg_names}
-        for names in p.outputs.values():
-            for name in names:
-                if name not in later and name != EMPTY:  # the last writer in order
-                    self._find_var_recursive(name).op = op
-        self._changed()
-        return op
+        # Validated and inferred, then committed: compiled (_build.pyx).
+        return commit(self, index, prepare_op(self, type, inputs, outputs, attrs, index), type)
 
     def _insert_desc(self, index):
         self.desc.ops.insert(index, pb.OpDesc())
@@ -325,35 +259,6 @@ class Block:
     def __repr__(self):
         return f"<Block {self.idx} parent={self.parent_idx} vars={len(self.vars)} " \
                f"ops={len(self.ops)}>"
-
-
-def _write_meta(var, meta):
-    """Shape inference's result ``meta`` (normalized by prepare_op) into ``var``'s VarDesc, as
-    the shape/dtype/lod_level setters would write it; kinds without a tensor take nothing."""
-    have = var.meta()   # read once (kept by the variable)
-    kind = have.kind
-    if kind not in _TENSOR_KINDS:
-        return
-    if kind == "lod_tensor" and have.dtype is not None:
-        # Declared so already (autodiff declares gradients as their rules then infer them):
-        # nothing to write. (A lod_tensor's meta has a dtype exactly when its desc has the
-        # lod_tensor field: see Variable.meta.)
-        if have.shape == meta.shape and have.lod_level == meta.lod_level and \
-                (meta.dtype is None or have.dtype == meta.dtype):
-            return
-    var._meta = None
-    t = _tensor_desc(var.desc, True)
-    del t.dims[:]
-    t.dims.extend(meta.shape)
-    if meta.dtype is not None:
-        t.data_type = dt.to_proto(meta.dtype)
-    if kind != "selected_rows":
-        getattr(var.desc.type, "lod_tensor" if kind == "lod_tensor" else "tensor_array") \
-            .lod_level = meta.lod_level
-    if kind == "lod_tensor":   # what meta() would read back now (the next op reads it)
-        var._meta = _new_meta(VarMeta, (have.name, meta.shape, dt.from_proto(t.data_type),
-                                        meta.lod_level, "lod_tensor"))
-    var.block._changed()
 
 
 def _check_initializer(name, init):

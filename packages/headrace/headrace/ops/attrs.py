@@ -150,8 +150,9 @@ def encode(msg, name, attr_type, value):
 
 
 _ATTRS_TAG = b"\x22"   # OpDesc field 4 (attrs), length-delimited
-_ENTRIES = {}          # (name, type, value) -> the attrs entry's bytes
+_ENTRIES = {}          # (name, type, value) -> (the attrs entry's bytes, its decoded value)
 _UNCACHED = ("float", "floats", "float64", "float64s", "block", "blocks")
+UNKEPT = object()      # encoded_entry's decoded value of a block reference (see there)
 
 
 def varint(n):
@@ -165,29 +166,34 @@ def varint(n):
 
 
 def encoded_entry(name, attr_type, value):
-    """The wire bytes of one ``OpDesc.attrs`` entry holding ``value`` (what ``encode`` into
-    ``desc.attrs.add()`` writes): a new op's attributes are written with one
-    ``desc.MergeFromString`` of these. Entries repeat from op to op (defaults, roles, call
-    sites), so they are serialized once; a float's key carries its sign (0.0 and -0.0 are
-    equal keys with different bytes); lists of floats and block references are not cached."""
+    """``(entry, decoded)``: the wire bytes of one ``OpDesc.attrs`` entry holding ``value``
+    (what ``encode`` into ``desc.attrs.add()`` writes) and what :func:`decode` reads back from
+    it (a float rounded to float32, a list as a list; ``UNKEPT`` for block references, which
+    an op's attributes give as Block objects). A new op's attributes are written with one
+    ``desc.MergeFromString`` of these, and the decoded values are kept by the Operator
+    (``Operator.attrs``). Entries repeat from op to op (defaults, roles, call sites), so they
+    are serialized once; a float's key carries its sign (0.0 and -0.0 are equal keys with
+    different bytes); lists of floats and block references are not cached. A decoded list
+    is shared by every op given the same entry: readers copy it."""
     key = None
     if attr_type not in _UNCACHED:
         key = (name, attr_type, tuple(value) if isinstance(value, list) else value)
     elif type(value) is float and attr_type in ("float", "float64"):
         key = (name, attr_type, value, math.copysign(1.0, value))
     if key is not None:
-        entry = _ENTRIES.get(key)
-        if entry is not None:
-            return entry
+        pair = _ENTRIES.get(key)
+        if pair is not None:
+            return pair
     msg = pb.OpDesc.Attr()
     encode(msg, name, attr_type, value)
     data = msg.SerializeToString()
-    entry = _ATTRS_TAG + varint(len(data)) + data
+    pair = (_ATTRS_TAG + varint(len(data)) + data,
+            UNKEPT if attr_type in ("block", "blocks") else decode(msg)[1])
     if key is not None:
         if len(_ENTRIES) > 65536:   # bounded: strings (call sites) can be endless
             _ENTRIES.clear()
-        _ENTRIES[key] = entry
-    return entry
+        _ENTRIES[key] = pair
+    return pair
 
 
 def decode(msg):

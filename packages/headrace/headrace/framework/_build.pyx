@@ -1,0 +1,384 @@
+# cython: language_level=3
+"""Building a new op, compiled: ``Block.append_op``'s checks and shape inference
+(:func:`prepare_op`) and its commit into the block (:func:`commit`).
+
+Every op of a program goes through both (a 200-layer fc net and its SGD step: 2004 ops, the
+startup program's included), and in Python they were half the time of building it and
+calling ``minimize``. This is the same code, compiled (glue: Python objects only); what it
+calls back (shape inference rules, the registry, the VarDesc writers) is unchanged.
+
+``prepare_op`` validates an op against its definition: the op type must be registered, slots
+and attributes must match the definition, defaults are filled in, and shape inference runs on
+the inputs' VarDescs. Nothing touches the program until all of that succeeded, so a rejected
+op leaves the program exactly as it was.
+"""
+import math
+
+from .. import dtypes
+from .. import dtypes as dt
+from ..errors import OpError, OpValidationError, VariableError
+from ..ops import attrs as attr_codec
+from ..ops.definition import REQUIRED
+from ..ops.grad import EMPTY
+from ..ops.infer import InferContext, VarMeta, _new_meta
+from ..callsite import user_callsite
+from . import seeds
+from .operator import Operator, _bad_block_ref, _owning_cycle
+from .variable import (_TENSOR_KINDS, KINDS, Variable, _tensor_desc, declared_meta,
+                       normalize_lod_level, normalize_shape)
+
+
+class PreparedOp:
+    """A validated op, ready to be committed into a block."""
+    __slots__ = ("opdef", "inputs", "outputs", "attrs", "new_vars", "results", "source")
+
+    def __init__(self, opdef, inputs, outputs, attrs, new_vars, results, source):
+        self.opdef, self.inputs, self.outputs, self.attrs = opdef, inputs, outputs, attrs
+        self.new_vars, self.results, self.source = new_vars, results, source
+
+
+class _BuildContext(InferContext):
+    """Inference over the VarDescs of a block (and its ancestors) at build time."""
+
+    def __init__(self, block, op_type, inputs, outputs, attrs):
+        self.op_type = op_type
+        self.results = {}
+        self._block, self._ins, self._outs, self._attrs = block, inputs, outputs, attrs
+        self._metas = {}  # slot -> [VarMeta]: rules ask for a slot several times
+
+    def _inputs(self, slot):
+        metas = self._metas.get(slot)
+        if metas is None:
+            find = self._block._find_var_recursive
+            metas = self._metas[slot] = [find(n).meta() for n in self._ins.get(slot, ())]
+        return metas
+
+    def _output_names(self, slot):
+        return self._outs.get(slot, [])
+
+    def attr(self, name):
+        return self._attrs[name]
+
+
+cdef class _Where:
+    """Where the op being prepared is, for its errors (block.idx reads the desc: made only
+    when one is raised)."""
+    cdef object block, op_type, op_idx, source
+
+    def __init__(self, block, op_type, op_idx, source):
+        self.block, self.op_type, self.op_idx, self.source = block, op_type, op_idx, source
+
+    cdef dict where(self):
+        return dict(op_type=self.op_type, block_idx=self.block.idx, op_idx=self.op_idx,
+                    source=self.source)
+
+    def fail(self, message, **kw):
+        raise OpValidationError(message, **self.where(), **kw)
+
+
+cdef list _names(value, str kind, slot, _Where w):
+    """Variable / name / list of them -> list of names (``kind`` and ``slot`` name the slot
+    in an error)."""
+    if value is None:
+        return []
+    items = value if isinstance(value, (list, tuple)) else [value]
+    cdef list out = []
+    for v in items:
+        if type(v) is str and v:   # the common cases first, without the class hierarchy
+            out.append(v)
+        elif isinstance(v, Variable):
+            out.append(v.name)
+        elif isinstance(v, str) and v:
+            out.append(v)
+        else:
+            w.fail(f"{kind} slot '{slot}' must be a Variable or a variable name",
+                   expected="Variable, str, or a list of them",
+                   found=f"{type(v).__name__} {v!r}")
+    return out
+
+
+_CANONICAL = frozenset(dtypes.DTYPES)   # dtype names that dtypes.canonical keeps as they are
+_INT32_MAX = 2**31 - 1
+cdef dict _VALID = {}   # (AttrDef, type, value[, sign]) -> (canonical value,): see _validated
+
+
+cdef object _validated(spec, value):
+    """``spec.validate(value)``, remembered for plain ints, strings, bools and floats (a
+    network's ops repeat a few values: axis=1, x_num_col_dims=1, an initializer's bounds...).
+    A float's key carries its sign: 0.0 and -0.0 are equal keys with two canonical values."""
+    t = type(value)
+    if t is float:
+        key = (spec, t, value, math.copysign(1.0, value))
+    elif t is int or t is str or t is bool:
+        key = (spec, t, value)
+    else:
+        return spec.validate(value)
+    ok = _VALID.get(key)
+    if ok is None:
+        ok = spec.validate(value)
+        if isinstance(ok, str):
+            return ok
+        if len(_VALID) > 4096:   # bounded: strings can be endless
+            _VALID.clear()
+        _VALID[key] = ok
+    return ok
+
+
+def prepare_op(block, op_type, inputs, outputs, attrs, op_idx, strict_attrs=True):
+    """Validate a new op against its definition and run its shape inference.
+
+    Returns a :class:`PreparedOp`; raises an :class:`OpError` subclass naming the op, block,
+    index and the user's source line. Nothing in the program is changed here.
+    """
+    source = user_callsite()
+    cdef _Where w = _Where(block, op_type, op_idx, source)
+    if not isinstance(op_type, str) or not op_type:
+        w.fail("an op type must be a non-empty str", expected="an op type such as 'relu'",
+               found=f"{type(op_type).__name__} {op_type!r}")
+    try:
+        opdef = block.program.registry.get(op_type)
+    except OpError as e:
+        e.locate(**w.where())
+        raise  # the same error, now located (its own cause kept)
+    cdef dict ins = {}, outs = {}, in_metas = {}, valid, dest
+    cdef list new_vars = [], names, metas
+    find = block._find_var_recursive
+    for kind, given, slots in (("input", inputs or {}, opdef.inputs),
+                               ("output", outputs or {}, opdef.outputs)):
+        if not isinstance(given, dict):
+            w.fail(f"{kind}s must be a dict of slot name -> variables",
+                   found=type(given).__name__)
+        valid = opdef._in if kind == "input" else opdef._out  # {slot name: slot}, in order
+        for slot in given:
+            if slot not in valid:
+                w.fail(f"unknown {kind} slot '{slot}'", options=list(valid))
+        dest = ins if kind == "input" else outs
+        for s in slots:
+            names = _names(given.get(s.name), kind, s.name, w)
+            if not names:
+                if s.intermediate and not s.optional:
+                    # Intermediate outputs exist for the backward pass: create one if not given.
+                    names = [block.program._unique_var_name(f"{op_type}.{s.name.lower()}")]
+                    new_vars.append(names[0])
+                elif not s.optional:
+                    w.fail(f"missing {kind} '{s.name}'",
+                           expected=f"a variable for slot '{s.name}'", found="nothing")
+                else:
+                    continue
+            if len(names) > 1 and not s.duplicable:
+                w.fail(f"{kind} slot '{s.name}' takes one variable",
+                       expected="1 variable", found=f"{len(names)}: {names}")
+            if kind == "input":
+                metas = []  # read once here: shape inference reads the same
+                accepted = s.dtypes
+                for n in names:
+                    var = find(n)
+                    if var is None:
+                        w.fail(f"input variable '{n}' (slot '{s.name}') is not defined in "
+                               f"block {block.idx} or its ancestors")
+                    meta = var.meta()
+                    if accepted is not None and meta.dtype is not None and \
+                            meta.dtype not in accepted:
+                        w.fail(f"input '{s.name}' ({n}) has an unsupported dtype",
+                               expected=" or ".join(accepted), found=meta.dtype)
+                    metas.append(meta)
+                in_metas[s.name] = metas
+            else:
+                for n in names:
+                    if n not in new_vars and n != EMPTY and find(n) is None:
+                        new_vars.append(n)
+            dest[s.name] = names
+    # Attributes: declared ones are checked and defaulted; bookkeeping ones pass.
+    cdef dict values = {}
+    for name, value in (attrs or {}).items():
+        spec = opdef.attr(name)
+        if spec is None:
+            if strict_attrs:
+                w.fail(f"unknown attribute '{name}'",
+                       options=sorted(opdef.attrs) or ["(none)"])
+            kind = attr_codec.guess_type(value)
+            if kind is None:
+                w.fail(f"attribute '{name}' has a value of unsupported type "
+                       f"{type(value).__name__}")
+            values[name] = attr_codec.coerce(kind, value)
+            continue
+        ok = _validated(spec, value)
+        if isinstance(ok, str):
+            w.fail(f"attribute '{name}' {ok}", expected=f"{spec.type}" +
+                   (f" in {list(spec.choices)}" if spec.choices else ""), found=repr(value))
+        bad = (_bad_block_ref(block.program, spec.type, ok[0]) or
+               _owning_cycle(block.program, ok[0], spec.type, block.idx)) \
+            if spec.type in ("block", "blocks") else None
+        if bad:
+            w.fail(f"attribute '{name}' {bad}",
+                   expected=f"a block index in [0, {block.program.num_blocks - 1}]",
+                   found=repr(value))
+        values[name] = ok[0]
+    for spec in opdef.attrs.values():
+        if spec.name not in values:
+            default = spec.default
+            if default is REQUIRED:
+                w.fail(f"missing required attribute '{spec.name}'", expected=spec.type)
+            # A copy: a list default is shared by every op of the type (a rule may mutate it).
+            values[spec.name] = list(default) if type(default) is list else default
+    cdef dict results = {}
+    if opdef.infer is not None:
+        # Inputs that do not exist yet cannot be read; outputs that will be created are fine.
+        ctx = _BuildContext(block, op_type, ins, outs, values)
+        ctx._metas.update(in_metas)
+        try:
+            opdef.infer(ctx)
+        except OpError as e:
+            e.locate(**w.where())
+            raise
+        except Exception as e:  # a bug in a plugin's rule: still say which op and where
+            raise OpError(f"shape inference raised {type(e).__name__}: {e}", **w.where()) from e
+        # @EMPTY@ outputs (unwanted gradients) are bound but never declared (the rule's own
+        # dicts are kept when none is bound: the context is dropped after this).
+        results = ctx.results
+        if any(EMPTY in bound for bound in outs.values()):
+            results = {sl: {i: m for i, m in ms.items() if m.name != EMPTY}
+                       for sl, ms in results.items()}
+        # A rule's results are applied to VarDescs only after the op is accepted: check them
+        # now, so that a bad one (a plugin bug) cannot fail half-way through the commit.
+        for slot, by_index in results.items():
+            for i, meta in by_index.items():
+                if meta.kind == "lod_tensor" and type(meta.lod_level) is int and \
+                        0 <= meta.lod_level <= _INT32_MAX and type(meta.dtype) is str and \
+                        meta.dtype in _CANONICAL and \
+                        normalize_shape(meta.shape, meta.name) is meta.shape:
+                    continue   # normalized already (set_output's tuple of ints): the usual
+                try:
+                    if meta.kind not in KINDS:
+                        raise VariableError(f"unknown kind {meta.kind!r}")
+                    dtype = None if meta.dtype is None else dtypes.canonical(meta.dtype)
+                    shape = normalize_shape(meta.shape, meta.name)
+                    lod_level = normalize_lod_level(meta.lod_level, meta.name) or 0
+                except VariableError as e:
+                    raise OpError(f"shape inference gave output '{slot}' ({meta.name}) an "
+                                  f"invalid result: {e}", **w.where()) from e
+                by_index[i] = meta._replace(shape=shape, dtype=dtype, lod_level=lod_level)
+    return PreparedOp(opdef, ins, outs, values, new_vars, results, source)
+
+
+def commit(block, Py_ssize_t index, p, op_type):
+    """Put the prepared op ``p`` into ``block`` at ``index``: its new variables declared, its
+    outputs' VarDescs given the inferred results, its OpDesc written; the op."""
+    # Check before changing anything: an existing variable cannot change its kind.
+    cdef dict final = {}  # name -> its last result (a name bound twice takes the last)
+    cdef dict found = {}  # name -> its existing Variable (None: new)
+    cdef dict results = p.results
+    find = block._find_var_recursive
+    for slot, metas in results.items():
+        for meta in metas.values():
+            name = meta.name
+            final[name] = meta
+            var = found[name] = find(name)
+            if var is not None and var.meta().kind != meta.kind:
+                raise OpError(f"output '{slot}' ({name}) is a {var.kind} variable",
+                              op_type=op_type, block_idx=block.idx, op_idx=index,
+                              source=p.source, expected=meta.kind, found=var.kind)
+    # prepare_op normalized every result already: a new variable's VarDesc is made with it,
+    # an existing one's is written directly (create_var and the setters would check each
+    # value again).
+    cdef list new_vars = p.new_vars
+    cdef dict bvars = block.vars
+    for name in new_vars:
+        meta = final.get(name)
+        if meta is None:
+            block.create_var(name=name, type="lod_tensor")
+            continue
+        desc = block._add_var_desc(name, meta.kind, meta.shape, meta.dtype, meta.lod_level,
+                                   None, None, None)
+        var = bvars[name] = Variable._wrap(block, desc)
+        var._meta = declared_meta(name, meta.kind, meta.shape, meta.dtype, meta.lod_level)
+        block._changed()
+    for metas in results.values():
+        for meta in metas.values():
+            var = found[meta.name]
+            if var is not None:   # (new: declared with its result above)
+                _write_meta(var, meta)
+    # The program's seed goes into the op itself, so that it travels with the desc.
+    cdef dict values = p.attrs
+    opdef = p.opdef
+    seeded = seeds.stamp_attrs(block, opdef, values)
+    cdef list ops = block.ops
+    cdef Py_ssize_t n_ops = len(ops)
+    desc = block.desc.ops.add() if index == n_ops else block._insert_desc(index)
+    desc.type = op_type
+    cdef list ins = [], outs = []
+    for container, slots, io in ((desc.inputs, p.inputs, ins), (desc.outputs, p.outputs, outs)):
+        for slot, names in (<dict>slots).items():
+            v = container.add()
+            v.parameter = slot
+            v.arguments.extend(names)
+            (<list>io).append((slot, tuple(names)))
+    # The attributes in their order, merged into the desc at once; what the desc decodes them
+    # to is kept by the op (Operator.attrs), unless a block reference is among them.
+    cdef list entries = []
+    cdef dict kept = {}
+    cdef bint keep = True
+    encoded = attr_codec.encoded_entry
+    unkept = attr_codec.UNKEPT
+    for name, value in values.items():
+        spec = opdef.attr(name)
+        kind = spec.type if spec is not None else attr_codec.guess_type(value)
+        raw, decoded = encoded(name, kind, value)
+        entries.append(raw)
+        kept[name] = decoded
+        if decoded is unkept:
+            keep = False
+    if "op_role" not in values:
+        raw, kept["op_role"] = encoded("op_role", "int", block.program._op_role)
+        entries.append(raw)
+    source = p.source
+    if source and "op_callstack" not in values:
+        raw, kept["op_callstack"] = encoded("op_callstack", "strings", [source])
+        entries.append(raw)
+    desc.MergeFromString(b"".join(entries))
+    op = Operator._wrap(block, desc, opdef)
+    op._set_io(ins, outs)
+    if keep:
+        op._attrs_kept = kept
+    if seeded:
+        op._seed_from_program = True
+    ops.insert(index, op)
+    # The op becomes the writer (var.op) of its outputs that no later op of the block writes.
+    cdef set later = set()
+    if index < n_ops:
+        later = {n for o in ops[index + 1:] for n in o.output_arg_names}
+    for _, names in outs:
+        for name in names:
+            if name not in later and name != EMPTY:
+                find(name).op = op
+    block._changed()
+    return op
+
+
+cdef _write_meta(var, meta):
+    """Shape inference's result ``meta`` (normalized by prepare_op) into ``var``'s VarDesc, as
+    the shape/dtype/lod_level setters would write it; kinds without a tensor take nothing."""
+    have = var.meta()   # read once (kept by the variable)
+    kind = have.kind
+    if kind not in _TENSOR_KINDS:
+        return
+    if kind == "lod_tensor" and have.dtype is not None:
+        # Declared so already (autodiff declares gradients as their rules then infer them):
+        # nothing to write. (A lod_tensor's meta has a dtype exactly when its desc has the
+        # lod_tensor field: see Variable.meta.)
+        if have.shape == meta.shape and have.lod_level == meta.lod_level and \
+                (meta.dtype is None or have.dtype == meta.dtype):
+            return
+    var._meta = None
+    t = _tensor_desc(var.desc, True)
+    t.ClearField("dims")
+    t.dims.extend(meta.shape)
+    if meta.dtype is not None:
+        t.data_type = dt.to_proto(meta.dtype)
+    if kind != "selected_rows":
+        getattr(var.desc.type, "lod_tensor" if kind == "lod_tensor" else "tensor_array") \
+            .lod_level = meta.lod_level
+    if kind == "lod_tensor":   # what meta() would read back now (the next op reads it)
+        var._meta = _new_meta(VarMeta, (have.name, meta.shape, dt.from_proto(t.data_type),
+                                        meta.lod_level, "lod_tensor"))
+    var.block._changed()
