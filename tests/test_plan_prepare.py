@@ -147,3 +147,68 @@ def test_pruned_ops_are_not_prepared_and_indices_stay_the_blocks():
     s0 = prog.global_block().var("s0")
     got = hr.Executor().eval(s0, feed={"x": np.ones((2, 3), np.float32)}, scope=hr.Scope())
     np.testing.assert_allclose(got, np.full((2, 3), 2.0))
+
+
+# -- the reads the executor checks ----------------------------------------------------------------
+
+def _loop_program():
+    """fc layers, an @EMPTY@ gradient, SGD's in-place updates, a while loop whose body reads
+    outer names (y: first there, fed), and a cond reading a fed flag."""
+    main, startup = hr.Program(), hr.Program()
+    with hr.program_guard(main, startup):
+        x = hr.layers.data("x", shape=[-1, 4], dtype="float32")
+        y = hr.layers.data("y", shape=[1], dtype="float32", append_batch_size=False)
+        h = hr.layers.fc(hr.layers.fc(x, size=4, act="relu"), size=3)
+        loss = hr.layers.mean(hr.layers.concat([h, x], axis=1))   # x@GRAD: @EMPTY@
+        hr.optimizer.SGD(learning_rate=0.1).minimize(loss)
+        i = hr.layers.fill_constant([1], "int64", 0)
+        n = hr.layers.fill_constant([1], "int64", 3)
+        acc = hr.layers.fill_constant([1], "float32", 0.0)
+        cond = hr.layers.less_than(i, n)
+        with hr.layers.While(cond).block():
+            hr.layers.increment(i)
+            hr.layers.assign(hr.layers.elementwise_add(hr.layers.elementwise_add(acc, y),
+                                                       loss), acc)
+            hr.layers.less_than(i, n, cond=cond)
+        flag = hr.layers.data("flag", shape=[1], dtype="bool", append_batch_size=False)
+        picked = hr.layers.cond(flag, lambda: hr.layers.scale(acc, 2.0),
+                                lambda: hr.layers.scale(loss, 3.0))
+    return main, startup, loss, picked
+
+
+@pytest.mark.parametrize("prune", [False, True])
+def test_the_plans_exposed_reads_are_analysis_exposed_reads(prune):
+    from headrace.framework import analysis
+    main, startup, loss, picked = _loop_program()
+    exe, scope = hr.Executor(), hr.Scope()
+    exe.run(startup, scope=scope)
+    feed = {"x": np.ones((2, 4), np.float32), "flag": np.array([True]),
+            "y": np.ones(1, np.float32)}
+    if prune:
+        exe.eval(picked, feed=feed, scope=scope)
+    else:
+        exe.run(main, feed=feed, fetch_list=[picked], scope=scope)
+    plan = exe._run_plan(main, ("flag", "x", "y"), (picked.name,), prune).plan
+    ops = [ins.op for ins in plan.instrs]
+    assert any(op.sub_blocks() for op in ops), "no op owns a block: the test lost its point"
+    want = list(analysis.exposed_reads(ops))
+    assert plan.exposed_reads == want
+    assert [op.type for op, n in want if n == "y"] == ["while"]   # read in the loop's body
+    assert {"x", "flag"} <= {n for _, n in want}
+
+
+def test_a_read_nothing_wrote_is_refused_before_the_run():
+    main, startup, loss, picked = _loop_program()
+    exe, scope = hr.Executor(), hr.Scope()
+    exe.run(startup, scope=scope)
+    feed = {"x": np.ones((2, 4), np.float32), "flag": np.array([True])}
+    with pytest.raises(HeadraceError, match=r"variable 'y' is read by op 'while' "
+                                            r"\(block 0, op #\d+\) but is neither fed nor "
+                                            r"computed before it: add it to feed"):
+        exe.run(main, feed=feed, fetch_list=[picked], scope=scope)
+    feed["y"] = np.ones(1, np.float32)
+    fc_w = [v for v in main.global_block().vars.values() if v.persistable and
+            v.name.endswith(".w_0")][0]
+    with pytest.raises(HeadraceError, match=f"persistable variable '{fc_w.name}' .* is not "
+                                            f"initialized in the scope"):
+        exe.run(main, feed=feed, fetch_list=[picked], scope=hr.Scope())

@@ -37,8 +37,8 @@ here imports the runtime, so every layer above the IR can use it.
 """
 from ..ops.grad import EMPTY
 
-__all__ = ["block_writes", "exposed_reads", "first_unsatisfied_read", "prune",
-           "reachable_blocks", "reads", "runs", "writes"]
+__all__ = ["block_writes", "exposed_reads", "first_unsatisfied_read", "owner_exposed_reads",
+           "prune", "reachable_blocks", "reads", "runs", "writes"]
 
 
 def runs(op):
@@ -145,13 +145,17 @@ def prune(block, targets, feeds=()):
 def exposed_reads(ops, available=()):
     """``(op, name)`` for each name the running ``ops`` read (in order) before any of them
     writes it, each name once. ``op`` is the op that reads it, inside a sub-block where the
-    read is there: the op to name in an error. Names in ``available`` count as written."""
+    read is there: the op to name in an error. Names in ``available`` count as written.
+
+    A plan applies the same rule to the ops it prepares as it walks them (runtime/_prepare.pyx
+    ``compile_ops``: its loop over a plain op's slots is this one's twin, an op that owns
+    blocks goes through :func:`owner_exposed_reads`; tests/test_plan_prepare.py holds the two
+    equal)."""
     written, seen = set(available), set()
     for op in ops:
         if runs(op):
             if op.sub_blocks():
-                yield from _exposed(op, written, seen)
-                written.update(writes(op))
+                yield from owner_exposed_reads(op, written, seen)
                 continue
             # The usual op, inlined (a plan checks every op of a large program): its own
             # slots only; @EMPTY@ among the written names is harmless, it is never read.
@@ -161,6 +165,15 @@ def exposed_reads(ops, available=()):
                     yield op, name
             for _, names in op._io()[1]:   # output_arg_names without the list
                 written.update(names)
+
+
+def owner_exposed_reads(op, written, seen):
+    """:func:`exposed_reads`' step for an op that owns blocks: the list of its exposed reads
+    (``written``: the names written before it, ``seen``: the names reported before; both are
+    updated, ``written`` with what the op writes, through its blocks too)."""
+    out = list(_exposed(op, written, seen))
+    written.update(writes(op))
+    return out
 
 
 def _exposed(op, written, seen):

@@ -12,6 +12,8 @@ its error), ``@EMPTY@`` bound to a required input (``Plan._input_slot``), LoD pa
 (``Plan._where``): the messages are those of the Python methods.
 """
 from ..errors import HeadraceError, OpError
+from ..framework.analysis import owner_exposed_reads
+from ..framework.block import Block
 from ..ops.grad import EMPTY
 from ._loop import Instr
 from .kernel_info import SlotVar
@@ -175,14 +177,44 @@ cdef object _seed(dict attrs, base, block_idx, op_idx):
     return (base, block_idx, op_idx) if base else None
 
 
+cdef bint _owns_blocks(dict attrs):
+    """Whether an op with the decoded attributes ``attrs`` owns blocks (Operator.sub_blocks
+    not empty: a BLOCK attribute decodes to its Block, a BLOCKS one to a list of them)."""
+    for v in attrs.values():
+        if type(v) is Block or (type(v) is list and v and type((<list>v)[0]) is Block):
+            return True
+    return False
+
+
+cdef int _exposed(op, dict attrs, set written, set seen, list exposed) except -1:
+    """analysis.exposed_reads' step for ``op``, appended to ``exposed`` (its loop over a plain
+    op's slots, compiled: the names each op reads before any earlier op wrote them)."""
+    if _owns_blocks(attrs):
+        exposed.extend(owner_exposed_reads(op, written, seen))
+        return 0
+    cdef list io = op._io()
+    cdef tuple pair
+    for pair in <list>io[0]:
+        for name in <tuple>pair[1]:
+            if name not in written and name not in seen and name != EMPTY:
+                seen.add(name)
+                exposed.append((op, name))
+    for pair in <list>io[1]:
+        written.update(<tuple>pair[1])
+    return 0
+
+
 def compile_ops(plan, ops, op_filter, info_type, float_dtypes, set plain_types, refuse):
     """Append to ``plan.instrs`` the instruction of each op of ``ops`` (the plan's block's, in
-    order) that ``op_filter`` keeps (None: all) and that runs. ``info_type``: the KernelInfo
+    order) that ``op_filter`` keeps (None: all) and that runs, and to ``plan.exposed_reads``
+    ``(op, name)`` for each name they read before any of them writes it (analysis.exposed_reads
+    of the same ops: the executor's feed and scope checks). ``info_type``: the KernelInfo
     class a plan makes (kernel_info._PlanInfo); ``plain_types``/``refuse``: plan's
     _PLAIN_TYPES and _refuse_undeclared_kind (an array kernel's maker that returns an object
     carrying the old kind attributes is refused)."""
     cdef _Walk walk = _Walk(plan)
-    cdef list instrs = plan.instrs
+    cdef list instrs = plan.instrs, exposed = plan.exposed_reads
+    cdef set written = set(), seen = set()
     cdef dict types = plan._types, kernels = plan._kernels, attrs
     cdef tuple t, k, ids
     cdef Py_ssize_t op_idx = -1
@@ -225,6 +257,7 @@ def compile_ops(plan, ops, op_filter, info_type, float_dtypes, set plain_types, 
         except Exception as e:
             raise OpError(f"preparing its kernel failed: {type(e).__name__}: {e}",
                           **plan._where(op, op_idx)) from e
+        _exposed(op, attrs, written, seen, exposed)
         if k[2] == "array":
             if type(fn) not in plain_types:
                 refuse(k[0], fn)

@@ -91,11 +91,14 @@ class _RunPlan:
     def _check_inputs(self, feed_names):
         """A non-persistable variable read before anything writes it must be fed; a
         persistable one must be in the scope when the run starts (``must_init``). One pass
-        over ``analysis.exposed_reads`` finds both (the rule of
-        ``analysis.first_unsatisfied_read``, which has no ``must_init`` to collect)."""
+        over ``analysis.exposed_reads`` of the plan's ops finds both (the rule of
+        ``analysis.first_unsatisfied_read``, which has no ``must_init`` to collect); the plan
+        made that list as it prepared them (Plan.exposed_reads), the fed names not counted."""
         self.must_init = []
-        for op, name in analysis.exposed_reads([ins.op for ins in self.plan.instrs],
-                                               feed_names):
+        fed = set(feed_names)
+        for op, name in self.plan.exposed_reads:
+            if name in fed:
+                continue   # available from the start (exposed_reads' ``available``)
             var = op.block.find_var(name)
             if var is None:
                 continue  # undeclared: the plan already refused it, naming the op

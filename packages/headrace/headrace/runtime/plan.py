@@ -41,6 +41,9 @@ class Plan:
         self._subplans = {}
         self.instrs = []
         self.lod_slots = set()  # slots whose variables carry LoD
+        # (op, name) of each name the plan's ops read before any of them writes it, as
+        # analysis.exposed_reads gives them (the executor checks them against feeds and scope)
+        self.exposed_reads = []
         self._by_name = {}      # variable name -> slot, as this plan's block resolves it
         self._kernels = {}      # (op type, dtype) -> (Kernel, its maker, its kind)
         self._types = {}        # OpDef -> what _prepare reads once per op type
