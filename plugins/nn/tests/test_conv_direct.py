@@ -52,6 +52,18 @@ CASES = [
     (1, 7, 9, 4, 32, 1, 1, {"strides": [1, 2]}, (True, False, False)),
     (2, 4, 8, 1, 31, 1, 1, {"strides": [2, 2]}, (True, False, False)),
     (37, 8, 16, 6, 32, 1, 1, {"strides": [2, 2]}, (True, False, False)),
+    # column stride 2 with taps, read in place (_conv_s2.h): 3 vectors a row (the last of 8
+    # lanes), 21 filters (16-filter tiles, then 4 and 1), batch 1; asymmetric paddings, 13
+    # filters (8-, 4- and 1-filter tiles of 3 vectors); dilation with a padding wider than the
+    # filter (whole tap rows outside the image); row stride 1 with groups; a 1x3 filter
+    (1, 5, 21, 9, 80, 3, 3, {"strides": [2, 2], "paddings": [1, 1]}, (True, True, False)),
+    (3, 6, 13, 11, 26, 3, 3, {"strides": [2, 2], "paddings": [0, 2, 1, 1]},
+     (True, True, False)),
+    (2, 4, 6, 20, 48, 3, 3, {"strides": [2, 2], "paddings": [3, 3], "dilations": [2, 2]},
+     (True, True, False)),
+    (2, 8, 16, 10, 32, 3, 3, {"strides": [1, 2], "paddings": [1, 1], "groups": 2},
+     (True, True, False)),
+    (2, 3, 8, 9, 62, 1, 3, {"strides": [2, 2], "paddings": [0, 1]}, (True, True, False)),
     (2, 8, 16, 17, 33, 1, 1, {"paddings": [1, 1]}, (False, False, False)),
     (2, 20, 50, 12, 12, 5, 5, {}, (False, False, False)),
 ]
@@ -192,3 +204,46 @@ def test_scratch_reused_across_calls_and_threads(kernel, threads):
             np.testing.assert_allclose(got, dw, rtol=0, atol=1e-5 * np.abs(dw).max())
     finally:
         hr.set_num_threads(before)
+
+
+S2_CASES = [c for c in CASES if c[7].get("strides", [1, 1])[1] == 2 and c[5] * c[6] > 1]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("case", range(len(S2_CASES)))
+def test_stride2_in_place_matches_padded_copy(kernel, fused_conv_case, case, threads):
+    # The in-place stride-2 tiles (shuffled lanes put back in order at the store) against the
+    # padded phase-split copy's tiles, with Bias, ResidualData and relu, on 1 and 2 threads
+    # (images split between them), and against the float64 reference.
+    import headrace as hr
+    rng = np.random.default_rng(500 + case)
+    x, filt = _inputs(S2_CASES[case], rng)
+    attrs = S2_CASES[case][7]
+    args, want = fused_conv_case(x, filt, attrs, "both", True, rng)
+    run = kernel("conv2d", attrs)
+    before = hr.get_num_threads()
+    hr.set_num_threads(threads)
+    try:
+        got = run(*args, relu=True)[0]
+        conv.s2_in_place(False)
+        padded = run(*args, relu=True)[0]
+    finally:
+        conv.s2_in_place(True)
+        hr.set_num_threads(before)
+    tol = 2e-6 * np.abs(want).max() * np.sqrt(filt[0].size)
+    np.testing.assert_allclose(got, want, rtol=0, atol=tol)
+    np.testing.assert_allclose(got, padded, rtol=0, atol=tol)
+
+
+@pytest.mark.parametrize("n", [1, 64])
+def test_stride2_resnet_layer_batches(kernel, fused_conv_case, n):
+    # The small ResNet's downsampling conv (16 -> 32 channels, 32x32 -> 16x16) at batch 1 and
+    # 64: each image's tiles prefetch the next image's rows and outputs.
+    rng = np.random.default_rng(600 + n)
+    x = rng.standard_normal((n, 16, 32, 32)).astype("float32")
+    filt = rng.standard_normal((32, 16, 3, 3)).astype("float32")
+    attrs = {"strides": [2, 2], "paddings": [1, 1]}
+    assert conv.direct_paths(attrs, x.shape, filt.shape)[0]
+    args, want = fused_conv_case(x, filt, attrs, "bias", True, rng)
+    got = kernel("conv2d", attrs)(*args, relu=True)[0]
+    np.testing.assert_allclose(got, want, rtol=0, atol=2e-6 * np.abs(want).max() * 12)

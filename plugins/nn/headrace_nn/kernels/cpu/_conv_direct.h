@@ -451,6 +451,8 @@ HR_AVX512 static int hr_cd_conv_s2(const float* src, ptrdiff_t img_in, float* ou
     return 0;
 }
 
+#include "_conv_s2.h"   /* hr_cd_conv_s2t: column stride 2 with taps, read in place */
+
 /* Out (Cout planes of Ho*Wo per image, images img_out apart) = conv(src) with wt [K, Cout]
  * (tap-major), over n images; + Out when acc; then g's epilogue. -1: no memory. */
 HR_AVX512 static int hr_cd_conv(const float* src, ptrdiff_t img_in, float* out,
@@ -458,6 +460,8 @@ HR_AVX512 static int hr_cd_conv(const float* src, ptrdiff_t img_in, float* out,
                                 const float* wt, int acc) {
     if (hr_cd_s2_fits(g))
         return hr_cd_conv_s2(src, img_in, out, img_out, n, g, wt, acc);
+    if (hr_cd_s2t_on && hr_cd_s2t_fits(g))
+        return hr_cd_conv_s2t(src, img_in, out, img_out, n, g, wt, acc);
     hr_cd_plan p;
     if (hr_cd_plan_make(g, &p))
         return -1;
@@ -564,6 +568,7 @@ HR_AVX512 static int hr_cd_filter_grad(const float* src, ptrdiff_t img_in, const
 }
 
 #else
+static int hr_cd_s2t_on = 1;
 static inline int hr_conv_direct_ok(void) { return 0; }
 static int hr_cd_conv(const float* src, ptrdiff_t img_in, float* out, ptrdiff_t img_out,
                       ptrdiff_t n, const hr_cd_geom* g, const float* wt, int acc) {

@@ -13,6 +13,7 @@ cdef extern from "_conv_direct.h" nogil:
         const float* bias
         int relu
     int hr_conv_direct_ok()
+    int hr_cd_s2t_on   # column stride 2 with taps read in place (_conv_s2.h), else padded
     int hr_cd_conv(const float* src, Py_ssize_t img_in, float* out, Py_ssize_t img_out,
                    Py_ssize_t n, const hr_cd_geom* g, const float* wt, int acc)
     int hr_cd_filter_grad(const float* src, Py_ssize_t img_in, const float* dy,
@@ -58,6 +59,11 @@ cdef inline int filter_grad_split(const float* src, Py_ssize_t img_in, const flo
         part.Cout = m1 - m0
         rc |= hr_cd_filter_grad(src, img_in, dy + m0 * P, img_dy, N, &part, dw + m0 * K)
     return rc
+
+
+cdef inline void set_s2_in_place(bint on) noexcept nogil:
+    global hr_cd_s2t_on
+    hr_cd_s2t_on = on
 
 
 cdef inline bint direct_rows(int wo) noexcept nogil:

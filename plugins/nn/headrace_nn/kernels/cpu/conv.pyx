@@ -43,7 +43,7 @@ from headrace.kernels.packed_gemm cimport hr_pgemm, hr_pgemm_ok, hr_pgemm_packed
 from ._common cimport expect_shape, fast_gemm, float_array, gemm
 from ._conv_direct cimport (direct_filter_grad, direct_fits, direct_forward,
                             direct_forward_fits, direct_input_fits, direct_input_grad,
-                            hr_conv_direct_ok)
+                            hr_conv_direct_ok, set_s2_in_place)
 from ._conv_wino cimport wino_filter, wino_filter_size, wino_fits, wino_forward
 from ._im2col cimport Geom, _col2im, _im2col, _im2row, _row2im
 
@@ -571,6 +571,12 @@ def direct_paths(dict attrs, tuple input_shape, tuple filter_shape):
     fits = bool(DIRECT and not plan.nhwc and direct_fits(&g))
     forward = bool(DIRECT and not plan.nhwc and direct_forward_fits(&g))
     return forward, fits, fits and bool(direct_input_fits(&g))
+
+
+def s2_in_place(bint on):
+    """Column-stride-2 forwards with taps read in place (_conv_s2.h, the default) or on the
+    padded copy (False): for the tests' and the benchmarks' comparisons of the two."""
+    set_s2_in_place(on)
 
 
 def winograd_path(dict attrs, tuple input_shape, tuple filter_shape):
