@@ -152,6 +152,7 @@ cdef class Instr:
     cdef public object op
     cdef public tuple lod_share
     cdef public object layout
+    cdef public tuple drop   # slots whose values die here: set to None after the call
 
     def __init__(self, fn, tuple in_ids, tuple out_ids, op, tuple lod_share, layout=None):
         self.fn = fn
@@ -163,6 +164,7 @@ cdef class Instr:
         self.op = op
         self.lod_share = lod_share
         self.layout = layout
+        self.drop = ()   # (runtime.liveness sets it on a root plan's instructions)
 
 
 def failed_index():
@@ -176,9 +178,16 @@ cdef inline object _gather(list values, object ids):
     return [values[<Py_ssize_t>i] for i in <tuple>ids]
 
 
+cdef inline void _drop(tuple ids, list values):
+    cdef object i
+    for i in ids:
+        values[<Py_ssize_t>i] = None
+
+
 cdef int _run(list instrs, Py_ssize_t start, Py_ssize_t stop, list values,
-              dict lods) except -1:
-    """Run ``instrs[start:stop]``; a failing one's index goes to ``_failed``."""
+              dict lods, bint drop=True) except -1:
+    """Run ``instrs[start:stop]``; a failing one's index goes to ``_failed``. ``drop``: let
+    go of the values each instruction's ``drop`` names once it returns (runtime.liveness)."""
     global _failed
     cdef Py_ssize_t k = start, j, n, i
     cdef Instr ins
@@ -191,6 +200,8 @@ cdef int _run(list instrs, Py_ssize_t start, Py_ssize_t stop, list values,
             n = len(ids)
             if ins.frame:
                 ins.fn(_frame(ins.layout, values, lods))
+                if drop and ins.drop:
+                    _drop(ins.drop, values)
                 continue
             if ins.simple:
                 if n == 1:
@@ -232,6 +243,8 @@ cdef int _run(list instrs, Py_ssize_t start, Py_ssize_t stop, list values,
                 for src, dst in ins.lod_share:
                     if src in lods:
                         lods[dst] = lods[src]
+            if drop and ins.drop:
+                _drop(ins.drop, values)
     except BaseException:
         _failed = k
         raise
@@ -261,7 +274,7 @@ def run_checked(list instrs, list values, dict lods, list facts, dict dtypes, di
     try:
         for k in range(len(instrs)):
             ins = <Instr>instrs[k]
-            _run(instrs, k, k + 1, values, lods)
+            _run(instrs, k, k + 1, values, lods, False)   # dead outputs checked, then dropped
             flags = <tuple>masks.get(ins.op.opdef)
             if flags is None:
                 flags = <tuple>mask_of(ins)
@@ -276,6 +289,8 @@ def run_checked(list instrs, list values, dict lods, list facts, dict dtypes, di
                     for n in range(len(<tuple>o)):
                         _check_one(ins, <Py_ssize_t>(<tuple>o)[n], values, facts, dtypes,
                                    check)
+            if ins.drop:
+                _drop(ins.drop, values)
     except BaseException:
         _failed = k
         raise

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import HeadraceError
 from ..framework import Program, Variable, analysis, default_main_program
-from . import host_memory, nan_inf
+from . import host_memory, liveness, nan_inf
 from . import plan as plan_mod
 from .place import CPUPlace, Place
 from .scope import global_scope
@@ -55,6 +55,9 @@ class _RunPlan:
             var = self._var(block, name, FeedError, "fed variable")
             self.feeds.append((name, slots.slot(var), var, _plain_feed(var, place)))
         self.fetches = [(v.name, slots.slot(v)) for v in fetch_vars]
+        if not check_nan_inf and liveness.enabled():   # dead values let go of mid-run
+            liveness.apply(self.plan, [s for _, s, _, _ in self.feeds] +
+                           [s for _, s in self.fetches])
         # Persistables come from the scope; those the run writes go back to it.
         fed = {s for _, s, _, _ in self.feeds}
         written, self.loads, self.stores = set(), [], []
