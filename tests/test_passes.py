@@ -399,9 +399,13 @@ def _traced_peak(exe, prog, feed, targets, scope, runs=5):
 
 def test_steady_state_conv_inference_allocates_no_activations(tmp_path):
     """A conv net after the passes (fused convs with bias, batch_norm, residual and relu, max
-    pool, fc): each kernel writes its last output again in a steady run (recycled), so the
-    traced peak stays below a quarter of one activation; the unoptimized program allocates
-    each op's output anew (seen by the same measure: several activations)."""
+    pool, fc). An Executor's runs allocate from the host pool (runtime.host_memory), and
+    drop each value after its last reader (runtime.liveness): a steady run takes no new
+    block from malloc, and the ops share the blocks of the live set (its peak: three
+    activations, not one per op). Without the pool each kernel writes its last output again
+    (recycled), so the traced peak stays below a quarter of one activation; the unoptimized
+    program allocates each op's output anew (seen by the same measure: several
+    activations)."""
     main, startup = hr.Program(), hr.Program()
     with hr.program_guard(main, startup):
         x = hr.layers.data("x", shape=[-1, 3, 32, 32], dtype="float32")
@@ -416,11 +420,27 @@ def test_steady_state_conv_inference_allocates_no_activations(tmp_path):
     exe.run(startup, scope=scope)
     _randomize_statistics(main, scope, np.random.default_rng(10))
     hr.io.save_inference_model(str(tmp_path), ["x"], [out], exe, main, scope=scope)
-    feed = {"x": np.random.default_rng(11).standard_normal((4, 3, 32, 32)).astype("float32")}
-    activation = 4 * 16 * 32 * 32 * 4
+    feed = {"x": np.random.default_rng(11).standard_normal((8, 3, 32, 32)).astype("float32")}
+    activation = 8 * 16 * 32 * 32 * 4
     fast, _, targets, s = _load(str(tmp_path), optimize=True)
     assert _types(fast) == ["feed"] + [FUSED_CONV] * 4 + ["pool2d", "fc", "fetch"]
+    want = exe.run(fast, feed=feed, fetch_list=targets, scope=s)[0]
+    for _ in range(3):
+        exe.run(fast, feed=feed, fetch_list=targets, scope=s)
+    before = hr.host_memory.memory_stats()
+    hr.host_memory.reset_peak_memory_stats()
+    for _ in range(5):
+        got = exe.run(fast, feed=feed, fetch_list=targets, scope=s)[0]
+    after = hr.host_memory.memory_stats()
+    assert np.array_equal(got, want)
+    assert after["allocations"] - before["allocations"] >= 5 * 5   # the runs' arrays: pooled
+    assert after["fresh_allocations"] == before["fresh_allocations"]
+    assert after["reserved_bytes"] == before["reserved_bytes"]
+    assert after["peak_allocated_bytes"] - before["allocated_bytes"] <= 3 * activation
+    unpooled = hr.Executor(hr.CPUPlace())
+    unpooled._pool = None
     # (NumPy's ufunc buffer for conv2d's bias add over ResidualData, 32 KB at most, remains.)
-    assert _traced_peak(exe, fast, feed, targets, s) < activation // 4
+    assert _traced_peak(unpooled, fast, feed, targets, s) < activation // 4
+    assert np.array_equal(unpooled.run(fast, feed=feed, fetch_list=targets, scope=s)[0], want)
     plain, _, targets, s = _load(str(tmp_path), optimize=False)
-    assert _traced_peak(exe, plain, feed, targets, s) > 2 * activation
+    assert _traced_peak(unpooled, plain, feed, targets, s) > 2 * activation

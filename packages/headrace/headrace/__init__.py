@@ -18,6 +18,7 @@ from .runtime import (CPUPlace, CUDAPlace, Executor, Scope, Tensor, TensorArray,
                       create_lod_tensor, global_scope, scope_guard)
 from .runtime.threads import get_num_threads, set_num_threads
 from . import clip, initializer, layers, optimizer, profiler, regularizer
+from . import host_memory  # the host caching pool's counters (as hr.cuda's)
 from . import passes  # inference passes over programs (hr.passes.apply)
 from . import onnx  # ONNX export; the onnx package itself is imported only by an export
 from .drawing import draw  # pictures of programs (graphviz, imported when drawing)
@@ -30,7 +31,8 @@ __version__ = "0.1.0"
 _logging.getLogger(__name__).addHandler(_logging.NullHandler())
 
 __all__ = [
-    "cuda", "dtypes", "errors", "io", "ops", "unique_name", "append_backward", "gradients",
+    "cuda", "dtypes", "errors", "host_memory", "io", "ops", "unique_name", "append_backward",
+    "gradients",
     "HeadraceError", "OpError", "ProgramError",
     "ProgramParseError", "ShapeError", "UnknownOpError", "VariableError", "PROGRAM_VERSION",
     "Block", "Operator", "Parameter", "Program", "Variable", "default_main_program",

@@ -41,6 +41,7 @@ class _RunPlan:
         block = program.global_block()
         self.program = program
         self.checked = set()   # feed signatures whose run checked every kernel's outputs
+        self.pooled = {}       # feed signature -> whether its runs use the host pool
         fetch_vars = [self._var(block, n, FetchError, "fetch target") for n in fetch_names]
         op_filter = None
         if prune:
@@ -177,6 +178,9 @@ class Executor:
             raise HeadraceError(f"Executor takes a CPUPlace or CUDAPlace, got {place!r}")
         self.place = place
         host_memory.tune()   # freed arrays stay in the heap for the next step (see there)
+        # Runs allocate their arrays from headrace's caching pool (see host_memory); the
+        # device's own arrays have their own pool.
+        self._pool = host_memory.pool() if isinstance(place, CPUPlace) else None
         self._check_nan_inf = nan_inf.enabled(check_nan_inf)
         self._device = place.module()
         # A NumPy array in the scope is already where a CPU run reads it (_execute_on's load
@@ -319,11 +323,22 @@ class Executor:
         sig = tuple([(getattr(values[i], "shape", None), getattr(values[i], "dtype", None))
                      for _, i, _, _ in rp.feeds])
         check = sig not in rp.checked
-        if self._checks is None:
-            rp.plan.run(values, lods, check)
-        else:
-            with self._checks():   # the device's checks its kernels left to the end of the run
+        # The run's arrays come from the host pool where a run of this signature allocates
+        # enough to pay for it (host_memory.pool_pays; judged on its first run).
+        pool = self._pool if self._pool is not None and rp.pooled.get(sig, True) else None
+        if pool is not None:
+            served, handler = pool.served(), pool.enter()
+        try:
+            if self._checks is None:
                 rp.plan.run(values, lods, check)
+            else:
+                with self._checks():   # the device's checks its kernels left to the run's end
+                    rp.plan.run(values, lods, check)
+        finally:
+            if pool is not None:
+                pool.leave(handler)
+                if check and len(rp.pooled) < 64:
+                    rp.pooled[sig] = host_memory.pool_pays(pool.served() - served)
         if check and len(rp.checked) < 64:
             rp.checked.add(sig)
         for i, name, has_lod in rp.stores:

@@ -13,6 +13,25 @@ size then stays at the step's peak, as with those allocators.
 ``HEADRACE_MALLOC_TUNE=0``, or glibc's own ``MALLOC_MMAP_THRESHOLD_`` set by the user, leaves
 malloc as it was; another malloc (jemalloc, tcmalloc preloaded) or a C library without
 ``mallopt`` is left alone too.
+
+On top of malloc, a CPU Executor's runs allocate their arrays from headrace's own caching
+pool (``_host_pool``: size classes, LIFO free lists, 64-byte alignment), installed through
+NumPy's ``PyDataMem_SetHandler`` for the duration of each run only. Why its own: malloc's
+heap is shared with everything else in the process, and protobuf's upb calls
+``malloc_trim(0)`` every 10,000 message frees (dropping a large program does), which hands
+the whole free heap back to the OS, so the next step faults its arrays in afresh (~20 MB,
+~7 ms of the first step of benchmarks/bench_build.py's 200-layer program); blocks in the
+pool are malloc's "in use" and survive it. The LIFO lists, with the plan letting go of dead
+values after their last reader (``liveness``), hand a run's next array the block freed last,
+still in cache. Why only during runs: the handler is a context variable, so the user's own
+arrays (and fetched results, copied after the run) keep NumPy's allocator, other threads
+are unaffected, and the pool's cache holds only the framework's own steady-state working
+set. Arrays made in a run and kept after it (parameters an optimizer wrote, in the scope)
+are freed into the pool whenever they die.
+
+``HEADRACE_HOST_POOL=0`` turns the pool off; ``HEADRACE_HOST_POOL_MB`` (default 256) is the
+most free memory it caches (``set_cache_limit`` at run time); ``hr.host_memory`` has its
+counters (``memory_allocated``, ``memory_reserved``, ``empty_cache``, as ``hr.cuda``).
 """
 import ctypes
 import os
@@ -22,6 +41,8 @@ M_TRIM_THRESHOLD = -1   # glibc's malloc.h
 M_MMAP_THRESHOLD = -3
 MMAP_THRESHOLD = 32 << 20   # glibc's ceiling for the threshold on 64-bit machines
 TRIM_THRESHOLD = 256 << 20
+POOL_LIMIT_MB = 256
+POOL_MIN_RUN = 1 << 20   # bytes a run allocates for the pool to pay (pool_pays)
 
 _state = {}
 
@@ -45,3 +66,33 @@ def _set_thresholds():
     mallopt.restype = ctypes.c_int
     return mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1 \
         and mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1
+
+
+def pool():
+    """The pool module (``_host_pool``: ``enter``/``leave`` around a run) when it is on,
+    else None; its cache limit set from the environment at the first call."""
+    if "pool" not in _state:
+        _state["pool"] = _make_pool()
+    return _state["pool"]
+
+
+def pool_pays(nbytes):
+    """Whether runs that allocate ``nbytes`` (a signature's first run, by the pool's block
+    capacities) use the pool: entering and leaving it costs ~0.3 us a run (NumPy's handler
+    is a context variable), 1.5-2.5% of a batch-1 MLP's 21 us, whose few small arrays stay
+    in cache and in malloc's heap anyway; from 1 MiB a run, sharing blocks by liveness pays
+    (ResNet inference at batch 64, 27 MB a run: 3-5% less time)."""
+    return nbytes >= POOL_MIN_RUN
+
+
+def _make_pool():
+    if os.environ.get("HEADRACE_HOST_POOL", "1") == "0":
+        return None
+    from . import _host_pool
+    mb = os.environ.get("HEADRACE_HOST_POOL_MB")
+    try:
+        limit = int(float(mb) * (1 << 20)) if mb is not None else POOL_LIMIT_MB << 20
+    except ValueError:
+        limit = POOL_LIMIT_MB << 20
+    _host_pool.set_limit(max(limit, 0))
+    return _host_pool

@@ -1,7 +1,7 @@
 # Helpers of this plugin's CPU kernels; the ones every plugin shares are in
 # headrace/kernels/common.pxd (cimported from the core).
 cimport numpy as cnp
-from headrace.kernels.common cimport empty, recycled, typenum  # recycled: kept importable here
+from headrace.kernels.common cimport empty, kept, recycled, typenum  # recycled, kept: importable here
 
 
 ctypedef fused number:

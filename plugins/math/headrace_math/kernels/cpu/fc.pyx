@@ -14,7 +14,7 @@ writes Out three times)."""
 cimport numpy as cnp
 from cpython.object cimport PyObject
 from headrace.kernels.common cimport contiguous, dtype_name, shape_of, typenum
-from ._common cimport recycled
+from ._common cimport kept, recycled
 from scipy.linalg.cython_blas cimport dgemm, sgemm
 from ._gemm cimport gemm_bias_act, gemm_rowmajor
 
@@ -99,7 +99,7 @@ cdef class FC:
         if M > INT_MAX or N > INT_MAX or K > INT_MAX:
             raise ValueError("fc: a matrix dimension exceeds the BLAS int range")
         cdef cnp.ndarray out = recycled(<PyObject*>self._out, xs[:self.n] + (N,), t)
-        self._out = out
+        self._out = kept(out)   # (None in a pooled run: common.kept)
         if M == 0 or N == 0:
             return (out,)
         if K == 0:

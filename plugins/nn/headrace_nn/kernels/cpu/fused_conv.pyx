@@ -10,7 +10,7 @@ no Output), handed to the conv to write into.
 """
 cimport numpy as cnp
 from cpython.object cimport PyObject
-from headrace.kernels.common cimport contiguous, recycled, shape_of
+from headrace.kernels.common cimport contiguous, kept, recycled, shape_of
 
 from ..host.conv import ConvAttrs
 from .conv import Conv2D
@@ -45,7 +45,7 @@ cdef class FusedConv2DAddAct:
         cdef cnp.ndarray out = recycled(<PyObject*>self._out, oshape, t)
         self._out = None     # a failing conv leaves no half-written Output behind
         self.conv(x, filter, bias, residual, into=out, relu=self.relu)
-        self._out = out
+        self._out = kept(out)   # (None in a pooled run: common.kept)
         return (out, [])
 
 

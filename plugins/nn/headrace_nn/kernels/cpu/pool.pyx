@@ -27,7 +27,7 @@ cimport numpy as cnp
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 from cpython.object cimport PyObject
-from headrace.kernels.common cimport contiguous, empty, real, recycled, shape_of
+from headrace.kernels.common cimport contiguous, empty, kept, real, recycled, shape_of
 from ._common cimport expect_shape, float_array, same_float
 
 import numpy as np
@@ -291,7 +291,7 @@ cdef class Pool2D:
         cdef Py_ssize_t N = xs[0]
         oshape = self._windows(&w, xs)
         cdef cnp.ndarray out = recycled(<PyObject*>self._out, oshape, t)
-        self._out = out
+        self._out = kept(out)   # (None in a pooled run: common.kept)
         if N * w.C * w.Ho * w.Wo == 0:
             return (out,)
         cdef int fast_rows, fast_cols
