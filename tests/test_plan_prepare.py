@@ -212,3 +212,46 @@ def test_a_read_nothing_wrote_is_refused_before_the_run():
     with pytest.raises(HeadraceError, match=f"persistable variable '{fc_w.name}' .* is not "
                                             f"initialized in the scope"):
         exe.run(main, feed=feed, fetch_list=[picked], scope=hr.Scope())
+
+
+def _scope_bindings_by_hand(plan, fed):
+    """The executor's loads and stores as its Python loops made them (the reference)."""
+    facts, variables = plan.slots.facts, plan.slots.vars
+    loads = [(i, v.name) for i, v in enumerate(variables)
+             if v is not None and facts[i][1].persistable and i not in fed]
+    written, todo = set(), [plan]
+    while todo:
+        p = todo.pop()
+        todo.extend(p._subplans.values())
+        for ins in p.instrs:
+            for i in ins.out_ids:
+                written.update(j for j in (i if type(i) is tuple else (i,)) if j > 0)
+    stores = [(i, variables[i].name, facts[i][1].lod_level > 0)
+              for i in sorted(written) if facts[i][1].persistable]
+    return loads, stores
+
+
+def test_what_a_run_reads_from_and_writes_back_to_the_scope():
+    # SGD's parameters (read and written), the learning rate (read only), and a persistable
+    # counter written only inside the loop's body (its sub-plan): back in the scope after.
+    main, startup, loss, picked = _loop_program()
+    with hr.program_guard(main, startup):
+        steps = hr.layers.create_global_var([1], 0, "int64", persistable=True, name="steps")
+        i = hr.layers.fill_constant([1], "int64", 0)
+        cond = hr.layers.less_than(i, hr.layers.fill_constant([1], "int64", 2))
+        with hr.layers.While(cond).block():
+            hr.layers.increment(i)
+            hr.layers.increment(steps)
+            hr.layers.less_than(i, hr.layers.fill_constant([1], "int64", 2), cond=cond)
+    exe, scope = hr.Executor(), hr.Scope()
+    exe.run(startup, scope=scope)
+    feed = {"x": np.ones((2, 4), np.float32), "flag": np.array([True]),
+            "y": np.ones(1, np.float32)}
+    exe.run(main, feed=feed, fetch_list=[picked], scope=scope)
+    rp = exe._run_plan(main, ("flag", "x", "y"), (picked.name,), False)
+    fed = {s for _, s, _, _ in rp.feeds}
+    assert (rp.loads, rp.stores) == _scope_bindings_by_hand(rp.plan, fed)
+    stored = {name for _, name, _ in rp.stores}
+    assert "steps" in stored and {n for _, n in rp.loads} - stored   # a read-only one too
+    exe.run(main, feed=feed, fetch_list=[picked], scope=scope)
+    assert scope.find("steps").numpy().tolist() == [4]

@@ -56,9 +56,8 @@ cdef class SlotMap:
 cdef tuple _facts(var):
     """``(kind, SlotVar)`` of Variable ``var``, from its ``meta()`` (which the variable keeps:
     building the program read it already) and its persistable flag."""
-    m = var.meta()
-    return (m.kind, _new_tuple(SlotVar, (m.name, m.dtype, m.shape, m.lod_level,
-                                         var.desc.persistable)))
+    cdef tuple m = <tuple>var.meta()   # VarMeta: (name, shape, dtype, lod_level, kind)
+    return (m[4], _new_tuple(SlotVar, (m[0], m[2], m[1], m[3], var.desc.persistable)))
 
 
 cdef tuple _op_type(opdef):
@@ -192,7 +191,7 @@ cdef int _exposed(op, dict attrs, set written, set seen, list exposed) except -1
     if _owns_blocks(attrs):
         exposed.extend(owner_exposed_reads(op, written, seen))
         return 0
-    cdef list io = op._io()
+    cdef list io = op._io()   # [(slot, names), ...] of inputs, outputs: input_arg_names...
     cdef tuple pair
     for pair in <list>io[0]:
         for name in <tuple>pair[1]:
@@ -245,9 +244,9 @@ def compile_ops(plan, ops, op_filter, info_type, float_dtypes, set plain_types, 
             attrs = op.attrs
             if device is None:
                 device = plan._device = place.module()
-            where = (op, block_idx, op_idx)
             info = info_type(op_type, attrs, place, device, (ins, outs), slot_var,
-                             _seed(attrs, base, block_idx, op_idx), subplan, where)
+                             _seed(attrs, base, block_idx, op_idx), subplan,
+                             (op, block_idx, op_idx))
             fn = k[1](attrs, info)
         except OpError as e:
             e.locate(**plan._where(op, op_idx))
@@ -266,3 +265,42 @@ def compile_ops(plan, ops, op_filter, info_type, float_dtypes, set plain_types, 
             instrs.append(Instr(fn, in_ids, out_ids, op, lod_share, None))
         else:
             instrs.append(plan._framed(op, opdef, k[2], fn, in_ids, out_ids, ins, outs))
+
+
+cdef int _mark_written(plan, bytearray written) except -1:
+    """Set ``written[i]`` for every slot an instruction of ``plan`` or of its sub-plans
+    stores to (output ids > 0; -1 is an @EMPTY@ output, () an unbound slot)."""
+    cdef Py_ssize_t n = len(written)
+    for ins in <list>plan.instrs:
+        for i in <tuple>ins.out_ids:
+            if type(i) is tuple:
+                for j in <tuple>i:
+                    if j > 0:
+                        written[<Py_ssize_t>j] = 1
+            elif i > 0:
+                written[<Py_ssize_t>i] = 1
+    for sub in plan._subplans.values():
+        _mark_written(sub, written)
+    return 0
+
+
+def scope_bindings(plan, fed):
+    """``(loads, stores)`` of a root plan: ``(slot, name)`` of each persistable variable the
+    run reads from the scope (every persistable slot but the fed ones), and ``(slot, name,
+    has LoD)`` of each persistable one an instruction writes, which goes back to the scope,
+    both in slot order. ``fed``: the fed slots."""
+    cdef SlotMap slots = plan.slots
+    cdef list facts = slots.facts, variables = slots.vars
+    cdef list loads = [], stores = []
+    cdef Py_ssize_t i, n = len(variables)
+    cdef tuple sv
+    cdef bytearray written = bytearray(n)
+    _mark_written(plan, written)
+    for i in range(1, n):
+        sv = <tuple>(<tuple>facts[i])[1]   # SlotVar: (name, dtype, shape, lod_level, persistable)
+        if sv[4]:
+            if i not in fed:
+                loads.append((i, sv[0]))
+            if written[i]:
+                stores.append((i, sv[0], sv[3] > 0))
+    return loads, stores

@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import HeadraceError
 from ..framework import Program, Variable, analysis, default_main_program
 from . import host_memory, liveness, nan_inf
-from . import plan as plan_mod
+from . import _prepare, plan as plan_mod
 from .place import CPUPlace, Place
 from .scope import global_scope
 from .tensor import Tensor, check_lod, create_lod_tensor
@@ -59,22 +59,10 @@ class _RunPlan:
         if not check_nan_inf and liveness.enabled():   # dead values let go of mid-run
             liveness.apply(self.plan, [s for _, s, _, _ in self.feeds] +
                            [s for _, s in self.fetches])
-        # Persistables come from the scope; those the run writes go back to it.
-        fed = {s for _, s, _, _ in self.feeds}
-        written, self.loads, self.stores = set(), [], []
-        facts = slots.facts   # each variable's (kind, SlotVar), read once by the plan
-        for i, var in enumerate(slots.vars):
-            if var is not None and facts[i][1].persistable and i not in fed:
-                self.loads.append((i, var.name))
         self._check_inputs(feed_names)
-        for ins in self._all_instrs(self.plan):
-            for i in ins.out_ids:   # (plan._flat, inlined: one generator an op added up)
-                if type(i) is tuple:
-                    written.update(j for j in i if j > 0)
-                elif i > 0:
-                    written.add(i)
-        self.stores = [(i, slots.vars[i].name, facts[i][1].lod_level > 0)
-                       for i in sorted(written) if facts[i][1].persistable]
+        # Persistables come from the scope; those the run writes go back to it.
+        self.loads, self.stores = _prepare.scope_bindings(
+            self.plan, {s for _, s, _, _ in self.feeds})
         self.nslots = len(slots)
 
     @staticmethod
@@ -86,11 +74,6 @@ class _RunPlan:
             raise error(f"{what} '{name}' is not a variable of the program's global "
                         f"block{hint}")
         return var
-
-    def _all_instrs(self, plan):
-        yield from plan.instrs
-        for sub in plan._subplans.values():
-            yield from self._all_instrs(sub)
 
     def _check_inputs(self, feed_names):
         """A non-persistable variable read before anything writes it must be fed; a
