@@ -83,8 +83,10 @@ static inline int hr_cd_s2t_fits(const hr_cd_geom* g) {
     return g->sw == 2 && g->kh * g->kw > 1;
 }
 
-/* hr_cd_conv of such a geometry; -1: no memory. The next image's input rows and output of a
- * group of vectors are prefetched while the group is computed. */
+/* hr_cd_conv of such a geometry; -1: no memory. The next image's output lines of a group of
+ * vectors are prefetched for writing while the group is computed; its input rows are not
+ * (prefetching them as hr_cd_conv_s2 does measured 4-5% slower at batch 8 and 64, one
+ * thread, and no faster within bench_inference's ResNet). */
 HR_AVX512 static int hr_cd_conv_s2t(const float* src, ptrdiff_t img_in, float* out,
                                     ptrdiff_t img_out, ptrdiff_t n, const hr_cd_geom* g,
                                     const float* wt, int acc) {
@@ -119,8 +121,6 @@ HR_AVX512 static int hr_cd_conv_s2t(const float* src, ptrdiff_t img_in, float* o
             }
         }
     ptrdiff_t plane = (ptrdiff_t)g->Hin * g->Win, ldo = (ptrdiff_t)g->Ho * g->Wo;
-    /* Columns a vector's taps read: 32 from its first tap's, (kw - 1)*dw more. */
-    int cspan = 32 + (g->kw - 1) * g->dw;
     /* Filter blocks: 16 filters x 1 vector a tile (measured fastest: with 16 accumulators
      * the multiply-adds take the filters' weights as embedded broadcasts, and each input
      * vector's shuffle serves 16 of them; 8 x 3 and 12 x 2 tiles measured 6% slower), then 8,
@@ -149,25 +149,10 @@ HR_AVX512 static int hr_cd_conv_s2t(const float* src, ptrdiff_t img_in, float* o
         for (int v = 0, nv; v < nvec; v += nv) {
             int rem = nvec - v;
             nv = rem == 4 && nvmax == 3 ? 2 : rem < nvmax ? rem : nvmax;
-            if (b + 1 < n)
-                for (int u = v; u < v + nv; u++) {
-                    int oh = u / per_row, ow = u % per_row * 16;
-                    int lo = 2 * ow - g->pl, hi = lo + cspan;
-                    lo = lo < 0 ? 0 : lo;
-                    hi = hi > g->Win ? g->Win : hi;
-                    for (int c = 0; c < g->Cin && lo < hi; c++)
-                        for (int i = 0; i < g->kh; i++) {
-                            int ih = oh * g->sh - g->pt + i * g->dh;
-                            if (ih < 0 || ih >= g->Hin)
-                                continue;
-                            const float* p = x + img_in + c * plane + (ptrdiff_t)ih * g->Win;
-                            for (int q = lo; q < hi; q += 16)
-                                __builtin_prefetch(p + q, 0, 2);
-                            __builtin_prefetch(p + hi - 1, 0, 2);
-                        }
+            if (b + 1 < n)   /* the next image's output lines of these vectors */
+                for (int u = v; u < v + nv; u++)
                     for (int m = 0; m < g->Cout; m++)
                         __builtin_prefetch(o + img_out + m * ldo + ob[u], 1, 2);
-                }
             for (int m = 0, w; m < g->Cout; m += w) {
                 w = S2T_BLOCK(m);
                 if (w == 16)
