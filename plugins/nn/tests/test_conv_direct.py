@@ -26,6 +26,9 @@ CASES = [
     # (8 + 4 + 1, 8 + 4 + 2 tiles), taps not a multiple of 6, asymmetric paddings
     (2, 5, 13, 11, 13, 3, 3, {"paddings": [0, 2, 1, 1]}, (True, True, True)),
     (2, 4, 14, 7, 40, 3, 2, {"paddings": [2, 1]}, (True, True, True)),
+    # 15 filters (8 + 4 + 2 + 1) over 32-wide rows: every tile's vectors full (loaded
+    # without masks) but the image's last group of 4 (the 4/2/1-filter tiles' masked loads)
+    (2, 4, 15, 8, 32, 3, 3, {"paddings": [1, 1]}, (True, True, True)),
     # LeNet-1: 5x5 over one channel (24-wide rows)
     (3, 1, 20, 28, 28, 5, 5, {}, (True, True, False)),
     # dilation, stride 2 with dilation, groups, a padding wider than the filter (the input

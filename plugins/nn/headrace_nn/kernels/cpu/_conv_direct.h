@@ -267,9 +267,12 @@ HR_AVX512 static void hr_cd_prep(const float* src, const hr_cd_geom* g, const hr
         }
 }
 
-/* Forward tile: MB filters x NV vectors. wt[t * ldw + r]: filter r's tap t. */
-#define HR_CD_FWD(MB, NV)                                                                    \
-HR_AVX512 static void hr_cd_fwd_##MB##_##NV(int K, const float* wt, int ldw,                  \
+/* Forward tile: MB filters x NV vectors. wt[t * ldw + r]: filter r's tap t. hr_cd_fwd_*
+ * loads each vector under its lanes' mask; hr_cd_fwdf_* ("full") loads all 16 lanes, for
+ * tiles whose vectors all have them: masked loads measured 7-8% slower on this AMD core
+ * (3 -> 16 and 16 -> 16 channels at 32x32, one image, a C harness of hr_cd_conv). */
+#define HR_CD_FWD_(NAME, MB, NV, LOAD)                                                       \
+HR_AVX512 static void NAME(int K, const float* wt, int ldw,                                  \
         const int* toff, const float* x, const ptrdiff_t* ib, const int* ob,                 \
         const unsigned short* mk, float* out, ptrdiff_t ldo, int acc, const float* bias,     \
         int relu) {                                                                          \
@@ -281,7 +284,7 @@ HR_AVX512 static void hr_cd_fwd_##MB##_##NV(int K, const float* wt, int ldw,    
         const float* wr = wt + (size_t)t * ldw;                                              \
         __m512 xv[NV];                                                                       \
         _Pragma("GCC unroll 6") for (int v = 0; v < NV; v++)                                 \
-            xv[v] = _mm512_maskz_loadu_ps(mk[v], xt + ib[v]);                                \
+            xv[v] = LOAD(mk[v], xt + ib[v]);                                                 \
         _Pragma("GCC unroll 8") for (int r = 0; r < MB; r++) {                               \
             __m512 b = _mm512_set1_ps(wr[r]);                                                \
             _Pragma("GCC unroll 6") for (int v = 0; v < NV; v++)                             \
@@ -301,8 +304,21 @@ HR_AVX512 static void hr_cd_fwd_##MB##_##NV(int K, const float* wt, int ldw,    
             _mm512_mask_storeu_ps(o, mk[v], s);                                              \
         }                                                                                    \
 }
+#define HR_CD_MASKED(k, p) _mm512_maskz_loadu_ps((k), (p))
+#define HR_CD_FULL(k, p) _mm512_loadu_ps(p)
+#define HR_CD_FWD(MB, NV)                                                                    \
+    HR_CD_FWD_(hr_cd_fwd_##MB##_##NV, MB, NV, HR_CD_MASKED)                                  \
+    HR_CD_FWD_(hr_cd_fwdf_##MB##_##NV, MB, NV, HR_CD_FULL)
 
 HR_CD_FWD(8, 3) HR_CD_FWD(8, 2) HR_CD_FWD(8, 1) HR_CD_FWD(4, 6) HR_CD_FWD(2, 6) HR_CD_FWD(1, 6)
+
+/* Whether vectors mk[0 .. n) all have 16 lanes (their tile's loads need no mask). */
+static inline int hr_cd_full(const unsigned short* mk, int n) {
+    for (int v = 0; v < n; v++)
+        if (mk[v] != 0xFFFF)
+            return 0;
+    return 1;
+}
 
 /* Filter-gradient tile: MB filters x HR_CD_TB taps over all vectors of one image, added to
  * part[r * ldp + t * 16 + lane]. */
@@ -493,26 +509,32 @@ HR_AVX512 static int hr_cd_conv(const float* src, ptrdiff_t img_in, float* out,
                 for (int u = 0, nv; u < HR_CD_VEC && u < rem; u += nv) {
                     nv = rem - u == 4 ? 2 : rem - u < 3 ? rem - u : 3;
                     float* om = o + m * ldo;
+                    int full = hr_cd_full(mk + u, nv);
+#define FWD8(NV)                                                                             \
+    (full ? hr_cd_fwdf_8_##NV : hr_cd_fwd_8_##NV)(p.K, wt + m, g->Cout, p.toff, buf, ib + u,  \
+                                                  ob + u, mk + u, om, ldo, acc, BIAS(m),      \
+                                                  g->relu)
                     if (nv == 3)
-                        hr_cd_fwd_8_3(p.K, wt + m, g->Cout, p.toff, buf, ib + u, ob + u,
-                                      mk + u, om, ldo, acc, BIAS(m), g->relu);
+                        FWD8(3);
                     else if (nv == 2)
-                        hr_cd_fwd_8_2(p.K, wt + m, g->Cout, p.toff, buf, ib + u, ob + u,
-                                      mk + u, om, ldo, acc, BIAS(m), g->relu);
+                        FWD8(2);
                     else
-                        hr_cd_fwd_8_1(p.K, wt + m, g->Cout, p.toff, buf, ib + u, ob + u,
-                                      mk + u, om, ldo, acc, BIAS(m), g->relu);
+                        FWD8(1);
+#undef FWD8
                 }
             }
+            int full6 = rem >= HR_CD_VEC && hr_cd_full(mk, HR_CD_VEC);
+#define FWD6(MB)                                                                             \
+    (full6 ? hr_cd_fwdf_##MB##_6 : hr_cd_fwd_##MB##_6)(p.K, wt + m, g->Cout, p.toff, buf, ib,  \
+                                                       ob, mk, o + m * ldo, ldo, acc,         \
+                                                       BIAS(m), g->relu)
             for (; m + 4 <= g->Cout; m += 4)
-                hr_cd_fwd_4_6(p.K, wt + m, g->Cout, p.toff, buf, ib, ob, mk, o + m * ldo, ldo,
-                              acc, BIAS(m), g->relu);
+                FWD6(4);
             for (; m + 2 <= g->Cout; m += 2)
-                hr_cd_fwd_2_6(p.K, wt + m, g->Cout, p.toff, buf, ib, ob, mk, o + m * ldo, ldo,
-                              acc, BIAS(m), g->relu);
+                FWD6(2);
             for (; m < g->Cout; m++)
-                hr_cd_fwd_1_6(p.K, wt + m, g->Cout, p.toff, buf, ib, ob, mk, o + m * ldo, ldo,
-                              acc, BIAS(m), g->relu);
+                FWD6(1);
+#undef FWD6
         }
     }
 #undef BIAS
