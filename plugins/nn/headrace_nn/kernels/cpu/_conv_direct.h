@@ -321,9 +321,10 @@ static inline int hr_cd_full(const unsigned short* mk, int n) {
 }
 
 /* Filter-gradient tile: MB filters x HR_CD_TB taps over all vectors of one image, added to
- * part[r * ldp + t * 16 + lane]. */
-#define HR_CD_WGT(MB)                                                                        \
-HR_AVX512 static void hr_cd_wgt_##MB(int nvec, const float* dy, ptrdiff_t ldy,                \
+ * part[r * ldp + t * 16 + lane]; hr_cd_wgtf_* without masks, for images whose vectors all
+ * have 16 lanes (as hr_cd_fwdf_*). */
+#define HR_CD_WGT_(NAME, MB, LOAD)                                                           \
+HR_AVX512 static void NAME(int nvec, const float* dy, ptrdiff_t ldy,                         \
         const int* toff, const float* x, const ptrdiff_t* ib, const int* ob,                 \
         const unsigned short* mk, float* part, ptrdiff_t ldp) {                               \
     __m512 a[MB][HR_CD_TB];                                                                  \
@@ -333,10 +334,10 @@ HR_AVX512 static void hr_cd_wgt_##MB(int nvec, const float* dy, ptrdiff_t ldy,  
     for (int v = 0; v < nvec; v++) {                                                         \
         __m512 d[MB];                                                                        \
         _Pragma("GCC unroll 4") for (int r = 0; r < MB; r++)                                 \
-            d[r] = _mm512_maskz_loadu_ps(mk[v], dy + r * ldy + ob[v]);                       \
+            d[r] = LOAD(mk[v], dy + r * ldy + ob[v]);                                        \
         const float* xv = x + ib[v];                                                         \
         _Pragma("GCC unroll 6") for (int t = 0; t < HR_CD_TB; t++) {                         \
-            __m512 xt = _mm512_maskz_loadu_ps(mk[v], xv + toff[t]);                          \
+            __m512 xt = LOAD(mk[v], xv + toff[t]);                                           \
             _Pragma("GCC unroll 4") for (int r = 0; r < MB; r++)                             \
                 a[r][t] = _mm512_fmadd_ps(d[r], xt, a[r][t]);                                \
         }                                                                                    \
@@ -347,6 +348,9 @@ HR_AVX512 static void hr_cd_wgt_##MB(int nvec, const float* dy, ptrdiff_t ldy,  
             _mm512_storeu_ps(q, _mm512_add_ps(_mm512_loadu_ps(q), a[r][t]));                 \
         }                                                                                    \
 }
+
+#define HR_CD_WGT(MB)                                                                        \
+    HR_CD_WGT_(hr_cd_wgt_##MB, MB, HR_CD_MASKED) HR_CD_WGT_(hr_cd_wgtf_##MB, MB, HR_CD_FULL)
 
 HR_CD_WGT(4) HR_CD_WGT(2) HR_CD_WGT(1)
 
@@ -563,20 +567,22 @@ HR_AVX512 static int hr_cd_filter_grad(const float* src, ptrdiff_t img_in, const
     }
     memset(part, 0, sizeof(float) * (size_t)g->Cout * ldp);
     ptrdiff_t ldy = (ptrdiff_t)g->Ho * g->Wo;
+    int full = hr_cd_full(p.mk, p.nvec);
     for (ptrdiff_t b = 0; b < n; b++) {
         hr_cd_prep(src + b * img_in, g, &p, buf + p.size, buf);
         const float* d = dy + b * img_dy;
         for (int t = 0; t < p.K; t += HR_CD_TB) {
             int m = 0;
+#define WGT(MB)                                                                              \
+    (full ? hr_cd_wgtf_##MB : hr_cd_wgt_##MB)(p.nvec, d + m * ldy, ldy, p.toff + t, buf,      \
+                                              p.ib, p.ob, p.mk, part + m * ldp + t * 16, ldp)
             for (; m + 4 <= g->Cout; m += 4)
-                hr_cd_wgt_4(p.nvec, d + m * ldy, ldy, p.toff + t, buf, p.ib, p.ob, p.mk,
-                            part + m * ldp + t * 16, ldp);
+                WGT(4);
             for (; m + 2 <= g->Cout; m += 2)
-                hr_cd_wgt_2(p.nvec, d + m * ldy, ldy, p.toff + t, buf, p.ib, p.ob, p.mk,
-                            part + m * ldp + t * 16, ldp);
+                WGT(2);
             for (; m < g->Cout; m++)
-                hr_cd_wgt_1(p.nvec, d + m * ldy, ldy, p.toff + t, buf, p.ib, p.ob, p.mk,
-                            part + m * ldp + t * 16, ldp);
+                WGT(1);
+#undef WGT
         }
     }
     for (int m = 0; m < g->Cout; m++)
