@@ -20,9 +20,29 @@
 #ifndef HEADRACE_CONV_S2_H
 #define HEADRACE_CONV_S2_H
 
+/* One tap t of a tile over the channels: each vector's two loads (LA, LB: HR_CD_FULL or
+ * HR_CD_MASKED, _conv_direct.h) at xp[v], shuffled, times the tap's MB weights wr[r] of
+ * each channel (kk * ldw floats apart). */
+#define HR_CD_S2T_CHANNELS(MB, NV, LA, LB)                                                   \
+    for (int c = 0; c < Cin; c++, wr += (size_t)kk * ldw) {                                  \
+        __m512 xv[NV];                                                                       \
+        _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++) {                               \
+            xv[v] = _mm512_shuffle_ps(LA(la[v], xp[v]), LB(lb[v], xp[v] + 16), 0x88);        \
+            xp[v] += plane;                                                                  \
+        }                                                                                    \
+        _Pragma("GCC unroll 16") for (int r = 0; r < MB; r++) {                              \
+            __m512 b = _mm512_set1_ps(wr[r]);                                                \
+            _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++)                             \
+                a[r][v] = _mm512_fmadd_ps(b, xv[v], a[r][v]);                                \
+        }                                                                                    \
+    }
+
 /* Tile: MB filters x NV vectors. wt[(c*kk + t) * ldw + r]: filter r's weight of channel c,
  * tap t; ka/kb[v*kk + t]: vector v's masks for tap t. The taps run (i, j) outside the
- * channels, so that a vector's two masks stay in registers over the channels. */
+ * channels, so that a vector's two masks stay in registers over the channels, and a tap
+ * whose loads all have 16 lanes (every tap but the row's first and last columns' in the
+ * small ResNet's layer) loads them without masks: masked loads measured slower on this AMD
+ * core (_conv_direct.h's hr_cd_fwdf_*). */
 #define HR_CD_S2T(MB, NV)                                                                    \
 HR_AVX512 static void hr_cd_s2t_##MB##_##NV(int Cin, int kk, const float* wt, int ldw,        \
         const float* x, ptrdiff_t plane, const ptrdiff_t* toff, const ptrdiff_t* ib,        \
@@ -42,19 +62,19 @@ HR_AVX512 static void hr_cd_s2t_##MB##_##NV(int Cin, int kk, const float* wt, in
             xp[v] = x + toff[t] + ib[v];                                                     \
         }                                                                                    \
         const float* wr = wt + (size_t)t * ldw;                                              \
-        for (int c = 0; c < Cin; c++, wr += (size_t)kk * ldw) {                              \
-            __m512 xv[NV];                                                                   \
-            _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++) {                           \
-                xv[v] = _mm512_shuffle_ps(_mm512_maskz_loadu_ps(la[v], xp[v]),               \
-                                          _mm512_maskz_loadu_ps(lb[v], xp[v] + 16), 0x88);   \
-                xp[v] += plane;                                                              \
-            }                                                                                \
-            _Pragma("GCC unroll 16") for (int r = 0; r < MB; r++) {                           \
-                __m512 b = _mm512_set1_ps(wr[r]);                                            \
-                _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++)                         \
-                    a[r][v] = _mm512_fmadd_ps(b, xv[v], a[r][v]);                            \
-            }                                                                                \
+        int fa = 1, fb = 1;                                                                  \
+        _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++) {                               \
+            fa &= la[v] == 0xFFFF;                                                           \
+            fb &= lb[v] == 0xFFFF;                                                           \
         }                                                                                    \
+        if (fa && fb)                                                                        \
+            HR_CD_S2T_CHANNELS(MB, NV, HR_CD_FULL, HR_CD_FULL)                               \
+        else if (fa)                                                                         \
+            HR_CD_S2T_CHANNELS(MB, NV, HR_CD_FULL, HR_CD_MASKED)                             \
+        else if (fb)                                                                         \
+            HR_CD_S2T_CHANNELS(MB, NV, HR_CD_MASKED, HR_CD_FULL)                             \
+        else                                                                                 \
+            HR_CD_S2T_CHANNELS(MB, NV, HR_CD_MASKED, HR_CD_MASKED)                           \
     }                                                                                        \
     _Pragma("GCC unroll 16") for (int r = 0; r < MB; r++)                                     \
         _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++) {                               \
