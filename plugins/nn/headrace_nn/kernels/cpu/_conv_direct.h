@@ -354,132 +354,13 @@ HR_AVX512 static void NAME(int nvec, const float* dy, ptrdiff_t ldy,            
 
 HR_CD_WGT(4) HR_CD_WGT(2) HR_CD_WGT(1)
 
-/* A 1x1 filter of column stride 2 without padding (a ResNet shortcut's projection): an output
- * vector of 16 columns reads every other one of 32 input columns, split out of two loads by
- * one permute in the tile itself, so neither the padded copy of each image nor its prefetch
- * is made (those took 40% of the 16 -> 32 channel, 32x32 -> 16x16 layer at batch 64, whose
- * 16 taps a tile leave little arithmetic to hide them behind). Tile: MB filters x NV vectors;
- * wt[c * ldw + r]: filter r's weight of channel c; vector v reads x + c * plane + ib[v], its
- * two loads' lanes inside the image row ka[v] and kb[v]. */
-#define HR_CD_S2(MB, NV)                                                                     \
-HR_AVX512 static void hr_cd_s2_##MB##_##NV(int K, const float* wt, int ldw, const float* x,   \
-        ptrdiff_t plane, const ptrdiff_t* ib, const __mmask16* ka, const __mmask16* kb,     \
-        const int* ob, const unsigned short* mk, float* out, ptrdiff_t ldo, int acc,         \
-        const float* bias, int relu) {                                                       \
-    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6,  \
-                                          4, 2, 0);                                          \
-    __m512 a[MB][NV];                                                                        \
-    _Pragma("GCC unroll 8") for (int r = 0; r < MB; r++)                                     \
-        _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++) a[r][v] = _mm512_setzero_ps();   \
-    for (int c = 0; c < K; c++) {                                                            \
-        const float* xc = x + c * plane;                                                     \
-        const float* wr = wt + (size_t)c * ldw;                                              \
-        __m512 xv[NV];                                                                       \
-        _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++)                                 \
-            xv[v] = _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(ka[v], xc + ib[v]), even,   \
-                                           _mm512_maskz_loadu_ps(kb[v], xc + ib[v] + 16));   \
-        _Pragma("GCC unroll 8") for (int r = 0; r < MB; r++) {                               \
-            __m512 b = _mm512_set1_ps(wr[r]);                                                \
-            _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++)                             \
-                a[r][v] = _mm512_fmadd_ps(b, xv[v], a[r][v]);                                \
-        }                                                                                    \
-    }                                                                                        \
-    _Pragma("GCC unroll 8") for (int r = 0; r < MB; r++)                                     \
-        _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++) {                               \
-            float* o = out + r * ldo + ob[v];                                                \
-            __m512 s = a[r][v];                                                              \
-            if (acc)                                                                         \
-                s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(mk[v], o));                       \
-            if (bias)                                                                        \
-                s = _mm512_add_ps(s, _mm512_set1_ps(bias[r]));                               \
-            if (relu)                                                                        \
-                s = _mm512_max_ps(_mm512_setzero_ps(), s);                                   \
-            _mm512_mask_storeu_ps(o, mk[v], s);                                              \
-        }                                                                                    \
-}
-
-HR_CD_S2(8, 3) HR_CD_S2(8, 2) HR_CD_S2(8, 1) HR_CD_S2(4, 3) HR_CD_S2(4, 2) HR_CD_S2(4, 1)
-HR_CD_S2(1, 3) HR_CD_S2(1, 2) HR_CD_S2(1, 1)
-
-/* Whether hr_cd_conv takes g through the tiles above. */
-static inline int hr_cd_s2_fits(const hr_cd_geom* g) {
-    return g->kh == 1 && g->kw == 1 && g->sw == 2 && g->pt == 0 && g->pl == 0;
-}
-
-/* hr_cd_conv of such a geometry; -1: no memory. The next image's input rows and output of a
- * group of vectors are prefetched while the group is computed. */
-HR_AVX512 static int hr_cd_conv_s2(const float* src, ptrdiff_t img_in, float* out,
-                                   ptrdiff_t img_out, ptrdiff_t n, const hr_cd_geom* g,
-                                   const float* wt, int acc) {
-    int per_row = (g->Wo + 15) / 16, nvec = g->Ho * per_row;
-    ptrdiff_t* ib = malloc((sizeof(ptrdiff_t) + sizeof(int) + 3 * sizeof(__mmask16)) *
-                           (size_t)nvec);
-    if (!ib)
-        return -1;
-    int* ob = (int*)(ib + nvec);
-    __mmask16* ka = (__mmask16*)(ob + nvec);
-    __mmask16* kb = ka + nvec;
-    unsigned short* mk = (unsigned short*)(kb + nvec);
-    for (int oh = 0, v = 0; oh < g->Ho; oh++)
-        for (int ow = 0; ow < g->Wo; ow += 16, v++) {
-            int w = g->Wo - ow < 16 ? g->Wo - ow : 16;
-            ib[v] = (ptrdiff_t)oh * g->sh * g->Win + 2 * ow;
-            ob[v] = oh * g->Wo + ow;
-            ka[v] = hr_cd_span(2 * ow, g->Win);
-            kb[v] = hr_cd_span(2 * ow + 16, g->Win);
-            mk[v] = (unsigned short)((1u << w) - 1);
-        }
-    ptrdiff_t plane = (ptrdiff_t)g->Hin * g->Win, ldo = (ptrdiff_t)g->Ho * g->Wo;
-    int K = g->Cin;
-#define S2_TILES(MB)                                                                         \
-    for (; m + MB <= g->Cout; m += MB) {                                                     \
-        const float* bm = g->bias ? g->bias + m : NULL;                                      \
-        if (nv == 3)                                                                         \
-            hr_cd_s2_##MB##_3(K, wt + m, g->Cout, x, plane, ib + v, ka + v, kb + v, ob + v,  \
-                              mk + v, o + m * ldo, ldo, acc, bm, g->relu);                   \
-        else if (nv == 2)                                                                    \
-            hr_cd_s2_##MB##_2(K, wt + m, g->Cout, x, plane, ib + v, ka + v, kb + v, ob + v,  \
-                              mk + v, o + m * ldo, ldo, acc, bm, g->relu);                   \
-        else                                                                                 \
-            hr_cd_s2_##MB##_1(K, wt + m, g->Cout, x, plane, ib + v, ka + v, kb + v, ob + v,  \
-                              mk + v, o + m * ldo, ldo, acc, bm, g->relu);                   \
-    }
-    for (ptrdiff_t b = 0; b < n; b++) {
-        const float* x = src + b * img_in;
-        float* o = out + b * img_out;
-        for (int v = 0, nv; v < nvec; v += nv) {
-            int rem = nvec - v;
-            nv = rem == 4 ? 2 : rem < 3 ? rem : 3;
-            if (b + 1 < n)
-                for (int u = v; u < v + nv; u++) {
-                    for (int c = 0; c < K; c++) {
-                        const float* p = x + img_in + c * plane + ib[u];
-                        __builtin_prefetch(p, 0, 2);
-                        __builtin_prefetch(p + 16, 0, 2);
-                    }
-                    for (int m = 0; m < g->Cout; m++)
-                        __builtin_prefetch(o + img_out + m * ldo + ob[u], 1, 2);
-                }
-            int m = 0;
-            S2_TILES(8)
-            S2_TILES(4)
-            S2_TILES(1)
-        }
-    }
-#undef S2_TILES
-    free(ib);
-    return 0;
-}
-
-#include "_conv_s2.h"   /* hr_cd_conv_s2t: column stride 2 with taps, read in place */
+#include "_conv_s2.h"   /* hr_cd_conv_s2t: column stride 2, read in place */
 
 /* Out (Cout planes of Ho*Wo per image, images img_out apart) = conv(src) with wt [K, Cout]
  * (tap-major), over n images; + Out when acc; then g's epilogue. -1: no memory. */
 HR_AVX512 static int hr_cd_conv(const float* src, ptrdiff_t img_in, float* out,
                                 ptrdiff_t img_out, ptrdiff_t n, const hr_cd_geom* g,
                                 const float* wt, int acc) {
-    if (hr_cd_s2_fits(g))
-        return hr_cd_conv_s2(src, img_in, out, img_out, n, g, wt, acc);
     if (hr_cd_s2t_on && hr_cd_s2t_fits(g))
         return hr_cd_conv_s2t(src, img_in, out, img_out, n, g, wt, acc);
     hr_cd_plan p;

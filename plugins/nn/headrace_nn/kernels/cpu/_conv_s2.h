@@ -1,5 +1,5 @@
-/* conv2d forward of column stride 2 with taps (a ResNet's 3x3 stride-2 downsampling conv)
- * reading each image where it lies, for _conv_direct.h's hr_cd_conv (included there, inside
+/* conv2d forward of column stride 2 (a ResNet's 3x3 stride-2 downsampling conv and its 1x1
+ * stride-2 shortcut projection) reading each image where it lies, for _conv_direct.h's hr_cd_conv (included there, inside
  * its AVX-512 section: hr_cd_span, HR_AVX512, hr_cd_geom).
  *
  * hr_cd_conv's other path first copies each image into a zero-padded buffer split by column
@@ -12,8 +12,11 @@
  * all) and keeps the even ones with one in-lane shuffle (vshufps), which leaves them in the
  * order 0 1 8 9 | 2 3 10 11 | ...: every tap's vector in that same order, so the
  * accumulators are put back in column order once, before the store. A cross-lane permute
- * per tap (vpermt2ps, as hr_cd_conv_s2 uses) measured as slow as the copy it saves: on this
- * AMD core it takes the multiply-adds' pipes longer than the shuffle.
+ * per tap (vpermt2ps) measured as slow as the copy it saves: on this AMD core it takes the
+ * multiply-adds' pipes longer than the shuffle. The 1x1 projection (16 -> 32 channels) had a
+ * kernel of its own with that permute, 8 filters x 3 vectors a tile and the next image's
+ * input rows prefetched: 246 -> 196 us at batch 64 (3.5 -> 3.1 us at batch 1) here (a C
+ * harness of hr_cd_conv, one thread).
  *
  * The masks of each vector and tap (i, j) of the filter's kh*kw come from a table built once
  * per call; the input offset of tap (c, i, j) is c*plane + toff[i*kw + j] + ib[v]. */
@@ -97,15 +100,14 @@ HR_CD_S2T(4, 1) HR_CD_S2T(1, 3) HR_CD_S2T(1, 2) HR_CD_S2T(1, 1)
  * for the tests' and the benchmarks' comparisons). */
 static int hr_cd_s2t_on = 1;
 
-/* Whether hr_cd_conv takes g through hr_cd_conv_s2t: column stride 2 with more than one tap
- * (1x1 filters without padding have hr_cd_conv_s2). */
+/* Whether hr_cd_conv takes g through hr_cd_conv_s2t: column stride 2. */
 static inline int hr_cd_s2t_fits(const hr_cd_geom* g) {
-    return g->sw == 2 && g->kh * g->kw > 1;
+    return g->sw == 2;
 }
 
 /* hr_cd_conv of such a geometry; -1: no memory. The next image's output lines of a group of
  * vectors are prefetched for writing while the group is computed; its input rows are not
- * (prefetching them as hr_cd_conv_s2 does measured 4-5% slower at batch 8 and 64, one
+ * (prefetching them measured 4-5% slower at batch 8 and 64 for the 3x3 conv, one
  * thread, and no faster within bench_inference's ResNet). */
 HR_AVX512 static int hr_cd_conv_s2t(const float* src, ptrdiff_t img_in, float* out,
                                     ptrdiff_t img_out, ptrdiff_t n, const hr_cd_geom* g,
