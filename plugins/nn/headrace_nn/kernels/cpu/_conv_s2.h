@@ -1,6 +1,7 @@
 /* conv2d forward of column stride 2 (a ResNet's 3x3 stride-2 downsampling conv and its 1x1
- * stride-2 shortcut projection) reading each image where it lies, for _conv_direct.h's hr_cd_conv (included there, inside
- * its AVX-512 section: hr_cd_span, HR_AVX512, hr_cd_geom).
+ * stride-2 shortcut projection) reading each image where it lies, for _conv_direct.h's
+ * hr_cd_conv (included there, inside its AVX-512 section: hr_cd_span, HR_AVX512, hr_cd_geom,
+ * HR_CD_FULL and HR_CD_MASKED).
  *
  * hr_cd_conv's other path first copies each image into a zero-padded buffer split by column
  * phase, so that every tap of 16 outputs is one contiguous load. For the small ResNet's 16 -> 32
