@@ -276,3 +276,30 @@ def test_intermediate_and_new_outputs_are_created_in_the_current_block(prog, ass
     assert sub.var("y").shape == (-1, 5) and sub.var("y").dtype == "float64"
     assert _var_names(prog.desc.blocks[1]) == ["y", mask[0]]
     assert_consistent(prog)
+
+
+@pytest.mark.parametrize("names", [("x", "y"), ("x\u00e9\u4e2d", "y" * 300), ("x", "bad\udcff")])
+def test_an_appended_ops_desc_equals_an_inserted_ones(prog, names):
+    # An appended op's OpDesc is written as one piece of wire bytes (framework/_build.pyx); an
+    # inserted one, and one with a name UTF-8 cannot encode, field by field: the same desc.
+    x, y = names
+    g = prog.global_block()
+    g.create_var(x, shape=[2], dtype="float32")
+    g.create_var("z", shape=[2], dtype="float32")
+    g.append_op("ident", {"X": "z"}, {"Out": "w"})
+    kinds = [("dropout", {"X": x}, {"Out": y, "Mask": y + "m"}, {"dropout_prob": 0.25}),
+             ("concat", {"X": [x, x, "z"]}, {"Out": y + "2"}, {"axis": 0}),
+             ("all_attrs", {}, {"Out": y + "3"}, {"a_ints": [1, 2], "a_strings": ["s", ""]})]
+    def add(index, op_type, ins, outs, attrs):   # one source line (op_callstack) for both
+        return g.insert_op(index, op_type, ins, outs, attrs)
+
+    for kind in kinds:
+        try:
+            appended = add(len(g.ops), *kind)
+        except Exception as e:   # the surrogate: refused by protobuf itself, as before
+            assert "\udcff" in y and type(e).__name__ != "OpValidationError"
+            return
+        inserted = add(len(g.ops) - 1, *kind)
+        assert inserted.desc.SerializeToString() == appended.desc.SerializeToString()
+        assert inserted.desc == appended.desc
+    _assert_ops_match_desc(g)

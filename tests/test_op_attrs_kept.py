@@ -81,6 +81,8 @@ def test_attrs_follow_set_attr_and_remove_attr(prog):
     assert op.attrs["a_int"] == 1
     op.set_attr("a_int", 5)
     op.set_attr("a_floats", [0.1])
+    op.set_attr("op_role_var", ["p", "p@GRAD"])   # a new one: merged in, kept
+    assert op._attrs_kept is not None and list(op.attrs)[-1] == "op_role_var"
     assert op.attr("a_int") == 5 and op.attrs["a_int"] == 5
     assert op.attrs["a_floats"] == [struct.unpack("<f", struct.pack("<f", 0.1))[0]]
     _assert_reads_desc(op)

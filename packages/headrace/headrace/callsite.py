@@ -34,7 +34,7 @@ def user_stacklevel():
     return level
 
 
-_CALLSITES = {}  # (file, line, function) -> text: a loop building a network asks for a few
+_CALLSITES = {}  # (code, instruction) -> text: a loop building a network asks for a few
 
 
 _pin = threading.local()   # .site: (text,) that user_callsite gives inside pinned()
@@ -73,13 +73,16 @@ def user_callsite(depth=1):
         frame = frame.f_back
     if frame is None:
         return None
+    # Keyed by the code object and the instruction: f_lineno scans the code's line table
+    # (longer the further down a long function the call is), read once per call site here.
     code = frame.f_code
-    key = (code.co_filename, frame.f_lineno, code.co_name)
+    key = (code, frame.f_lasti)
     text = _CALLSITES.get(key)
     if text is None:
         if len(_CALLSITES) > 4096:  # bounded: generated code can have endless sites
             _CALLSITES.clear()
-        line = linecache.getline(code.co_filename, frame.f_lineno).strip()
-        text = f'File "{code.co_filename}", line {frame.f_lineno}, in {code.co_name}'
+        lineno = frame.f_lineno
+        line = linecache.getline(code.co_filename, lineno).strip()
+        text = f'File "{code.co_filename}", line {lineno}, in {code.co_name}'
         text = _CALLSITES[key] = f"{text}\n    {line}" if line else text
     return text

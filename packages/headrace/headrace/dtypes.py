@@ -61,7 +61,8 @@ def to_proto(dtype):
 
 def from_proto(value):
     """The canonical name of a wire enum value (unknown values give 'unknown(N)')."""
-    return _PROTO_TO_NAME.get(value, f"unknown({value})")
+    name = _PROTO_TO_NAME.get(value)   # (the message is not formatted for known values)
+    return f"unknown({value})" if name is None else name
 
 
 def to_numpy(dtype):

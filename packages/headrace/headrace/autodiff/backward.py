@@ -193,8 +193,7 @@ def _declare_grads(block, specs, carried=()):
                     continue
                 home = fwd.block if m.kind == "lod_tensor_array" else block
                 if n not in home.vars:
-                    home.create_var(name=n, shape=m.shape, dtype=m.dtype,
-                                    lod_level=m.lod_level, type=m.kind)
+                    home._declare_like(n, m)
 
 
 def _append(block, specs, carried=()):

@@ -24,17 +24,15 @@ from ..ops.infer import InferContext, VarMeta, _new_meta
 from ..callsite import user_callsite
 from . import seeds
 from .operator import Operator, _bad_block_ref, _owning_cycle
-from .variable import (_TENSOR_KINDS, KINDS, Variable, _tensor_desc, declared_meta,
-                       normalize_lod_level, normalize_shape)
+from .variable import (_TAILS, _TENSOR_KINDS, _VARINT1, KINDS, Variable, _tensor_desc,
+                       declared_meta, normalize_lod_level, normalize_shape)
 
 
-class PreparedOp:
+cdef class PreparedOp:
     """A validated op, ready to be committed into a block."""
-    __slots__ = ("opdef", "inputs", "outputs", "attrs", "new_vars", "results", "source")
-
-    def __init__(self, opdef, inputs, outputs, attrs, new_vars, results, source):
-        self.opdef, self.inputs, self.outputs, self.attrs = opdef, inputs, outputs, attrs
-        self.new_vars, self.results, self.source = new_vars, results, source
+    cdef readonly object opdef, source
+    cdef readonly dict inputs, outputs, attrs, results
+    cdef readonly list new_vars
 
 
 class _BuildContext(InferContext):
@@ -97,6 +95,8 @@ cdef list _names(value, str kind, slot, _Where w):
     return out
 
 
+_ENTRIES = attr_codec._ENTRIES   # cleared, never replaced
+_UNCACHED = attr_codec._UNCACHED
 _CANONICAL = frozenset(dtypes.DTYPES)   # dtype names that dtypes.canonical keeps as they are
 _INT32_MAX = 2**31 - 1
 cdef dict _VALID = {}   # (AttrDef, type, value[, sign]) -> (canonical value,): see _validated
@@ -258,10 +258,13 @@ def prepare_op(block, op_type, inputs, outputs, attrs, op_idx, strict_attrs=True
                     raise OpError(f"shape inference gave output '{slot}' ({meta.name}) an "
                                   f"invalid result: {e}", **w.where()) from e
                 by_index[i] = meta._replace(shape=shape, dtype=dtype, lod_level=lod_level)
-    return PreparedOp(opdef, ins, outs, values, new_vars, results, source)
+    cdef PreparedOp p = PreparedOp.__new__(PreparedOp)
+    p.opdef, p.inputs, p.outputs, p.attrs = opdef, ins, outs, values
+    p.new_vars, p.results, p.source = new_vars, results, source
+    return p
 
 
-def commit(block, Py_ssize_t index, p, op_type):
+def commit(block, Py_ssize_t index, PreparedOp p, op_type):
     """Put the prepared op ``p`` into ``block`` at ``index``: its new variables declared, its
     outputs' VarDescs given the inferred results, its OpDesc written; the op."""
     # Check before changing anything: an existing variable cannot change its kind.
@@ -288,11 +291,7 @@ def commit(block, Py_ssize_t index, p, op_type):
         if meta is None:
             block.create_var(name=name, type="lod_tensor")
             continue
-        desc = block._add_var_desc(name, meta.kind, meta.shape, meta.dtype, meta.lod_level,
-                                   None, None, None)
-        var = bvars[name] = Variable._wrap(block, desc)
-        var._meta = declared_meta(name, meta.kind, meta.shape, meta.dtype, meta.lod_level)
-        block._changed()
+        _new_var(block, bvars, name, meta.kind, meta.shape, meta.dtype, meta.lod_level)
     for metas in results.values():
         for meta in metas.values():
             var = found[meta.name]
@@ -304,17 +303,10 @@ def commit(block, Py_ssize_t index, p, op_type):
     seeded = seeds.stamp_attrs(block, opdef, values)
     cdef list ops = block.ops
     cdef Py_ssize_t n_ops = len(ops)
-    desc = block.desc.ops.add() if index == n_ops else block._insert_desc(index)
-    desc.type = op_type
-    cdef list ins = [], outs = []
-    for container, slots, io in ((desc.inputs, p.inputs, ins), (desc.outputs, p.outputs, outs)):
-        for slot, names in (<dict>slots).items():
-            v = container.add()
-            v.parameter = slot
-            v.arguments.extend(names)
-            (<list>io).append((slot, tuple(names)))
-    # The attributes in their order, merged into the desc at once; what the desc decodes them
-    # to is kept by the op (Operator.attrs), unless a block reference is among them.
+    cdef list ins = [(slot, tuple(names)) for slot, names in p.inputs.items()]
+    cdef list outs = [(slot, tuple(names)) for slot, names in p.outputs.items()]
+    # The attributes in their order; what the desc decodes them to is kept by the op
+    # (Operator.attrs), unless a block reference is among them.
     cdef list entries = []
     cdef dict kept = {}
     cdef bint keep = True
@@ -323,19 +315,51 @@ def commit(block, Py_ssize_t index, p, op_type):
     for name, value in values.items():
         spec = opdef.attr(name)
         kind = spec.type if spec is not None else attr_codec.guess_type(value)
-        raw, decoded = encoded(name, kind, value)
+        # encoded_entry's cache, looked up here (its key: see there); the rest goes to it
+        t = type(value)
+        pair = None
+        if t is int or t is str or t is bool:
+            if kind not in _UNCACHED:
+                pair = _ENTRIES.get((name, kind, value))
+        elif t is list:
+            if kind not in _UNCACHED:
+                pair = _ENTRIES.get((name, kind, tuple(value)))
+        elif t is float and (kind == "float" or kind == "float64"):
+            pair = _ENTRIES.get((name, kind, value, math.copysign(1.0, value)))
+        if pair is None:
+            pair = encoded(name, kind, value)
+        raw, decoded = pair
         entries.append(raw)
         kept[name] = decoded
         if decoded is unkept:
             keep = False
     if "op_role" not in values:
-        raw, kept["op_role"] = encoded("op_role", "int", block.program._op_role)
+        role = block.program._op_role
+        pair = _ENTRIES.get(("op_role", "int", role)) if type(role) is int else None
+        raw, kept["op_role"] = pair or encoded("op_role", "int", role)
         entries.append(raw)
     source = p.source
     if source and "op_callstack" not in values:
-        raw, kept["op_callstack"] = encoded("op_callstack", "strings", [source])
+        pair = _ENTRIES.get(("op_callstack", "strings", (source,)))
+        raw, kept["op_callstack"] = pair or encoded("op_callstack", "strings", [source])
         entries.append(raw)
-    desc.MergeFromString(b"".join(entries))
+    # An appended op's desc is written whole: its bytes merged into the BlockDesc (one call
+    # into protobuf where writing it field by field took a dozen); an inserted one (or a name
+    # UTF-8 cannot encode) field by field, with the attributes merged at once.
+    data = _op_desc_bytes(op_type, ins, outs, entries) if index == n_ops else None
+    if data is not None:
+        bdesc = block.desc
+        bdesc.MergeFromString(data)
+        desc = bdesc.ops[-1]
+    else:
+        desc = block.desc.ops.add() if index == n_ops else block._insert_desc(index)
+        desc.type = op_type
+        for container, io in ((desc.inputs, ins), (desc.outputs, outs)):
+            for slot, names in io:
+                v = container.add()
+                v.parameter = slot
+                v.arguments.extend(names)
+        desc.MergeFromString(b"".join(entries))
     op = Operator._wrap(block, desc, opdef)
     op._set_io(ins, outs)
     if keep:
@@ -353,6 +377,106 @@ def commit(block, Py_ssize_t index, p, op_type):
                 find(name).op = op
     block._changed()
     return op
+
+
+cdef inline void _varint(bytearray buf, Py_ssize_t n):
+    """Append protobuf's base-128 varint of ``n`` >= 0 (attr_codec.varint, in place)."""
+    while n > 0x7F:
+        buf.append((n & 0x7F) | 0x80)
+        n >>= 7
+    buf.append(n)
+
+
+cdef inline Py_ssize_t _varint_size(Py_ssize_t n):
+    cdef Py_ssize_t size = 1
+    while n > 0x7F:
+        n >>= 7
+        size += 1
+    return size
+
+
+cdef object _op_desc_bytes(str op_type, list ins, list outs, list entries):
+    """The wire bytes of a BlockDesc ``ops`` entry (field 4) holding the OpDesc with this
+    type, these slots ``[(slot, (names...)), ...]`` and attribute entries
+    (attr_codec.encoded_entry's, each tagged already), written into one buffer; None when a
+    name is not a str or no valid UTF-8 (the desc's own setters then say what they say)."""
+    cdef bytearray buf = bytearray()
+    cdef bytes enc, param
+    cdef list encs
+    cdef Py_ssize_t size
+    cdef int tag
+    try:
+        for tag, io in ((0x0a, ins), (0x12, outs)):   # OpDesc.inputs (1), outputs (2): Vars
+            for slot, names in <list>io:
+                if type(slot) is not str:
+                    return None
+                param = (<str>slot).encode("utf-8")
+                encs = []
+                for name in names:
+                    if type(name) is not str:
+                        return None
+                    encs.append((<str>name).encode("utf-8"))
+                size = 1 + _varint_size(len(param)) + len(param)
+                for enc in encs:
+                    size += 1 + _varint_size(len(enc)) + len(enc)
+                buf.append(tag)
+                _varint(buf, size)
+                buf.append(0x0a)                       # Var.parameter (1)
+                _varint(buf, len(param))
+                buf += param
+                for enc in encs:                       # Var.arguments (2)
+                    buf.append(0x12)
+                    _varint(buf, len(enc))
+                    buf += enc
+        enc = op_type.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    buf.append(0x1a)                                   # OpDesc.type (3)
+    _varint(buf, len(enc))
+    buf += enc
+    for enc in entries:                                # OpDesc.attrs (4)
+        buf += enc
+    cdef bytearray out = bytearray(b"\x22")            # BlockDesc.ops (4)
+    _varint(out, len(buf))
+    out += buf
+    return out
+
+
+cdef object _new_var(block, dict bvars, name, kind, shape, dtype, lod_level):
+    """A new variable of ``block`` declared with normalized values: ``create_var``'s result
+    without its checks. Its VarDesc takes init_desc's cached bytes when they are made
+    already (the usual: a network's variables have a few shapes), else init_desc makes them."""
+    tail = _TAILS.get((kind, shape, dtype, lod_level, False, False, False)) \
+        if type(shape) is tuple else None
+    encoded = None
+    if tail is not None and type(name) is str:
+        try:
+            encoded = (<str>name).encode("utf-8")
+        except UnicodeEncodeError:
+            encoded = None
+    if encoded is None:
+        desc = block._add_var_desc(name, kind, shape, dtype, lod_level, None, None, None)
+    else:
+        n = len(encoded)
+        desc = block.desc.vars.add()
+        desc.MergeFromString(b"\x0a" + (_VARINT1[n] if n < 128 else attr_codec.varint(n)) +
+                             encoded + tail)
+    var = bvars[name] = Variable._wrap(block, desc)
+    var._meta = _new_meta(VarMeta, (name, shape or (), dtype or "float32", lod_level or 0,
+                                    "lod_tensor")) \
+        if kind == "lod_tensor" else None   # declared_meta, inlined
+    block.program._revision += 1   # block._changed()
+    return var
+
+
+def declare_like(block, name, meta):
+    """Declare ``name`` in ``block`` as the (normalized) VarMeta ``meta`` of another variable
+    gives it: a gradient like its forward variable (autodiff declares ~one a forward op)."""
+    if meta.kind != "lod_tensor" or type(name) is not str or not name or name in block.vars:
+        return block.create_var(name=name, shape=meta.shape, dtype=meta.dtype,
+                                lod_level=meta.lod_level, type=meta.kind)
+    return _new_var(block, block.vars, name, "lod_tensor", normalize_shape(meta.shape, name),
+                    meta.dtype, meta.lod_level)
 
 
 cdef _write_meta(var, meta):

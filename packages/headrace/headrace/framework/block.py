@@ -10,7 +10,7 @@ from ..errors import VariableError
 from ..proto import framework_pb2 as pb
 from . import defaults
 from .builder import dtype_enum
-from ._build import commit, prepare_op
+from ._build import commit, declare_like, prepare_op
 from .variable import (KINDS, Parameter, Variable, declared_meta,
                        init_desc, normalize_lod_level, normalize_shape)
 
@@ -115,6 +115,12 @@ class Block:
         self.vars[name] = var
         self._changed()
         return var
+
+    def _declare_like(self, name, meta):
+        """``create_var(name, ...)`` as the VarMeta ``meta`` of another variable gives it (a
+        gradient like its forward variable): its checks skipped where ``meta`` was read from
+        a VarDesc, checked already (compiled: _build.declare_like)."""
+        return declare_like(self, name, meta)
 
     def create_global_var(self, name=None, shape=None, dtype=None, lod_level=None,
                           persistable=None, stop_gradient=None, type="lod_tensor",

@@ -217,11 +217,12 @@ class Operator(metaclass=Declared):
         """All attributes as a dict (decoded)."""
         return self._attrs_but(())
 
-    # The attributes are kept decoded beside the desc, as the slots are: written by
-    # Block._commit from the entries it merged into the desc (attr_codec.encoded_entry gives
-    # what decoding them reads back), else decoded on the first full read (parsed and cloned
-    # programs), and dropped by set_attr/remove_attr, the only changes made to an op's
-    # attributes. Ops with a block reference are not kept (the value is a Block object).
+    # The attributes are kept decoded beside the desc, as the slots are: written by the
+    # commit (_build.pyx) from the entries it merged into the desc (attr_codec.encoded_entry
+    # gives what decoding them reads back), else decoded on the first full read (parsed and
+    # cloned programs); set_attr updates them, remove_attr drops them (the only changes made
+    # to an op's attributes). Ops with a block reference are not kept (the value is a Block
+    # object).
     # Plan preparation reads every op's attributes, gradient makers every forward op's:
     # decoding a desc's attributes costs ~5 us an op.
     def _attrs_but(self, skip):
@@ -294,9 +295,18 @@ class Operator(metaclass=Declared):
                     op_type=self.type, block_idx=self.block.idx, source=self.source,
                     expected=kind or "a value of a supported attribute type",
                     found=repr(value)) from None
-        msg = self._attr_msg(name) or self.desc.attrs.add()
-        self._attrs_kept = None
-        attr_codec.encode(msg, name, kind, value)
+        # The kept attributes follow (a block reference is not kept: dropped).
+        kept = self._attrs_kept
+        if kind in ("block", "blocks"):
+            self._attrs_kept = kept = None
+        if kept is not None and name not in kept:   # a new one: one entry merged in
+            raw, kept[name] = attr_codec.encoded_entry(name, kind, value)
+            self.desc.MergeFromString(raw)
+        else:
+            msg = self._attr_msg(name) or self.desc.attrs.add()
+            attr_codec.encode(msg, name, kind, value)
+            if kept is not None:
+                kept[name] = attr_codec.decode(msg)[1]
         self.block._changed()
 
     def remove_attr(self, name):

@@ -2,7 +2,8 @@
 
 Every property reads and writes the VarDesc itself, so the desc and the Python object can never
 disagree; the only state kept in Python is construction-time information that is not part of the
-desc (the op that writes the variable, a parameter's optimizer attributes and regularizer).
+desc (the op that writes the variable, a parameter's optimizer attributes and regularizer), the
+name (which never changes) and ``meta()`` (dropped by whatever writes the desc).
 """
 from .. import dtypes
 from ..errors import VariableError
@@ -210,6 +211,7 @@ class Variable(VariableMathMixin, metaclass=Declared):
         self.desc = desc
         self.op = None
         self._meta = None   # meta(), read from the desc once: see there
+        self._name = desc.name   # never changes (building reads it ~3 times a variable)
 
     @classmethod
     def _declare(cls, block=None, name=None, shape=None, dtype=None, lod_level=None,
@@ -231,7 +233,7 @@ class Variable(VariableMathMixin, metaclass=Declared):
     # -- desc-backed properties ------------------------------------------------------------
     @property
     def name(self):
-        return self.desc.name
+        return self._name
 
     @property
     def kind(self):
