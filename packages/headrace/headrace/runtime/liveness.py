@@ -27,6 +27,8 @@ outputs after the op, dead ones included).
 """
 import os
 
+from . import _loop
+
 __all__ = ["apply", "enabled"]
 
 
@@ -45,41 +47,21 @@ def apply(plan, keep=()):
     """Set ``drop`` on the root ``plan``'s instructions: per instruction, the slots whose
     values are dead once it returns. ``keep``: slots never dropped (the run's fed and fetched
     ones). Returns the number of slots dropped."""
-    facts = plan.slots.facts
-    instrs = plan.instrs
-    last = {}          # slot -> index of the last instruction that reads or writes it
-    nested = []        # (instruction index, names its op's sub-blocks touch)
-    for k, ins in enumerate(instrs):
-        for ids in (ins.in_ids, ins.out_ids):
-            for i in ids:
-                if type(i) is tuple:
-                    for j in i:
-                        if j > 0:
-                            last[j] = k
-                elif i > 0:
-                    last[i] = k
-        if ins.layout is not None:   # frame kernels: the only ones that run sub-plans
-            subs = ins.op.sub_blocks()
-            if subs:
-                nested.append((k, _names_in(subs)))
+    instrs, slots = plan.instrs, plan.slots
+    last = _loop.last_uses(instrs, len(slots.facts))   # slot -> last instruction, or -1
+    nested = [(k, ins.op.sub_blocks()) for k, ins in enumerate(instrs) if ins.frame]
+    nested = [(k, subs) for k, subs in nested if subs]   # (frame kernels run the sub-plans)
     if nested:
         by_name = {}
-        for i in last:
-            by_name.setdefault(plan.slots.vars[i].name, []).append(i)
-        for k, names in nested:
-            for name in names:
+        for i, k in enumerate(last):
+            if k >= 0:
+                by_name.setdefault(slots.vars[i].name, []).append(i)
+        for k, subs in nested:
+            for name in _names_in(subs):
                 for i in by_name.get(name, ()):
                     if last[i] < k:
                         last[i] = k
-    keep = set(keep)
-    drops = {}
-    for i, k in last.items():
-        kind, var = facts[i]
-        if kind == "lod_tensor" and not var.persistable and i not in keep:
-            drops.setdefault(k, []).append(i)
-    for k, ids in drops.items():
-        instrs[k].drop = tuple(sorted(ids))
-    return sum(len(ids) for ids in drops.values())
+    return _loop.set_drops(instrs, last, slots.facts, set(keep))
 
 
 def _names_in(blocks):
