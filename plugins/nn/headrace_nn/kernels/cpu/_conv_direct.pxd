@@ -13,7 +13,7 @@ cdef extern from "_conv_direct.h" nogil:
         const float* bias
         int relu
     int hr_conv_direct_ok()
-    int hr_cd_s2t_on   # column stride 2 with taps read in place (_conv_s2.h), else padded
+    int hr_cd_s2t_on   # column stride 2 read in place (_conv_s2.h), else the padded copy
     int hr_cd_conv(const float* src, Py_ssize_t img_in, float* out, Py_ssize_t img_out,
                    Py_ssize_t n, const hr_cd_geom* g, const float* wt, int acc)
     int hr_cd_filter_grad(const float* src, Py_ssize_t img_in, const float* dy,

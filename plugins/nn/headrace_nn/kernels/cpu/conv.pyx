@@ -574,8 +574,8 @@ def direct_paths(dict attrs, tuple input_shape, tuple filter_shape):
 
 
 def s2_in_place(bint on):
-    """Column-stride-2 forwards with taps read in place (_conv_s2.h, the default) or on the
-    padded copy (False): for the tests' and the benchmarks' comparisons of the two."""
+    """Column-stride-2 forwards read in place (_conv_s2.h, the default) or through the padded
+    copy (False): for the tests' and the benchmarks' comparisons of the two."""
     set_s2_in_place(on)
 
 
