@@ -122,7 +122,8 @@ class LayerHelper:
         Default initializer: Constant(0) for biases, Xavier for weights."""
         if attr is False:
             return None
-        attr = copy.copy(ParamAttr._to_attr(attr))
+        made = ParamAttr._to_attr(attr)
+        attr = copy.copy(made) if made is attr else made   # the caller's is never changed
         shape = [int(d) for d in shape]
         if not shape or any(d <= 0 for d in shape):
             raise self.error(f"cannot create a parameter of shape {shape}: every dim must be "

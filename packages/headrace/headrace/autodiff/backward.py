@@ -61,20 +61,19 @@ def _plan(ops, targets, sources, no_grad):
         # reads/writes: an op that owns a block also reads and writes what its block's ops
         # read and write (a parameter used only inside a loop body reaches the loss).
         op_reads = read[id(op)] = reads(op)
-        if any(n in wanted for n in op_reads):
+        if not wanted.isdisjoint(op_reads):
             op_writes = written[id(op)] = writes(op)
-            wanted.update(n for n in op_writes if n not in no_grad)
+            wanted.update([n for n in op_writes if n not in no_grad] if no_grad else op_writes)
     # Backward: which ops lead to a target?
     needed, chosen = set(targets), []
     for op in reversed(ops):
         outs = written.get(id(op))
-        outs = set(writes(op) if outs is None else outs)
-        if not (outs & needed):
+        if needed.isdisjoint(writes(op) if outs is None else outs):
             continue
         op_reads = read.get(id(op))
         if op_reads is None:
             op_reads = reads(op)
-        if not any(n in wanted for n in op_reads):
+        if wanted.isdisjoint(op_reads):
             continue
         if op.opdef is None:
             raise BackwardError(f"op '{op.type}' (block {op.block.idx}) has no installed "
@@ -119,12 +118,12 @@ def _grad_specs(chosen, wanted, seeds, no_grad, check=None, versions=None, in_st
             made = versions.substitute(op, made)
         # Zero-fill only the output gradients the grad ops read and nobody produced (outputs
         # that do not reach a target); intermediate outputs' gradients are never read.
-        outs = set(writes(op))
+        out_grads = {n + GRAD_SUFFIX: n for n in writes(op)}   # gradient name -> output
         for spec in made:
             for names in spec.inputs.values():
                 for g in names:
-                    base = g[:-len(GRAD_SUFFIX)] if g.endswith(GRAD_SUFFIX) else None
-                    if base in outs and g not in produced and not (
+                    base = out_grads.get(g)
+                    if base is not None and g not in produced and not (
                             in_step and _is_array(op.block, base)):
                         specs.append(GradOp("fill_zeros_like", {"X": [base]}, {"Out": [g]},
                                             {}))
@@ -240,12 +239,14 @@ class _Versions:
         if op.sub_blocks():
             return made  # its grad op restores the values of its own steps
         at = self.position[id(op)]
-        out = []
+        out, value_at = [], self._value_at
         for spec in made:
-            inputs = {}
+            inputs, changed = {}, False
             for slot, names in spec.inputs.items():
-                inputs[slot] = [self._value_at(n, at) for n in names]
-            out.append(GradOp(spec.type, inputs, spec.outputs, spec.attrs))
+                inputs[slot] = values = [value_at(n, at) for n in names]
+                changed = changed or values != names
+            # (the usual: no value is overwritten later, the spec is kept as it is)
+            out.append(GradOp(spec.type, inputs, spec.outputs, spec.attrs) if changed else spec)
         return out
 
     def _value_at(self, name, at):

@@ -18,7 +18,7 @@ from .. import dtypes
 from .. import dtypes as dt
 from ..errors import OpError, OpValidationError, VariableError
 from ..ops import attrs as attr_codec
-from ..ops.definition import REQUIRED
+from ..ops.definition import COMMON_ATTRS, REQUIRED
 from ..ops.grad import EMPTY
 from ..ops.infer import InferContext, VarMeta, _new_meta
 from ..callsite import user_callsite
@@ -143,6 +143,7 @@ def prepare_op(block, op_type, inputs, outputs, attrs, op_idx, strict_attrs=True
     cdef dict ins = {}, outs = {}, in_metas = {}, valid, dest
     cdef list new_vars = [], names, metas
     find = block._find_var_recursive
+    cdef dict bvars = block.vars
     for kind, given, slots in (("input", inputs or {}, opdef.inputs),
                                ("output", outputs or {}, opdef.outputs)):
         if not isinstance(given, dict):
@@ -172,11 +173,15 @@ def prepare_op(block, op_type, inputs, outputs, attrs, op_idx, strict_attrs=True
                 metas = []  # read once here: shape inference reads the same
                 accepted = s.dtypes
                 for n in names:
-                    var = find(n)
+                    var = bvars.get(n)   # _find_var_recursive's first step, inlined
+                    if var is None:
+                        var = find(n)
                     if var is None:
                         w.fail(f"input variable '{n}' (slot '{s.name}') is not defined in "
                                f"block {block.idx} or its ancestors")
-                    meta = var.meta()
+                    meta = var._meta   # meta(), kept by the variable: inlined
+                    if meta is None:
+                        meta = var.meta()
                     if accepted is not None and meta.dtype is not None and \
                             meta.dtype not in accepted:
                         w.fail(f"input '{s.name}' ({n}) has an unsupported dtype",
@@ -185,13 +190,15 @@ def prepare_op(block, op_type, inputs, outputs, attrs, op_idx, strict_attrs=True
                 in_metas[s.name] = metas
             else:
                 for n in names:
-                    if n not in new_vars and n != EMPTY and find(n) is None:
+                    if n not in new_vars and n != EMPTY and n not in bvars and \
+                            find(n) is None:
                         new_vars.append(n)
             dest[s.name] = names
     # Attributes: declared ones are checked and defaulted; bookkeeping ones pass.
     cdef dict values = {}
+    declared = opdef.attrs
     for name, value in (attrs or {}).items():
-        spec = opdef.attr(name)
+        spec = declared.get(name) or COMMON_ATTRS.get(name)   # opdef.attr(name)
         if spec is None:
             if strict_attrs:
                 w.fail(f"unknown attribute '{name}'",
@@ -271,12 +278,16 @@ def commit(block, Py_ssize_t index, PreparedOp p, op_type):
     cdef dict final = {}  # name -> its last result (a name bound twice takes the last)
     cdef dict found = {}  # name -> its existing Variable (None: new)
     cdef dict results = p.results
+    cdef dict bvars = block.vars
     find = block._find_var_recursive
     for slot, metas in results.items():
         for meta in metas.values():
             name = meta.name
             final[name] = meta
-            var = found[name] = find(name)
+            var = bvars.get(name)   # _find_var_recursive's first step, inlined
+            if var is None:
+                var = find(name)
+            found[name] = var
             if var is not None and var.meta().kind != meta.kind:
                 raise OpError(f"output '{slot}' ({name}) is a {var.kind} variable",
                               op_type=op_type, block_idx=block.idx, op_idx=index,
@@ -285,7 +296,6 @@ def commit(block, Py_ssize_t index, PreparedOp p, op_type):
     # an existing one's is written directly (create_var and the setters would check each
     # value again).
     cdef list new_vars = p.new_vars
-    cdef dict bvars = block.vars
     for name in new_vars:
         meta = final.get(name)
         if meta is None:
@@ -312,8 +322,9 @@ def commit(block, Py_ssize_t index, PreparedOp p, op_type):
     cdef bint keep = True
     encoded = attr_codec.encoded_entry
     unkept = attr_codec.UNKEPT
+    declared = opdef.attrs
     for name, value in values.items():
-        spec = opdef.attr(name)
+        spec = declared.get(name) or COMMON_ATTRS.get(name)   # opdef.attr(name)
         kind = spec.type if spec is not None else attr_codec.guess_type(value)
         # encoded_entry's cache, looked up here (its key: see there); the rest goes to it
         t = type(value)
@@ -374,7 +385,8 @@ def commit(block, Py_ssize_t index, PreparedOp p, op_type):
     for _, names in outs:
         for name in names:
             if name not in later and name != EMPTY:
-                find(name).op = op
+                var = bvars.get(name)
+                (find(name) if var is None else var).op = op
     block._changed()
     return op
 

@@ -320,11 +320,17 @@ class Operator(metaclass=Declared):
     @property
     def source(self):
         """The user's source line that created the op (from op_callstack), or None."""
+        kept = self._attrs_kept
+        if kept is not None:
+            stack = kept.get("op_callstack")
+            return stack[0] if type(stack) is list and stack else None
         msg = self._attr_msg("op_callstack")
         return msg.strings[0] if msg is not None and len(msg.strings) else None
 
     def sub_blocks(self):
         """The blocks this op owns through BLOCK/BLOCKS attributes."""
+        if self._attrs_kept is not None:   # kept: no block reference among them
+            return []
         program = self.block.program
         cache = self._sub_cache
         if cache is None or cache[0] != program._revision:  # analysis asks every op, often
