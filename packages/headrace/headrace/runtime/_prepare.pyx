@@ -11,6 +11,8 @@ its error), ``@EMPTY@`` bound to a required input (``Plan._input_slot``), LoD pa
 (``Plan._lod_share``), frame and LoD kernels (``Plan._framed``), and every error's location
 (``Plan._where``): the messages are those of the Python methods.
 """
+from cpython.long cimport PyLong_FromVoidPtr
+
 from ..errors import HeadraceError, OpError
 from ..framework.analysis import owner_exposed_reads
 from ..framework.block import Block
@@ -19,6 +21,7 @@ from ._loop import Instr
 from .kernel_info import SlotVar
 
 cdef object NONE_SLOT = 0   # plan.NONE_SLOT: unbound optional inputs read slot 0 (None)
+cdef str _EMPTY = EMPTY      # (a module global is a dict lookup at each use)
 cdef object _new_tuple = tuple.__new__   # SlotVar(...) without its Python-level __new__
 
 
@@ -40,7 +43,7 @@ cdef class SlotMap:
 
     cpdef object slot(self, var):
         """The slot of Variable ``var``, given one the first time it is asked for."""
-        key = id(var)
+        key = PyLong_FromVoidPtr(<void*>var)   # id(var), without calling the builtin
         i = self.index.get(key)
         if i is None:
             i = len(self.vars)
@@ -96,7 +99,9 @@ cdef class _Walk:
                 return self.plan._slot_of(op, name, role)
         i = self.slots.slot(var)
         self.by_name[name] = i
-        if (<tuple>self.facts[i])[1].lod_level > 0:   # once per name: facts do not change
+        # SlotVar (name, dtype, shape, lod_level, persistable); once per name: facts do not
+        # change.
+        if (<tuple>(<tuple>self.facts[i])[1])[3] > 0:
             self.lod_slots.add(i)
         return i
 
@@ -104,7 +109,7 @@ cdef class _Walk:
         i = self.by_name.get(name)   # (a name seen before is > 0 here; @EMPTY@ is never here)
         if i is not None:
             return i
-        if name == EMPTY:
+        if name == _EMPTY:
             return self.plan._input_slot(op, s, name)   # None, or its error
         return self.first_sight(op, name, "input")
 
@@ -112,54 +117,60 @@ cdef class _Walk:
         i = self.by_name.get(name)
         if i is not None:
             return i
-        if name == EMPTY:
+        if name == _EMPTY:
             return -1   # a gradient nobody needs: computed, never stored
         return self.first_sight(op, name, "output")
 
-    cdef tuple resolve(self, op, tuple shape, dict ins, dict outs, float_dtypes):
+    cdef tuple resolve(self, op, tuple shape, dict ins, dict outs, tuple float_dtypes):
         """``(in_ids, out_ids, dtype)`` of ``op``: per input slot of ``shape`` (the op type's,
-        :func:`_op_type`)
-        its slot index or tuple of them (``()``/0 when unbound), per output slot likewise
-        (``()``/-1), and the kernel's dtype: the first floating input's, else the first
-        input's."""
-        cdef list in_ids = [], out_ids = []
+        :func:`_op_type`) its slot index or tuple of them (``()``/0 when unbound), per output
+        slot likewise (``()``/-1), and the kernel's dtype: the first floating input's, else
+        the first input's."""
+        cdef tuple slots_in = <tuple>shape[0], slots_out = <tuple>shape[1], entry, ids
+        cdef Py_ssize_t k, j, n_in = len(slots_in), n_out = len(slots_out)
+        cdef list in_ids = [None] * n_in, out_ids = [None] * n_out
         cdef list facts = self.facts
-        cdef object dtype = None, d, s, name, dup, names, n, first
-        cdef tuple ids
-        for s, name, dup in <tuple>shape[0]:
-            names = ins.get(name)
+        cdef object dtype = None, d, s, n, first, names   # (names: the op's, tuple or list)
+        cdef bint floating = False   # dtype is a floating one: no later input changes it
+        for k in range(n_in):
+            entry = <tuple>slots_in[k]   # (Slot, name, duplicable)
+            s = entry[0]
+            names = ins.get(entry[1])
             if not names:
-                in_ids.append(() if dup else NONE_SLOT)
+                in_ids[k] = () if entry[2] else NONE_SLOT
                 continue
-            if dup:
+            if entry[2]:
                 ids = tuple([self.in_slot(op, s, n) for n in names])
-                in_ids.append(ids)
+                in_ids[k] = ids
                 first = NONE_SLOT
-                for first in ids:
-                    if first != NONE_SLOT:
+                for j in range(len(ids)):
+                    first = ids[j]
+                    if first != 0:
                         break
             else:
-                n = names[0]
-                first = self.in_slot(op, s, n)
-                in_ids.append(first)
-                if first == NONE_SLOT and len(names) > 1:   # a file's [@EMPTY@, x, ...]
+                first = self.in_slot(op, s, names[0])
+                in_ids[k] = first
+                if first == 0 and len(names) > 1:   # a file's [@EMPTY@, x, ...]
                     for n in names:
-                        if n != EMPTY:
+                        if n != _EMPTY:
                             self.plan._slot_var(n)
                             first = self.by_name[n]
                             break
-            if first != NONE_SLOT and (dtype is None or dtype not in float_dtypes):
-                d = (<tuple>facts[first])[1].dtype
-                if dtype is None or d in float_dtypes:
+            if not floating and first != 0:
+                d = (<tuple>(<tuple>facts[first])[1])[1]   # its SlotVar's dtype
+                if d in float_dtypes:
+                    dtype, floating = d, True
+                elif dtype is None:
                     dtype = d
-        for name, dup in <tuple>shape[1]:
-            names = outs.get(name)
+        for k in range(n_out):
+            entry = <tuple>slots_out[k]   # (name, duplicable)
+            names = outs.get(entry[0])
             if not names:
-                out_ids.append(() if dup else -1)
-            elif dup:
-                out_ids.append(tuple([self.out_slot(op, n) for n in names]))
+                out_ids[k] = () if entry[1] else -1
+            elif entry[1]:
+                out_ids[k] = tuple([self.out_slot(op, n) for n in names])
             else:
-                out_ids.append(self.out_slot(op, names[0]))
+                out_ids[k] = self.out_slot(op, names[0])
         return tuple(in_ids), tuple(out_ids), dtype
 
 
@@ -195,7 +206,7 @@ cdef int _exposed(op, dict attrs, set written, set seen, list exposed) except -1
     cdef tuple pair
     for pair in <list>io[0]:
         for name in <tuple>pair[1]:
-            if name not in written and name not in seen and name != EMPTY:
+            if name not in written and name not in seen and name != _EMPTY:
                 seen.add(name)
                 exposed.append((op, name))
     for pair in <list>io[1]:
@@ -203,7 +214,7 @@ cdef int _exposed(op, dict attrs, set written, set seen, list exposed) except -1
     return 0
 
 
-def compile_ops(plan, ops, op_filter, info_type, float_dtypes, set plain_types, refuse):
+def compile_ops(plan, ops, op_filter, info_type, tuple float_dtypes, set plain_types, refuse):
     """Append to ``plan.instrs`` the instruction of each op of ``ops`` (the plan's block's, in
     order) that ``op_filter`` keeps (None: all) and that runs, and to ``plan.exposed_reads``
     ``(op, name)`` for each name they read before any of them writes it (analysis.exposed_reads
