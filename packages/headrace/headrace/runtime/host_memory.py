@@ -16,22 +16,26 @@ malloc as it was; another malloc (jemalloc, tcmalloc preloaded) or a C library w
 
 On top of malloc, a CPU Executor's runs allocate their arrays from headrace's own caching
 pool (``_host_pool``: size classes, LIFO free lists, 64-byte alignment), installed through
-NumPy's ``PyDataMem_SetHandler`` for the duration of each run only. Why its own: malloc's
+NumPy's ``PyDataMem_SetHandler`` for the duration of each run only, and only for the feed
+signatures whose first run allocates 1 MiB or more (``pool_pays``). Why its own: malloc's
 heap is shared with everything else in the process, and protobuf's upb calls
 ``malloc_trim(0)`` every 10,000 message frees (dropping a large program does), which hands
 the whole free heap back to the OS, so the next step faults its arrays in afresh (~20 MB,
 ~7 ms of the first step of benchmarks/bench_build.py's 200-layer program); blocks in the
 pool are malloc's "in use" and survive it. The LIFO lists, with the plan letting go of dead
 values after their last reader (``liveness``), hand a run's next array the block freed last,
-still in cache. Why only during runs: the handler is a context variable, so the user's own
+still in cache; kernels that recycle their last output let go of it in a pooled run
+(``kernels/common.pxd``'s ``kept``), so the ops share the live set's blocks. Why only during
+runs: the handler is a context variable, so the user's own
 arrays (and fetched results, copied after the run) keep NumPy's allocator, other threads
 are unaffected, and the pool's cache holds only the framework's own steady-state working
 set. Arrays made in a run and kept after it (parameters an optimizer wrote, in the scope)
 are freed into the pool whenever they die.
 
 ``HEADRACE_HOST_POOL=0`` turns the pool off; ``HEADRACE_HOST_POOL_MB`` (default 256) is the
-most free memory it caches (``set_cache_limit`` at run time); ``hr.host_memory`` has its
-counters (``memory_allocated``, ``memory_reserved``, ``empty_cache``, as ``hr.cuda``).
+most free memory it caches; ``hr.host_memory`` has its counters and controls
+(``memory_allocated``, ``memory_reserved``, ``memory_stats``, ``empty_cache``,
+``set_cache_limit``, as ``hr.cuda``'s).
 """
 import ctypes
 import os
