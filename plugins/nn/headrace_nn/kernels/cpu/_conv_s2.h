@@ -157,10 +157,13 @@ HR_AVX512 static int hr_cd_conv_s2t(const float* src, ptrdiff_t img_in, float* o
         return -1;
     }
     for (int m = 0, w; m < g->Cout; m += w) {
+        /* one masked 16-float copy a tap (GCC made the plain loop a `rep movsq` per tap,
+         * ~35 cycles each: 12% of the 16 -> 32 channel layer at batch 1) */
         w = S2T_BLOCK(m);
+        __mmask16 k = (__mmask16)((1u << w) - 1);
         for (int t = 0; t < K; t++)
-            for (int r = 0; r < w; r++)
-                wp[(size_t)m * K + (size_t)t * w + r] = wt[(size_t)t * g->Cout + m + r];
+            _mm512_mask_storeu_ps(wp + (size_t)m * K + (size_t)t * w, k,
+                                  _mm512_maskz_loadu_ps(k, wt + (size_t)t * g->Cout + m));
     }
 #define S2T_CALL(MB, NV)                                                                     \
     hr_cd_s2t_##MB##_##NV(g->Cin, kk, wp + (size_t)m * K, MB, x, plane, toff, ib + v,       \
