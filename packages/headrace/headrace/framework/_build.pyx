@@ -96,7 +96,13 @@ cdef list _names(value, str kind, slot, _Where w):
 
 
 _ENTRIES = attr_codec._ENTRIES   # cleared, never replaced
-_UNCACHED = attr_codec._UNCACHED
+_UNCACHED = frozenset(attr_codec._UNCACHED)
+_TENSOR = frozenset(_TENSOR_KINDS)
+# Read once here (module attributes the commit of every op would look up).
+_encoded_entry, _UNKEPT, _guess_type = attr_codec.encoded_entry, attr_codec.UNKEPT, \
+    attr_codec.guess_type
+_stamp_attrs = seeds.stamp_attrs
+_wrap_op, _wrap_var = Operator._wrap, Variable._wrap
 _CANONICAL = frozenset(dtypes.DTYPES)   # dtype names that dtypes.canonical keeps as they are
 _INT32_MAX = 2**31 - 1
 cdef dict _VALID = {}   # (AttrDef, type, value[, sign]) -> (canonical value,): see _validated
@@ -288,7 +294,7 @@ def commit(block, Py_ssize_t index, PreparedOp p, op_type):
             if var is None:
                 var = find(name)
             found[name] = var
-            if var is not None and var.meta().kind != meta.kind:
+            if var is not None and (var._meta or var.meta()).kind != meta.kind:
                 raise OpError(f"output '{slot}' ({name}) is a {var.kind} variable",
                               op_type=op_type, block_idx=block.idx, op_idx=index,
                               source=p.source, expected=meta.kind, found=var.kind)
@@ -310,7 +316,7 @@ def commit(block, Py_ssize_t index, PreparedOp p, op_type):
     # The program's seed goes into the op itself, so that it travels with the desc.
     cdef dict values = p.attrs
     opdef = p.opdef
-    seeded = seeds.stamp_attrs(block, opdef, values)
+    seeded = _stamp_attrs(block, opdef, values)
     cdef list ops = block.ops
     cdef Py_ssize_t n_ops = len(ops)
     cdef list ins = [(slot, tuple(names)) for slot, names in p.inputs.items()]
@@ -320,12 +326,12 @@ def commit(block, Py_ssize_t index, PreparedOp p, op_type):
     cdef list entries = []
     cdef dict kept = {}
     cdef bint keep = True
-    encoded = attr_codec.encoded_entry
-    unkept = attr_codec.UNKEPT
+    encoded = _encoded_entry
+    unkept = _UNKEPT
     declared = opdef.attrs
     for name, value in values.items():
         spec = declared.get(name) or COMMON_ATTRS.get(name)   # opdef.attr(name)
-        kind = spec.type if spec is not None else attr_codec.guess_type(value)
+        kind = spec.type if spec is not None else _guess_type(value)
         # encoded_entry's cache, looked up here (its key: see there); the rest goes to it
         t = type(value)
         pair = None
@@ -371,7 +377,7 @@ def commit(block, Py_ssize_t index, PreparedOp p, op_type):
                 v.parameter = slot
                 v.arguments.extend(names)
         desc.MergeFromString(b"".join(entries))
-    op = Operator._wrap(block, desc, opdef)
+    op = _wrap_op(block, desc, opdef)
     op._set_io(ins, outs)
     if keep:
         op._attrs_kept = kept
@@ -473,7 +479,7 @@ cdef object _new_var(block, dict bvars, name, kind, shape, dtype, lod_level):
         desc = block.desc.vars.add()
         desc.MergeFromString(b"\x0a" + (_VARINT1[n] if n < 128 else attr_codec.varint(n)) +
                              encoded + tail)
-    var = bvars[name] = Variable._wrap(block, desc)
+    var = bvars[name] = _wrap_var(block, desc)
     var._meta = _new_meta(VarMeta, (name, shape or (), dtype or "float32", lod_level or 0,
                                     "lod_tensor")) \
         if kind == "lod_tensor" else None   # declared_meta, inlined
@@ -494,9 +500,11 @@ def declare_like(block, name, meta):
 cdef _write_meta(var, meta):
     """Shape inference's result ``meta`` (normalized by prepare_op) into ``var``'s VarDesc, as
     the shape/dtype/lod_level setters would write it; kinds without a tensor take nothing."""
-    have = var.meta()   # read once (kept by the variable)
+    have = var._meta   # meta(), read once (kept by the variable): inlined
+    if have is None:
+        have = var.meta()
     kind = have.kind
-    if kind not in _TENSOR_KINDS:
+    if kind not in _TENSOR:
         return
     if kind == "lod_tensor" and have.dtype is not None:
         # Declared so already (autodiff declares gradients as their rules then infer them):
