@@ -255,3 +255,52 @@ def test_what_a_run_reads_from_and_writes_back_to_the_scope():
     assert "steps" in stored and {n for _, n in rp.loads} - stored   # a read-only one too
     exe.run(main, feed=feed, fetch_list=[picked], scope=scope)
     assert scope.find("steps").numpy().tolist() == [4]
+
+
+def _work_registry(out, work):
+    """k_work: X -> Out and an intermediate Work, its kernel returning ``out(x)``,
+    ``work(x)``."""
+    class Plugin:
+        @staticmethod
+        @hookimpl
+        def headrace_register_ops(registry):
+            registry.add_op(OpDef("k_work", inputs=[In("X")],
+                                  outputs=[Out("Out"), Out("Work", intermediate=True)],
+                                  infer=same_as("X")))
+
+        @staticmethod
+        @hookimpl
+        def headrace_register_kernels(registry):
+            registry.add_kernel("k_work", "cpu", lambda attrs, info: lambda x: (out(x), work(x)))
+    return build_registry([("work-test", Plugin)], autoload=True)
+
+
+@pytest.mark.parametrize("out, refused", [
+    (lambda x: x * 2, False),
+    (lambda x: (x * 2).astype(np.float64), True),     # another dtype
+    (lambda x: (x * 2).reshape(-1), True),            # another rank
+])
+def test_the_first_run_checks_the_outputs_preparing_listed(out, refused):
+    # Preparing lists per instruction what its first run checks (Instr.checks): the stored
+    # outputs but the intermediate ones, with their declared dtype and rank.
+    registry = _work_registry(out, lambda x: np.zeros(7, np.uint8))   # Work: not checked
+    prog = hr.Program(registry=registry)
+    b = prog.global_block()
+    x = b.create_var(name="x", shape=[-1, 3], dtype="float32", need_check_feed=True)
+    b.append_op("scale", {"X": x}, {"Out": "s0"}, {"scale": 2.0})
+    b.append_op("relu", {"X": "s0"}, {"Out": "r"})
+    b.append_op("k_work", {"X": "r"}, {"Out": "o", "Work": "w"})   # (op #2)
+    exe = hr.Executor()
+    plan = exe._run_plan(prog, ("x",), ("o",), False).plan
+    o = plan.slots.slot(b.var("o"))
+    assert plan.instrs[-1].checks == (o, np.dtype("float32"), 2)
+    assert [ins.checks for ins in plan.instrs[:2]] == [
+        (plan.slots.slot(b.var(n)), np.dtype("float32"), 2) for n in ("s0", "r")]
+    x = np.ones((2, 3), np.float32)
+    if refused:
+        with pytest.raises(OpError, match="does not match the variable's declaration") as e:
+            exe.run(prog, feed={"x": x}, fetch_list=["o"], scope=hr.Scope())
+        _located(e.value, "k_work", 2)
+    else:
+        got = exe.run(prog, feed={"x": x}, fetch_list=["o"], scope=hr.Scope())[0]
+        np.testing.assert_allclose(got, np.full((2, 3), 4.0))

@@ -17,7 +17,7 @@ from ..errors import HeadraceError, OpError
 from ..framework.analysis import owner_exposed_reads
 from ..framework.block import Block
 from ..ops.grad import EMPTY
-from ._loop import Instr
+from ._loop import Instr, output_checks
 from .kernel_info import SlotVar
 
 cdef object NONE_SLOT = 0   # plan.NONE_SLOT: unbound optional inputs read slot 0 (None)
@@ -65,11 +65,13 @@ cdef tuple _facts(var):
 
 cdef tuple _op_type(opdef):
     """What a plan reads once per op type: ``((Slot, name, duplicable), ...)`` of the inputs,
-    ``((name, duplicable), ...)`` of the outputs, the type's name, and whether it runs
-    (analysis.runs: ``no_kernel`` ops, feed and fetch, are bound by the executor itself)."""
+    ``((name, duplicable), ...)`` of the outputs, the type's name, whether it runs
+    (analysis.runs: ``no_kernel`` ops, feed and fetch, are bound by the executor itself) and
+    per output whether a first run checks it (not an intermediate one: Plan._check_outputs)."""
     return (tuple([(s, s.name, s.duplicable) for s in opdef.inputs]),
             tuple([(s.name, s.duplicable) for s in opdef.outputs]),
-            opdef.type, not opdef.no_kernel)
+            opdef.type, not opdef.no_kernel,
+            tuple([not s.intermediate for s in opdef.outputs]))
 
 
 cdef class _Walk:
@@ -214,16 +216,18 @@ cdef int _exposed(op, dict attrs, set written, set seen, list exposed) except -1
     return 0
 
 
-def compile_ops(plan, ops, op_filter, info_type, tuple float_dtypes, set plain_types, refuse):
+def compile_ops(plan, ops, op_filter, info_type, tuple float_dtypes, set plain_types, refuse,
+                dict np_dtypes):
     """Append to ``plan.instrs`` the instruction of each op of ``ops`` (the plan's block's, in
     order) that ``op_filter`` keeps (None: all) and that runs, and to ``plan.exposed_reads``
     ``(op, name)`` for each name they read before any of them writes it (analysis.exposed_reads
     of the same ops: the executor's feed and scope checks). ``info_type``: the KernelInfo
     class a plan makes (kernel_info._PlanInfo); ``plain_types``/``refuse``: plan's
     _PLAIN_TYPES and _refuse_undeclared_kind (an array kernel's maker that returns an object
-    carrying the old kind attributes is refused)."""
+    carrying the old kind attributes is refused). Each instruction gets the outputs its
+    first run checks (``Instr.checks``: _loop.output_checks, ``np_dtypes``: name -> np.dtype)."""
     cdef _Walk walk = _Walk(plan)
-    cdef list instrs = plan.instrs, exposed = plan.exposed_reads
+    cdef list instrs = plan.instrs, exposed = plan.exposed_reads, facts = walk.facts
     cdef set written = set(), seen = set()
     cdef dict types = plan._types, kernels = plan._kernels, attrs
     cdef tuple t, k, ids
@@ -273,9 +277,11 @@ def compile_ops(plan, ops, op_filter, info_type, tuple float_dtypes, set plain_t
                 refuse(k[0], fn)
             # LoD flows from the first input that has one to the outputs that declare LoD.
             lod_share = plan._lod_share(in_ids, out_ids) if walk.lod_slots else ()
-            instrs.append(Instr(fn, in_ids, out_ids, op, lod_share, None))
+            instr = Instr(fn, in_ids, out_ids, op, lod_share, None)
         else:
-            instrs.append(plan._framed(op, opdef, k[2], fn, in_ids, out_ids, ins, outs))
+            instr = plan._framed(op, opdef, k[2], fn, in_ids, out_ids, ins, outs)
+        instr.checks = output_checks(out_ids, <tuple>t[4], facts, np_dtypes)
+        instrs.append(instr)
 
 
 cdef int _mark_written(plan, bytearray written) except -1:

@@ -54,7 +54,7 @@ class Plan:
         # The per-op loop is compiled (_prepare.compile_ops): it calls back the methods below
         # for what is rare (undeclared names, @EMPTY@ inputs, LoD, frame kernels, errors).
         _prepare.compile_ops(self, block.ops, op_filter, _PlanInfo, FLOAT_DTYPES,
-                             _PLAIN_TYPES, _refuse_undeclared_kind)
+                             _PLAIN_TYPES, _refuse_undeclared_kind, _NP_DTYPES)
         self.written_names = frozenset()
         self.outer_write_ids = ()
 
@@ -187,9 +187,10 @@ class Plan:
         try:
             if check:
                 # _check_outputs' rule, its usual case in the loop (the first step of a large
-                # program spent ~2 us an op on it in Python).
-                _loop.run_checked(self.instrs, values, lods, self.slots.facts, _NP_DTYPES,
-                                  _OUT_MASKS, _out_mask, self._check_values)
+                # program spent ~2 us an op on it in Python), over what preparing each op
+                # found to check (Instr.checks).
+                _loop.run_checked(self.instrs, values, lods, self._checks_of,
+                                  self._check_values)
             else:
                 _loop.run(self.instrs, values, lods)
         except OpError:
@@ -221,6 +222,11 @@ class Plan:
     def _after(self, instr, values, check):
         """What the checked path does after each instruction (a subclass adds its checks)."""
         self._check_outputs(instr, values)
+
+    def _checks_of(self, instr):
+        """``Instr.checks`` of an instruction not made by ``_prepare.compile_ops``."""
+        mask = tuple(not spec.intermediate for spec in instr.op.opdef.outputs)
+        return _loop.output_checks(instr.out_ids, mask, self.slots.facts, _NP_DTYPES)
 
     def _check_outputs(self, instr, values):
         """Each dense output's dtype must be its variable's, and its rank the declared one (a
@@ -286,23 +292,14 @@ class Plan:
         return VarMeta(var.name, shape, dtype, var.lod_level, var.kind)
 
 
-# What run_checked needs besides the plan: dtype name -> np.dtype (an ndarray's dtype is
-# that very object in the usual case), and per OpDef which output slots to check.
+# What the first run's checks compare an output's dtype with: dtype name -> np.dtype (an
+# ndarray's dtype is that very object in the usual case).
 _NP_DTYPES = {}
 for _name in DTYPES:
     try:
         _NP_DTYPES[_name] = np.dtype(_name)
     except TypeError:
         pass   # a dtype NumPy lacks: such outputs take _check_values' path
-_OUT_MASKS = {}
-
-
-def _out_mask(instr):
-    """Per output slot of ``instr``'s op, whether _check_outputs checks it (intermediate
-    outputs are not checked), kept per OpDef in _OUT_MASKS."""
-    opdef = instr.op.opdef
-    mask = _OUT_MASKS[opdef] = tuple(not spec.intermediate for spec in opdef.outputs)
-    return mask
 
 
 _PLAIN_TYPES = set()   # types of kernels found without the old kind attributes
