@@ -38,11 +38,12 @@ cdef class PreparedOp:
 class _BuildContext(InferContext):
     """Inference over the VarDescs of a block (and its ancestors) at build time."""
 
-    def __init__(self, block, op_type, inputs, outputs, attrs):
+    def __init__(self, block, op_type, inputs, outputs, attrs, metas):
         self.op_type = op_type
         self.results = {}
         self._block, self._ins, self._outs, self._attrs = block, inputs, outputs, attrs
-        self._metas = {}  # slot -> [VarMeta]: rules ask for a slot several times
+        self._metas = metas  # slot -> [VarMeta] (the inputs', read by prepare_op): rules ask
+        #                      for a slot several times
 
     def _inputs(self, slot):
         metas = self._metas.get(slot)
@@ -102,10 +103,23 @@ _TENSOR = frozenset(_TENSOR_KINDS)
 _encoded_entry, _UNKEPT, _guess_type = attr_codec.encoded_entry, attr_codec.UNKEPT, \
     attr_codec.guess_type
 _stamp_attrs = seeds.stamp_attrs
-_wrap_op, _wrap_var = Operator._wrap, Variable._wrap
+_new_operator, _init_operator = Operator.__new__, Operator.__init__
+_new_variable, _init_variable = Variable.__new__, Variable.__init__
 _CANONICAL = frozenset(dtypes.DTYPES)   # dtype names that dtypes.canonical keeps as they are
 _INT32_MAX = 2**31 - 1
+_INT64_MAX = 2**63 - 1
 cdef dict _VALID = {}   # (AttrDef, type, value[, sign]) -> (canonical value,): see _validated
+
+
+cdef bint _normalized(shape):
+    """Whether normalize_shape would give ``shape`` itself: a tuple of ints in [-1, 2**63)
+    (set_output's results: the usual), checked without the call."""
+    if type(shape) is not tuple:
+        return False
+    for d in <tuple>shape:
+        if type(d) is not int or d < -1 or d > _INT64_MAX:
+            return False
+    return True
 
 
 cdef object _validated(spec, value):
@@ -237,8 +251,7 @@ def prepare_op(block, op_type, inputs, outputs, attrs, op_idx, strict_attrs=True
     cdef dict results = {}
     if opdef.infer is not None:
         # Inputs that do not exist yet cannot be read; outputs that will be created are fine.
-        ctx = _BuildContext(block, op_type, ins, outs, values)
-        ctx._metas.update(in_metas)
+        ctx = _BuildContext(block, op_type, ins, outs, values, in_metas)
         try:
             opdef.infer(ctx)
         except OpError as e:
@@ -259,7 +272,7 @@ def prepare_op(block, op_type, inputs, outputs, attrs, op_idx, strict_attrs=True
                 if meta.kind == "lod_tensor" and type(meta.lod_level) is int and \
                         0 <= meta.lod_level <= _INT32_MAX and type(meta.dtype) is str and \
                         meta.dtype in _CANONICAL and \
-                        normalize_shape(meta.shape, meta.name) is meta.shape:
+                        _normalized(meta.shape):
                     continue   # normalized already (set_output's tuple of ints): the usual
                 try:
                     if meta.kind not in KINDS:
@@ -377,7 +390,8 @@ def commit(block, Py_ssize_t index, PreparedOp p, op_type):
                 v.parameter = slot
                 v.arguments.extend(names)
         desc.MergeFromString(b"".join(entries))
-    op = _wrap_op(block, desc, opdef)
+    op = _new_operator(Operator)   # Operator._wrap(block, desc, opdef), without its frame
+    _init_operator(op, block, desc, opdef)
     op._set_io(ins, outs)
     if keep:
         op._attrs_kept = kept
@@ -479,7 +493,8 @@ cdef object _new_var(block, dict bvars, name, kind, shape, dtype, lod_level):
         desc = block.desc.vars.add()
         desc.MergeFromString(b"\x0a" + (_VARINT1[n] if n < 128 else attr_codec.varint(n)) +
                              encoded + tail)
-    var = bvars[name] = _wrap_var(block, desc)
+    var = bvars[name] = _new_variable(Variable)   # Variable._wrap(block, desc), likewise
+    _init_variable(var, block, desc)
     var._meta = _new_meta(VarMeta, (name, shape or (), dtype or "float32", lod_level or 0,
                                     "lod_tensor")) \
         if kind == "lod_tensor" else None   # declared_meta, inlined
