@@ -154,10 +154,12 @@ cdef class Instr:
     cdef public object layout
     cdef public tuple drop   # slots whose values die here: set to None after the call
     # The outputs a first run checks (run_checked), as the plan found them when it prepared
-    # the op: (slot, NumPy dtype or None, declared rank or -1) flattened; None: not yet.
+    # the op (_prepare.output_checks): (slot, NumPy dtype or None, declared rank or -1)
+    # flattened; None: not yet.
     cdef public tuple checks
 
-    def __init__(self, fn, tuple in_ids, tuple out_ids, op, tuple lod_share, layout=None):
+    def __init__(self, fn, tuple in_ids, tuple out_ids, op, tuple lod_share, layout=None,
+                 tuple checks=None):
         self.fn = fn
         self.in_ids = in_ids
         self.out_ids = out_ids
@@ -168,7 +170,7 @@ cdef class Instr:
         self.lod_share = lod_share
         self.layout = layout
         self.drop = ()   # (runtime.liveness sets it on a root plan's instructions)
-        self.checks = None   # (the plan sets it as it prepares the op: output_checks)
+        self.checks = checks   # (the plan's, as it prepares the op: _prepare.output_checks)
 
 
 def last_uses(list instrs, Py_ssize_t nslots):
@@ -309,49 +311,12 @@ def run(list instrs, list values, dict lods):
     _run(instrs, 0, len(instrs), values, lods)
 
 
-def output_checks(tuple out_ids, tuple mask, list facts, dict dtypes):
-    """What ``run_checked`` checks of an instruction with ``out_ids``: per stored output of a
-    slot ``mask`` marks (an op type's outputs but its intermediate ones) whose variable is a
-    ``lod_tensor`` (``facts``: slot -> (kind, SlotVar); ``_check_outputs`` passes any other
-    kind), ``slot, dtype, rank``: the NumPy dtype of its declared one (``dtypes``: name ->
-    np.dtype; None where NumPy lacks it) and the declared rank (-1: no dims declared, not
-    checked). Made as the plan prepares the op, while its facts are at hand: the first run
-    looking them up per output spent ~0.6 us an output on objects gone cold since."""
-    cdef list c = []
-    cdef Py_ssize_t j
-    cdef object o, x
-    for j in range(len(out_ids)):
-        if not mask[j]:
-            continue
-        o = out_ids[j]
-        if type(o) is int:
-            _add_check(c, <Py_ssize_t>o, facts, dtypes)
-        else:
-            for x in <tuple>o:
-                _add_check(c, <Py_ssize_t>x, facts, dtypes)
-    return tuple(c) if c else ()
-
-
-cdef inline int _add_check(list c, Py_ssize_t i, list facts, dict dtypes) except -1:
-    if i <= 0:
-        return 0   # unbound or @EMPTY@: nothing stored
-    cdef tuple f = <tuple>facts[i]
-    if f[0] != "lod_tensor":
-        return 0
-    cdef tuple sv = <tuple>f[1]   # SlotVar: (name, dtype, shape, lod_level, persistable)
-    declared = sv[2]
-    c.append(i)
-    c.append(dtypes.get(sv[1]))
-    c.append(len(declared) if declared else -1)
-    return 0
-
-
 def run_checked(list instrs, list values, dict lods, checks_of, check):
     """``run``, checking each instruction's outputs as it returns (a plan's first run of a
     feed signature: ``Plan._check_outputs``). The usual output passes here: an ndarray whose
     dtype is its variable's declared one and whose rank the declared one (or none declared),
-    as ``Instr.checks`` lists them (``output_checks``; ``checks_of(instr)`` makes them for an
-    instruction without); any other value goes to ``check(instr, (i,), values)``, the plan's
+    as ``Instr.checks`` lists them (``_prepare.output_checks``; ``checks_of(instr)`` makes
+    them for an instruction without); any other value goes to ``check(instr, (i,), values)``, the plan's
     rule, which raises or lets it pass."""
     global _failed
     cdef Py_ssize_t k = 0, j, i, r

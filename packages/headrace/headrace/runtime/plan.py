@@ -226,7 +226,7 @@ class Plan:
     def _checks_of(self, instr):
         """``Instr.checks`` of an instruction not made by ``_prepare.compile_ops``."""
         mask = tuple(not spec.intermediate for spec in instr.op.opdef.outputs)
-        return _loop.output_checks(instr.out_ids, mask, self.slots.facts, _NP_DTYPES)
+        return _prepare.output_checks(instr.out_ids, mask, self.slots.facts, _NP_DTYPES)
 
     def _check_outputs(self, instr, values):
         """Each dense output's dtype must be its variable's, and its rank the declared one (a
