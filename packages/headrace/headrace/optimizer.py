@@ -14,6 +14,7 @@ from .clip import BaseGradientClip, append_gradient_clip_ops
 from .errors import LayerError
 from .framework import Parameter, Variable, default_startup_program, program_guard
 from .framework.builder import append_simple, unique_global_name
+from .framework.gc_pause import pausing_gc
 from .framework.program import OP_ROLE_LRSCHED, OP_ROLE_OPTIMIZE
 from .initializer import Constant
 from .regularizer import WeightDecayRegularizer, append_regularization_ops
@@ -134,6 +135,7 @@ class Optimizer:
                                  f"must be a list of Parameters or parameter names")
         return append_backward(loss, parameter_list, no_grad_set)
 
+    @pausing_gc
     def apply_gradients(self, params_grads, startup_program=None):
         """Clip, regularize and append the update ops for ``[(param, grad)]``; returns the
         update ops (Adam's beta-power ``scale`` ops included)."""
@@ -172,6 +174,7 @@ class Optimizer:
         return all(getattr(cls, m).__module__.startswith("headrace.")
                    for m in self._PASS_METHODS)
 
+    @pausing_gc
     def minimize(self, loss, startup_program=None, parameter_list=None, no_grad_set=None):
         """Build training: backward pass, clipping, regularization and the update ops.
 

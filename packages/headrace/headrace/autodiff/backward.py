@@ -16,6 +16,7 @@ from ..dtypes import FLOAT_DTYPES
 from ..errors import HeadraceError
 from ..framework.analysis import block_writes, reads, writes
 from ..framework.builder import dtype_enum
+from ..framework.gc_pause import pausing_gc
 from ..framework.program import OP_ROLE_BACKWARD, OP_ROLE_LOSS
 from .. import unique_name
 from ..framework.variable import Parameter, Variable
@@ -374,6 +375,7 @@ class _StepHazards:
                         + (f"; created at {op.source}" if op.source else ""))
 
 
+@pausing_gc
 def append_backward(loss, parameter_list=None, no_grad_set=None):
     """Append the backward pass of ``loss`` (shape [1]) to its program.
 
@@ -408,6 +410,7 @@ def append_backward(loss, parameter_list=None, no_grad_set=None):
     return [(p, block.var(grad_name(p.name))) for p in params if p.name in wanted]
 
 
+@pausing_gc
 def gradients(targets, inputs, target_gradients=None, no_grad_set=None):
     """Gradients of ``sum(targets * target_gradients)`` with respect to ``inputs``.
 
