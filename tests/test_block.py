@@ -253,6 +253,26 @@ def test_prepending_a_writer_keeps_the_last_writer(prog):
     assert g.var("y").op is early
 
 
+def test_inserting_takes_only_the_outputs_no_later_op_writes(prog):
+    # The commit looks for the new op's own outputs among the later ops (not every later
+    # op's outputs): found ones keep their writer, the others take the new op; also over
+    # ops of a parsed program, whose slots are not decoded yet.
+    g = prog.global_block()
+    g.create_var("x", shape=[2], dtype="float32")
+    last = g.append_op("ident", {"X": "x"}, {"Out": "y"})
+    g.append_op("ident", {"X": "x"}, {"Out": "w"})
+    mid = g.insert_op(1, "ident", {"X": "x"}, {"Out": "z"})
+    assert g.var("y").op is last and g.var("z").op is mid
+    parsed = type(prog).parse_from_string(prog.serialize_to_string(), registry=prog.registry)
+    pg = parsed.global_block()
+    assert all(op._io_cache is None for op in pg.ops)
+    writer_y = pg.var("y").op
+    early = pg.prepend_op("ident", {"X": "x"}, {"Out": "y"})
+    assert pg.var("y").op is writer_y and writer_y is not early
+    new = pg.insert_op(2, "ident", {"X": "x"}, {"Out": "v"})
+    assert pg.var("v").op is new and pg.var("w").op is pg.ops[-1]
+
+
 def test_writer_of_a_parent_variable_from_a_sub_block(prog):
     g = prog.global_block()
     g.create_var("x", shape=[2], dtype="float32")

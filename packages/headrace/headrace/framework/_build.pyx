@@ -399,9 +399,7 @@ def commit(block, Py_ssize_t index, PreparedOp p, op_type):
         op._seed_from_program = True
     ops.insert(index, op)
     # The op becomes the writer (var.op) of its outputs that no later op of the block writes.
-    cdef set later = set()
-    if index < n_ops:
-        later = {n for o in ops[index + 1:] for n in o.output_arg_names}
+    cdef set later = _written_later(ops, index + 1, outs) if index < n_ops else set()
     for _, names in outs:
         for name in names:
             if name not in later and name != EMPTY:
@@ -409,6 +407,39 @@ def commit(block, Py_ssize_t index, PreparedOp p, op_type):
                 (find(name) if var is None else var).op = op
     block._changed()
     return op
+
+
+cdef set _written_later(list ops, Py_ssize_t start, list outs):
+    """Which of the names bound in ``outs`` an op of ``ops[start:]`` writes. Only those names
+    are looked for, and the walk stops once all are found: prepending an op (a startup
+    program's initializers) made the set of every later op's outputs, O(block size) lists
+    and set insertions an op."""
+    cdef set pending = set()
+    cdef set found = set()
+    cdef Py_ssize_t i, n = len(ops)
+    for _, names in outs:
+        for name in names:
+            if name != EMPTY:
+                pending.add(name)
+    if not pending:
+        return found
+    for i in range(start, n):
+        o = ops[i]
+        cache = o._io_cache
+        if cache is None:   # not decoded yet (a parsed program's op)
+            for a in o.output_arg_names:
+                if a in pending:
+                    pending.discard(a)
+                    found.add(a)
+        else:
+            for _, args in cache[1]:
+                for a in args:
+                    if a in pending:
+                        pending.discard(a)
+                        found.add(a)
+        if not pending:
+            break
+    return found
 
 
 cdef inline void _varint(bytearray buf, Py_ssize_t n):
