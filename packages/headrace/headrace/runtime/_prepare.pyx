@@ -59,8 +59,11 @@ cdef class SlotMap:
 cdef tuple _facts(var):
     """``(kind, SlotVar)`` of Variable ``var``, from its ``meta()`` (which the variable keeps:
     building the program read it already) and its persistable flag."""
-    cdef tuple m = <tuple>var.meta()   # VarMeta: (name, shape, dtype, lod_level, kind)
-    return (m[4], _new_tuple(SlotVar, (m[0], m[2], m[1], m[3], var.desc.persistable)))
+    m = var._meta   # meta(), kept by the variable (framework/_build.pyx reads it so too)
+    if m is None:
+        m = var.meta()   # VarMeta: (name, shape, dtype, lod_level, kind)
+    return ((<tuple>m)[4], _new_tuple(SlotVar, ((<tuple>m)[0], (<tuple>m)[2], (<tuple>m)[1],
+                                                (<tuple>m)[3], var.desc.persistable)))
 
 
 cdef class _SlotVarOf:
