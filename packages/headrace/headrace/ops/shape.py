@@ -4,8 +4,8 @@
 depend on an unknown dim are unknown.
 """
 
-__all__ = ["UNKNOWN", "dim_eq", "merge_dim", "numel", "normalize_axis", "broadcast_shapes",
-           "elementwise_broadcast", "same_as", "expect_rank", "expect_dtype"]
+__all__ = ["UNKNOWN", "dim_eq", "dims_match", "merge_dim", "numel", "normalize_axis",
+           "broadcast_shapes", "elementwise_broadcast", "same_as", "expect_rank", "expect_dtype"]
 
 UNKNOWN = -1
 
@@ -13,6 +13,17 @@ UNKNOWN = -1
 def dim_eq(a, b):
     """True unless both dims are known and differ."""
     return a == b or a < 0 or b < 0
+
+
+def dims_match(a, b):
+    """Whether two shapes have one rank and every pair of dims ``dim_eq``."""
+    if len(a) != len(b):
+        return False
+    for i in range(len(a)):
+        d, e = a[i], b[i]
+        if d != e and d >= 0 and e >= 0:
+            return False
+    return True
 
 
 def merge_dim(a, b):
@@ -41,17 +52,20 @@ def normalize_axis(ctx, axis, rank, name="axis", allow_end=False):
 
 def broadcast_shapes(ctx, x, y, xname="X", yname="Y"):
     """NumPy broadcasting of two shapes with unknown dims."""
-    rank = max(len(x), len(y))
-    x = [1] * (rank - len(x)) + list(x)
-    y = [1] * (rank - len(y)) + list(y)
+    nx, ny = len(x), len(y)
+    if nx != ny:
+        x = [1] * (ny - nx) + list(x) if nx < ny else x
+        y = [1] * (nx - ny) + list(y) if ny < nx else y
+    # dim_eq and merge_dim inlined (every elementwise op and its gradient built calls this).
     out = []
-    for i, (a, b) in enumerate(zip(x, y)):
-        if a == 1:
-            out.append(b)
-        elif b == 1:
+    for i in range(len(x)):
+        a, b = x[i], y[i]
+        if a == b or b == 1:
             out.append(a)
-        elif dim_eq(a, b):
-            out.append(merge_dim(a, b))
+        elif a == 1:
+            out.append(b)
+        elif a < 0 or b < 0:
+            out.append(a if a >= 0 else b)
         else:
             ctx.fail(f"{xname} and {yname} cannot be broadcast (dim {i})",
                      expected="equal dims or 1", found=f"{xname}{tuple(x)} vs {yname}{tuple(y)}")

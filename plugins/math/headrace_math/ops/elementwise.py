@@ -15,7 +15,7 @@ pow: X@GRAD = Out@GRAD * Y * X**(Y-1), Y@GRAD = Out@GRAD * Out * ln X, taken as 
 """
 from headrace.ops import Attr, In, OpDef, Out
 from headrace.ops.grad import grad_of
-from headrace.ops.shape import dim_eq, elementwise_broadcast
+from headrace.ops.shape import dims_match, elementwise_broadcast
 
 from ._common import NUMERIC, at_least_minus_one, label, same_dtype
 
@@ -73,7 +73,7 @@ GRAD_USES = {
 def expect_like(ctx, slot, shape, dtype):
     """Fail unless input ``slot`` has ``shape`` (unknown dims pass) and ``dtype``."""
     m = ctx.input(slot)
-    if len(m.shape) != len(shape) or not all(dim_eq(a, b) for a, b in zip(m.shape, shape)):
+    if not dims_match(m.shape, shape):
         ctx.fail(f"{label(m, slot)} must have the shape of the forward Out",
                  expected=f"shape {list(shape)}", found=f"shape {list(m.shape)}")
     if m.dtype is not None and dtype is not None and m.dtype != dtype:

@@ -8,7 +8,7 @@ operand whose batch dims were broadcast summed over those dims.
 """
 from headrace.ops import Attr, In, OpDef, Out
 from headrace.ops.grad import grad_of
-from headrace.ops.shape import broadcast_shapes, dim_eq, numel
+from headrace.ops.shape import broadcast_shapes, dim_eq, dims_match, numel
 
 from ._common import FLOATS, at_least, label, same_dtype
 
@@ -20,7 +20,7 @@ def _infer_mul(ctx):
     xn, yn = ctx.attr("x_num_col_dims"), ctx.attr("y_num_col_dims")
     for meta, slot, n, attr in ((x, "X", xn, "x_num_col_dims"), (y, "Y", yn, "y_num_col_dims")):
         # Both 2-D views need a non-empty column part, so the rank must exceed the split point.
-        if meta.rank <= n:
+        if len(meta.shape) <= n:
             ctx.fail(f"{label(meta, slot)} of rank {meta.rank} cannot be flattened at "
                      f"{attr}={n}", expected=f"{slot} of rank > {n}",
                      found=f"rank {meta.rank}, shape {list(meta.shape)}")
@@ -31,7 +31,7 @@ def _infer_mul(ctx):
                  expected=f"prod(X.dims[{xn}:]) == prod(Y.dims[:{yn}])",
                  found=f"X{list(x.shape)} -> [{numel(x.shape[:xn])}, {width}], "
                        f"Y{list(y.shape)} -> [{height}, {numel(y.shape[yn:])}]")
-    ctx.set_output_like("Out", x, shape=list(x.shape[:xn]) + list(y.shape[yn:]),
+    ctx.set_output_like("Out", x, shape=tuple(x.shape[:xn]) + tuple(y.shape[yn:]),
                         dtype=same_dtype(ctx, x, y))
 
 
@@ -134,8 +134,7 @@ def _expect_out_grad(ctx, shape, dtype):
     d = ctx.input("Out@GRAD")
     # A 0-D Out's gradient may come as one element of another rank ([1] in Fluid).
     scalar = not shape and all(dim_eq(k, 1) for k in d.shape)
-    if not scalar and (len(d.shape) != len(shape)
-                       or not all(dim_eq(a, b) for a, b in zip(d.shape, shape))):
+    if not scalar and not dims_match(d.shape, shape):
         ctx.fail(f"{label(d, 'Out@GRAD')} must have the shape of the forward Out",
                  expected=f"shape {list(shape)}", found=f"shape {list(d.shape)}")
     if d.dtype is not None and dtype is not None and d.dtype != dtype:
@@ -147,7 +146,7 @@ def _infer_mul_grad(ctx):
     # The forward rule checks X and Y and gives Out's shape; Out@GRAD must have it.
     fwd = _Probe(ctx)
     _infer_mul(fwd)
-    _expect_out_grad(ctx, fwd.out.shape, fwd.out.dtype)
+    _expect_out_grad(ctx, fwd.out_shape, fwd.out_dtype)
     ctx.set_output_like("X@GRAD", ctx.input("X"))
     ctx.set_output_like("Y@GRAD", ctx.input("Y"))
 
@@ -158,7 +157,7 @@ def _matmul_grad_infer(tx_attr, ty_attr):
     def infer(ctx):
         fwd = _Probe(ctx)
         forward(fwd)
-        _expect_out_grad(ctx, fwd.out.shape, fwd.out.dtype)
+        _expect_out_grad(ctx, fwd.out_shape, fwd.out_dtype)
         ctx.set_output_like("X@GRAD", ctx.input("X"))
         ctx.set_output_like("Y@GRAD", ctx.input("Y"))
     return infer
@@ -170,14 +169,17 @@ class _Probe:
 
     def __init__(self, ctx):
         self._ctx = ctx
-        self.out = None
+        self.out_shape = self.out_dtype = None
+        # What the forward rules call, bound here: __getattr__ is the slow path (a failed
+        # lookup first), taken by anything else.
+        self.input, self.attr, self.fail = ctx.input, ctx.attr, ctx.fail
 
     def __getattr__(self, name):
         return getattr(self._ctx, name)
 
     def set_output_like(self, slot, meta, shape=None, dtype=None, index=0):
-        self.out = meta._replace(shape=tuple(meta.shape if shape is None else shape),
-                                 dtype=meta.dtype if dtype is None else dtype)
+        self.out_shape = tuple(meta.shape if shape is None else shape)
+        self.out_dtype = meta.dtype if dtype is None else dtype
 
 
 mul_grad = grad_of(

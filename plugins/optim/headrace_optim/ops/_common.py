@@ -6,7 +6,7 @@ A private module (leading underscore): the plugin's auto-registration skips it.
 """
 from headrace import dtypes as dt
 from headrace.ops import Attr, In, OpDef, Out
-from headrace.ops.shape import dim_eq, numel
+from headrace.ops.shape import dims_match, numel
 
 __all__ = ["FLOAT_DTYPES", "State", "optimizer_op", "at_least", "in_range", "master_slots",
            "refuse_master", "multi_precision_attr"]
@@ -38,7 +38,7 @@ class State:
 
 
 def _check_same_shape(ctx, meta, param, slot):
-    if meta.rank != param.rank or not all(map(dim_eq, meta.shape, param.shape)):
+    if meta.shape != param.shape and not dims_match(meta.shape, param.shape):
         ctx.fail(f"input '{slot}' ({meta.name}) must have the shape of 'Param' ({param.name})",
                  expected=f"shape {list(param.shape)}", found=f"shape {list(meta.shape)}")
 
