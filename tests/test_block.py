@@ -273,6 +273,21 @@ def test_inserting_takes_only_the_outputs_no_later_op_writes(prog):
     assert pg.var("v").op is new and pg.var("w").op is pg.ops[-1]
 
 
+def test_built_ops_and_variables_have_the_fields_their_constructors_set(prog):
+    # The compiled commit sets Operator.__init__'s and Variable.__init__'s fields itself
+    # (without their frames): a field added there must be set there too.
+    from headrace.framework.operator import Operator
+    from headrace.framework.variable import Variable
+    g = prog.global_block()
+    g.create_var("x", shape=[2], dtype="float32")
+    op = g.append_op("ident", {"X": "x"}, {"Out": "made"})
+    made = g.var("made")
+    assert type(made) is Variable and made.name == "made" and made.op is op
+    assert set(vars(op)) == set(vars(Operator._wrap(g, op.desc, op.opdef)))
+    assert set(vars(made)) == set(vars(Variable._wrap(g, made.desc)))
+    assert op._io_cache[:2] == [[("X", ("x",))], [("Out", ("made",))]]
+
+
 def test_writer_of_a_parent_variable_from_a_sub_block(prog):
     g = prog.global_block()
     g.create_var("x", shape=[2], dtype="float32")

@@ -27,6 +27,17 @@ ACTIVATIONS = ("relu", "sigmoid", "tanh", "softmax", "leaky_relu", "elu", "gelu"
                "softplus", "softsign", "swish", "silu", "hard_sigmoid", "exp", "log", "sqrt",
                "rsqrt", "square", "abs", "reciprocal", "sin", "cos", "ceil", "floor", "round")
 
+
+def _copy_attr(attr):
+    """``copy.copy(attr)`` of a ParamAttr: its fields into a new one, without copy's
+    __reduce_ex__ round trip (every layer copies the one it made for each parameter)."""
+    if type(attr) is not ParamAttr:   # a subclass may copy itself its own way
+        return copy.copy(attr)
+    new = ParamAttr.__new__(ParamAttr)
+    new.__dict__.update(attr.__dict__)
+    return new
+
+
 class LayerHelper:
     """Shared work of one layer call; ``kwargs`` are the layer's arguments (``input``,
     ``param_attr``, ``bias_attr``, ``act``, ``name``...)."""
@@ -123,7 +134,7 @@ class LayerHelper:
         if attr is False:
             return None
         made = ParamAttr._to_attr(attr)
-        attr = copy.copy(made) if made is attr else made   # the caller's is never changed
+        attr = _copy_attr(made) if made is attr else made   # the caller's is never changed
         shape = [int(d) for d in shape]
         if not shape or any(d <= 0 for d in shape):
             raise self.error(f"cannot create a parameter of shape {shape}: every dim must be "

@@ -103,8 +103,7 @@ _TENSOR = frozenset(_TENSOR_KINDS)
 _encoded_entry, _UNKEPT, _guess_type = attr_codec.encoded_entry, attr_codec.UNKEPT, \
     attr_codec.guess_type
 _stamp_attrs = seeds.stamp_attrs
-_new_operator, _init_operator = Operator.__new__, Operator.__init__
-_new_variable, _init_variable = Variable.__new__, Variable.__init__
+_new_operator, _new_variable = Operator.__new__, Variable.__new__
 _CANONICAL = frozenset(dtypes.DTYPES)   # dtype names that dtypes.canonical keeps as they are
 _INT32_MAX = 2**31 - 1
 _INT64_MAX = 2**63 - 1
@@ -329,7 +328,7 @@ def commit(block, Py_ssize_t index, PreparedOp p, op_type):
     # The program's seed goes into the op itself, so that it travels with the desc.
     cdef dict values = p.attrs
     opdef = p.opdef
-    seeded = _stamp_attrs(block, opdef, values)
+    seeded = _stamp_attrs(block, opdef, values) if opdef.seed_attr else False
     cdef list ops = block.ops
     cdef Py_ssize_t n_ops = len(ops)
     cdef list ins = [(slot, tuple(names)) for slot, names in p.inputs.items()]
@@ -390,11 +389,13 @@ def commit(block, Py_ssize_t index, PreparedOp p, op_type):
                 v.parameter = slot
                 v.arguments.extend(names)
         desc.MergeFromString(b"".join(entries))
-    op = _new_operator(Operator)   # Operator._wrap(block, desc, opdef), without its frame
-    _init_operator(op, block, desc, opdef)
-    op._set_io(ins, outs)
-    if keep:
-        op._attrs_kept = kept
+    # Operator._wrap(block, desc, opdef) and op._set_io(ins, outs), without their frames:
+    # Operator.__init__'s fields, set here (test_block checks that they are the same).
+    op = _new_operator(Operator)
+    op.block, op.desc, op.opdef = block, desc, opdef
+    op._io_cache = [ins, outs, None, None, None, None]
+    op._sub_cache = None
+    op._attrs_kept = kept if keep else None
     if seeded:
         op._seed_from_program = True
     ops.insert(index, op)
@@ -405,7 +406,7 @@ def commit(block, Py_ssize_t index, PreparedOp p, op_type):
             if name not in later and name != EMPTY:
                 var = bvars.get(name)
                 (find(name) if var is None else var).op = op
-    block._changed()
+    block.program._revision += 1   # block._changed()
     return op
 
 
@@ -524,8 +525,10 @@ cdef object _new_var(block, dict bvars, name, kind, shape, dtype, lod_level):
         desc = block.desc.vars.add()
         desc.MergeFromString(b"\x0a" + (_VARINT1[n] if n < 128 else attr_codec.varint(n)) +
                              encoded + tail)
-    var = bvars[name] = _new_variable(Variable)   # Variable._wrap(block, desc), likewise
-    _init_variable(var, block, desc)
+    # Variable._wrap(block, desc), likewise: Variable.__init__'s fields set here (the name
+    # is the one just written into the desc; test_block checks the fields are the same).
+    var = bvars[name] = _new_variable(Variable)
+    var.block, var.desc, var.op, var._name = block, desc, None, name
     var._meta = _new_meta(VarMeta, (name, shape or (), dtype or "float32", lod_level or 0,
                                     "lod_tensor")) \
         if kind == "lod_tensor" else None   # declared_meta, inlined
