@@ -234,17 +234,21 @@ class _Versions:
         for o in ops:
             for n in writes(o):
                 self.writers.setdefault(n, []).append(self.position[id(o)])
+        # name -> the position of its last writer: a name read at or after it keeps its
+        # value (the usual), decided here without a _value_at call
+        self.last = {n: max(ps) for n, ps in self.writers.items()}
         self.saved = {}  # (name, writer position) -> saved name
 
     def substitute(self, op, made):
         if op.sub_blocks():
             return made  # its grad op restores the values of its own steps
         at = self.position[id(op)]
-        out, value_at = [], self._value_at
+        out, value_at, last = [], self._value_at, self.last
         for spec in made:
             inputs, changed = {}, False
             for slot, names in spec.inputs.items():
-                inputs[slot] = values = [value_at(n, at) for n in names]
+                inputs[slot] = values = [value_at(n, at) if last.get(n, -1) > at else n
+                                         for n in names]
                 changed = changed or values != names
             # (the usual: no value is overwritten later, the spec is kept as it is)
             out.append(GradOp(spec.type, inputs, spec.outputs, spec.attrs) if changed else spec)

@@ -76,6 +76,8 @@ def _outer(sub, names_of, home):
 
 
 def _unique(names):
+    if type(names) is list and len(names) == 1:   # the usual op: one name, a fresh list
+        return names if names[0] != EMPTY else []
     return [n for n in dict.fromkeys(names) if n != EMPTY]
 
 

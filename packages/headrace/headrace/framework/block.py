@@ -116,11 +116,11 @@ class Block:
         self._changed()
         return var
 
-    def _declare_like(self, name, meta):
-        """``create_var(name, ...)`` as the VarMeta ``meta`` of another variable gives it (a
-        gradient like its forward variable): its checks skipped where ``meta`` was read from
-        a VarDesc, checked already (compiled: _build.declare_like)."""
-        return declare_like(self, name, meta)
+    # ``_declare_like(name, meta)``: ``create_var(name, ...)`` as the VarMeta ``meta`` of
+    # another variable gives it (a gradient like its forward variable), its checks skipped
+    # where ``meta`` was read from a VarDesc, checked already. The compiled function itself
+    # (_build.declare_like, a method as a Python function would be: no wrapper frame).
+    _declare_like = declare_like
 
     def create_global_var(self, name=None, shape=None, dtype=None, lod_level=None,
                           persistable=None, stop_gradient=None, type="lod_tensor",
@@ -218,7 +218,8 @@ class Block:
     # -- operators -------------------------------------------------------------------------
     def append_op(self, type, inputs=None, outputs=None, attrs=None):
         """Append an operator; validated against its definition, shapes inferred."""
-        return self.insert_op(len(self.ops), type, inputs, outputs, attrs)
+        index = len(self.ops)   # insert_op at the end, without its frame (every op built)
+        return commit(self, index, prepare_op(self, type, inputs, outputs, attrs, index), type)
 
     def prepend_op(self, type, inputs=None, outputs=None, attrs=None):
         """Insert an operator at the front (parameter initializers use this)."""
