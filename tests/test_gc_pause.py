@@ -80,3 +80,38 @@ def test_nested_pauses_end_with_the_outermost(collector):
             assert not gc.isenabled()
         assert not gc.isenabled()
     assert gc.isenabled()
+
+
+def _instrs_young(exe, prog, x, out):
+    rp = exe._run_plan(prog, (x.name,), (out.name,), False)
+    young = {id(o) for g in (0, 1) for o in gc.get_objects(g)}
+    made = [i for i in rp.plan.instrs if gc.is_tracked(i)]
+    assert made
+    return all(id(i) in young for i in made), not any(id(i) in young for i in made)
+
+
+def test_promotion_is_counted_and_stops_until_a_full_collection(collector):
+    """What a plan's preparation promotes to the oldest generation is counted; past a quarter
+    of that generation (as the last full collection left it) promotion stops, so the objects
+    age through the young generations and CPython's own schedule of full collections sees
+    them (unfreeze's promotions are not counted by CPython: a process preparing program after
+    program ran no full collection and kept its dead programs)."""
+    import numpy as np
+    data = {"x": np.ones((2, 4), np.float32)}
+    gc.collect()
+    assert gc_pause._promoted == 0 and gc_pause._long_lived > 0
+    main, startup, x, h, loss = _net()
+    exe, scope = hr.Executor(), hr.Scope()
+    exe.run(startup, scope=scope)
+    gc_pause._promoted = 0   # the startup plan's promotion (with the imports') not counted
+    exe.run(main, feed=data, fetch_list=[h], scope=scope)
+    _, old = _instrs_young(exe, main, x, h)
+    assert old and gc_pause._promoted > 0
+    gc_pause._promoted = gc_pause._long_lived   # past the quarter: no more promotion
+    main, startup, x, h, loss = _net()
+    exe.run(startup, scope=scope)
+    exe.run(main, feed=data, fetch_list=[h], scope=scope)
+    young, _ = _instrs_young(exe, main, x, h)
+    assert young and gc.isenabled()
+    gc.collect()   # a full collection starts the count again
+    assert gc_pause._promoted == 0

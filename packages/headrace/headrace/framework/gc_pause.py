@@ -1,20 +1,32 @@
-"""Python's cyclic garbage collector paused while a pass builds much of a program at once
-(``append_backward``, ``gradients``, ``Optimizer.minimize``, ``apply_gradients``).
+"""Python's cyclic garbage collector paused while headrace makes many long-lived objects at
+once: the passes that build much of a program (``append_backward``, ``gradients``,
+``Optimizer.minimize``, ``apply_gradients``) and the executor preparing a plan.
 
-Such a pass makes thousands of objects that live as long as the program (an Operator, its
-desc, slot tuples and kept attributes, a Variable and its meta per op) and no garbage cycles:
-the collector's young passes over them as they are made are wasted (~35 of them in the
-minimize of the 200-layer fc program), and a full collection of the whole process falling
-inside the pass (every other fresh program of that size: the previous one is collected with
-it) cost that minimize 20-60 ms. Paused, the allocations still count: the collector runs
-once when the pass ends (the youngest generation, as it would have), and full collections
-keep their schedule. (Unlike the executor's pause, what the pass made is not moved to the
-oldest generation with gc.freeze()/gc.unfreeze(): that resets every generation's count, and
-a process building program after program then never ran a full collection, its garbage
-programs kept: its peak RSS grew 8 MB a program, 40 fc programs measured.)
+Such work makes thousands of objects that live as long as the program or the plan (an
+Operator, its desc, slot tuples and kept attributes, a Variable and its meta per op; an
+instruction, a kernel and its info per op) and no garbage cycles: the collector's young
+passes over them as they are made are wasted (~35 of them in the minimize of the 200-layer fc
+program), and a full collection of the whole process falling inside the work (every other
+fresh program of that size: the previous one is collected with it) cost that minimize
+20-60 ms. Paused, the allocations still count: the collector runs when the pause ends (the
+youngest generation, as it would have), and full collections keep their schedule.
 
-The two pauses nest with each other in any order. A collector the user turned off stays off;
-pauses in several threads end when the last one does.
+``promote=True`` (the executor's preparation) also moves what the pause made to the oldest
+generation without a pass over it (``gc.freeze()`` then ``gc.unfreeze()``): the first young
+collection after the pause would otherwise look at all of it, 16,000 objects for the 1603-op
+program, 1.3-6 ms of its first step. CPython schedules a full collection by the objects that
+reached the oldest generation through collections since the last full one (a quarter of
+those it found there); objects moved by ``unfreeze`` are not counted, so a process preparing
+program after program would never collect its dead programs (60 small programs: no full
+collection, 86,000 garbage objects kept). Headrace counts what it moved itself and stops
+promoting once that passes a quarter of the oldest generation as the last full collection
+left it: the objects then age through the young generations, are counted, and the full
+collection comes on CPython's own schedule. Objects the process froze itself
+(``gc.get_freeze_count()``, before forking workers) are never thawed: no promotion then.
+
+The pauses nest with each other in any order and across threads: the collector is turned back
+on when the last one ends (promoting if any of them asked). A collector the user turned off
+stays off.
 """
 import contextlib
 import functools
@@ -24,26 +36,54 @@ import threading
 __all__ = ["gc_paused", "pausing_gc"]
 
 _lock = threading.Lock()
-_pauses = 0        # passes under way (threads may build at once)
+_pauses = 0        # pauses under way (threads may build or prepare at once)
 _resume = False    # whether the last of them turns the collector back on
+_promote = False   # whether one of them asked to promote what the pause made
+_promoted = 0      # objects moved to the oldest generation since the last full collection
+_long_lived = -1   # the oldest generation's size after the last full collection (-1: unknown)
+
+
+def _after_collection(phase, info):
+    global _promoted, _long_lived
+    if phase == "stop" and info.get("generation") == 2:
+        _promoted = 0
+        _long_lived = len(gc.get_objects(2))
+
+
+gc.callbacks.append(_after_collection)
+
+
+def _end_pause(promote):
+    """The collector back on after the outermost pause (under ``_lock``)."""
+    global _promoted, _long_lived
+    if promote and not gc.get_freeze_count():
+        if _long_lived < 0:   # no full collection seen since import: its size now, once
+            _long_lived = len(gc.get_objects(2))
+        if _promoted <= _long_lived // 4:
+            # freeze() takes every generation: count the young ones (what is promoted).
+            _promoted += len(gc.get_objects(0)) + len(gc.get_objects(1))
+            gc.freeze()
+            gc.unfreeze()
+    gc.enable()
 
 
 @contextlib.contextmanager
-def gc_paused():
+def gc_paused(promote=False):
     """The collector paused for the ``with`` body (see the module's docstring)."""
-    global _pauses, _resume
+    global _pauses, _resume, _promote
     with _lock:
         if _pauses == 0:
-            _resume = gc.isenabled()
+            _resume, _promote = gc.isenabled(), False
             gc.disable()
         _pauses += 1
+        _promote = _promote or promote
     try:
         yield
     finally:
         with _lock:
             _pauses -= 1
             if _pauses == 0 and _resume:
-                gc.enable()
+                _end_pause(_promote)
 
 
 def pausing_gc(fn):

@@ -8,15 +8,13 @@ the kernels plus the small constant per op of the loop.
 Values of non-persistable variables live only for the run (Fluid's local scope); persistable
 ones (parameters, optimizer state) are read from and written back to the scope.
 """
-import contextlib
-import gc
 import threading
 import weakref
 
 import numpy as np
 
 from ..errors import HeadraceError
-from ..framework import Program, Variable, analysis, default_main_program
+from ..framework import Program, Variable, analysis, default_main_program, gc_pause
 from . import host_memory, liveness, nan_inf
 from . import _prepare, plan as plan_mod
 from .place import CPUPlace, Place
@@ -100,44 +98,6 @@ class _RunPlan:
                 + (" it: add it to feed" if var.need_check_feed else " it"))
 
 
-_gc_lock = threading.Lock()
-_gc_pauses = 0          # preparations under way (threads may prepare plans at once)
-_gc_resume = False      # whether the last of them turns the collector back on
-
-
-@contextlib.contextmanager
-def _gc_paused():
-    """Python's cyclic garbage collector paused while a plan is prepared. Preparing makes
-    tens of thousands of objects (an instruction, a kernel and its info per op) that live as
-    long as the plan, and no garbage cycles: the collector's passes over them as they were
-    made cost the first step of a 1603-op program 1.5-17 ms, and now and then a full
-    collection of the whole process (~200 ms). Paused, they go to the oldest generation
-    without a pass over them (gc.freeze() then gc.unfreeze(): the first collection after the
-    pause, of the youngest generation, would otherwise look at all of them, 16,000 objects
-    for that program, 1.3-6 ms of its first step), unless the process keeps objects frozen
-    itself (gc.get_freeze_count(): unfreezing would thaw them), and then they are looked at
-    once, after. Objects the process made before, garbage or not, are promoted with them,
-    as a collection would promote its survivors. A collector the user turned off stays off;
-    one turned off in another thread while a plan is being prepared is turned back on with
-    the others."""
-    global _gc_pauses, _gc_resume
-    with _gc_lock:
-        if _gc_pauses == 0:
-            _gc_resume = gc.isenabled()
-            gc.disable()
-        _gc_pauses += 1
-    try:
-        yield
-    finally:
-        with _gc_lock:
-            _gc_pauses -= 1
-            if _gc_pauses == 0 and _gc_resume:
-                if not gc.get_freeze_count():
-                    gc.freeze()
-                    gc.unfreeze()
-                gc.enable()
-
-
 def _plans_of(program):
     """The program's cached plans by executor (made on first use: programs built or parsed
     any way get one)."""
@@ -213,7 +173,7 @@ class Executor:
                 self._programs.add(program)
             rp = per_program.get(key)
             if rp is None:
-                with _gc_paused():
+                with gc_pause.gc_paused(promote=True):
                     rp = _RunPlan(program, self.place, feed_names, fetch_names, prune,
                                   self._check_nan_inf)
                 per_program[key] = rp
