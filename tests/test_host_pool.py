@@ -1,6 +1,7 @@
 """headrace's host caching pool for NumPy arrays (runtime/_host_pool.pyx, runtime.host_memory):
 what it hands out (aligned, zeroed by calloc, kept by realloc), how it reuses and caps its
 cache, that threads may share it, and that an Executor uses it only during its runs."""
+import gc
 import os
 import subprocess
 import sys
@@ -30,11 +31,19 @@ class _pooled:
 
 @pytest.fixture
 def fresh_pool():
-    """An empty cache with the default limit, put back after the test."""
+    """An empty cache with the default limit, put back after the test. The cyclic collector
+    is paused: a collection between two reads of the counters could free a pooled array an
+    earlier test left in a cycle (a free more, and its block first in its class's list)."""
     limit = pool.stats()["cache_limit_bytes"]
+    was = gc.isenabled()
+    gc.collect()
+    gc.disable()
     pool.trim(0)
-    yield
-    pool.set_limit(limit)
+    try:
+        yield
+    finally:
+        (gc.enable if was else gc.disable)()
+        pool.set_limit(limit)
 
 
 def _delta(before, after, *keys):
