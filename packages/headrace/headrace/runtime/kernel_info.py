@@ -9,6 +9,7 @@ Block or the Operator: a kernel is the same whichever program it runs in.
 A kernel may also be called without an info (``Kernel(attrs, None)`` in tests and tools); it
 then computes every output and assumes nothing about aliasing.
 """
+from abc import ABCMeta
 from typing import NamedTuple, Optional, Tuple
 
 import numpy as np
@@ -17,7 +18,7 @@ from ..framework.analysis import block_writes
 from ..framework.block import Block
 from ..ops.grad import EMPTY
 
-__all__ = ["KernelInfo", "SlotVar", "kernel_info", "plan_info", "slot_var_of"]
+__all__ = ["KernelInfo", "SlotVar", "kernel_info", "slot_var_of"]
 
 
 class SlotVar(NamedTuple):
@@ -30,7 +31,7 @@ class SlotVar(NamedTuple):
     persistable: bool = False
 
 
-class KernelInfo:
+class KernelInfo(metaclass=ABCMeta):   # noqa: B024 (not abstract: ABCMeta for register)
     """The facts of one op, computed when the plan is prepared.
 
     ``op_type`` and ``attrs`` (every attribute, defaults filled in); ``place`` and ``device``
@@ -40,6 +41,9 @@ class KernelInfo:
     same facts for the kernels that only need those. ``location``: where the op is (``op_type``,
     ``block_idx``, ``op_idx``, ``source``), for an error a kernel raises after its call returned
     (a CUDA kernel's bad index, read at the end of the run).
+
+    A plan makes its own, compiled, which answers as this class does (``_plan_info``:
+    registered, so ``isinstance(info, KernelInfo)`` holds).
     """
 
     def __init__(self, op_type, attrs, place=None, inputs=None, outputs=None, seed=None,
@@ -153,112 +157,6 @@ class KernelInfo:
         return all(v is not None and v.name in written for v in self.inputs.get(in_slot, ()))
 
 
-class _Lazy:
-    """A KernelInfo attribute computed on first read and then stored on the instance (a
-    non-data descriptor: the stored value shadows it; functools.cached_property takes a lock
-    per first read in this Python)."""
-
-    def __init__(self, fn):
-        self.fn, self.name = fn, fn.__name__
-
-    def __get__(self, obj, cls=None):
-        if obj is None:
-            return self
-        value = obj.__dict__[self.name] = self.fn(obj)
-        return value
-
-
-class _PlanInfo(KernelInfo):
-    """The KernelInfo a plan makes: what it costs a plan of a large program to make thousands
-    of, each fact made when a kernel first asks (most ask none or one): ``inputs`` and
-    ``outputs``, the op's ``location`` and its sub-blocks. The plan resolved every name of the
-    op to a slot before, so ``slot_var`` only reads facts the plan already holds, and the
-    plan belongs to one revision of the program: asking later gives what asking now would.
-    ``where``: ``(op, block index, op index)``; ``subplan(block)``: the plan's own."""
-
-    def __init__(self, op_type, attrs, place, device, io, slot_var, seed, subplan, where):
-        self.op_type, self.attrs, self.place, self.device = op_type, attrs, place, device
-        self._where = where
-        self._io, self._slot_var, self._plan_subplan = io, slot_var, subplan
-        if type(seed) is tuple:
-            self._seed_words = seed   # derived when read: see seed
-        else:
-            self.seed = seed
-
-    @_Lazy
-    def seed(self):
-        # One derived from the program's random_seed and the op's place ((random_seed, block
-        # index, op index), as the plan found them): a SeedSequence costs ~13 us, and every op
-        # of a seeded program would pay it though only random kernels read it (a 1603-op
-        # program's preparation took 36 ms instead of 17).
-        return derived_seed(self._seed_words)
-
-    @_Lazy
-    def location(self):
-        op, block_idx, op_idx = self._where
-        return dict(op_type=self.op_type, block_idx=block_idx, op_idx=op_idx,
-                    source=source_line(op, self.attrs))
-
-    @_Lazy
-    def _blocks(self):
-        return {a: v for a, v in self.attrs.items() if isinstance(v, Block)}
-
-    @_Lazy
-    def _sub_writes(self):
-        return {a: frozenset(block_writes(b)) for a, b in self._blocks.items()}
-
-    def subplan(self, attr):
-        blocks = self._blocks
-        if self._plan_subplan is None:
-            return KernelInfo.subplan(self, attr)   # its error
-        if attr not in blocks:
-            raise ValueError(f"{self.op_type}: attribute '{attr}' does not hold a block "
-                             f"(block attributes: {sorted(blocks) or 'none'})")
-        return self._plan_subplan(blocks[attr])
-
-    @_Lazy
-    def inputs(self):
-        sv = self._slot_var
-        return {s: tuple(sv(n) for n in ns) for s, ns in self._io[0].items()}
-
-    @_Lazy
-    def outputs(self):
-        sv = self._slot_var
-        return {s: tuple(sv(n) for n in ns) for s, ns in self._io[1].items()}
-
-    # The questions most kernel makers ask, answered from the slot's names and the facts of
-    # those alone (``inputs``/``outputs`` would read every slot's: a grad or optimizer op's
-    # maker asking two questions cost ~9 us): the same answers as KernelInfo's.
-    def n_inputs(self, slot):
-        return len(self._io[0].get(slot, ()))
-
-    def n_outputs(self, slot):
-        return len(self._io[1].get(slot, ()))
-
-    def wanted(self, slot):
-        return [n != EMPTY for n in self._io[1].get(slot, ())]
-
-    def wants(self, slot):
-        for n in self._io[1].get(slot, ()):
-            if n != EMPTY:
-                return True
-        return False
-
-    def persistable(self, slot):
-        sv = self._slot_var
-        for names in (self._io[0].get(slot, ()), self._io[1].get(slot, ())):
-            for n in names:
-                if n != EMPTY and sv(n).persistable:
-                    return True
-        return False
-
-    def in_place(self, in_slot, out_slot):
-        ins = self._io[0].get(in_slot, ())
-        outs = self._io[1].get(out_slot, ())
-        return (len(ins) == 1 and len(outs) == 1 and ins[0] != EMPTY and ins[0] == outs[0]
-                and self._slot_var(ins[0]).persistable)
-
-
 def slot_var_of(var):
     """The :class:`SlotVar` of Variable ``var``."""
     m = var.meta()
@@ -277,7 +175,7 @@ def kernel_info(op, attrs=None, place=None, seed=None, subplan=None, location=No
     block = op.block
     if slot_var is None:
         def slot_var(name):
-            return None if name == "@EMPTY@" else slot_var_of(block.var_recursive(name))
+            return None if name == EMPTY else slot_var_of(block.var_recursive(name))
     ins, outs = io if io is not None else (op.inputs, op.outputs)
     inputs = {s: tuple(slot_var(n) for n in ns) for s, ns in ins.items()}
     outputs = {s: tuple(slot_var(n) for n in ns) for s, ns in outs.items()}
@@ -308,15 +206,6 @@ def _sub_blocks(op_type, attrs, subplan):
                                  f"(block attributes: {sorted(blocks) or 'none'})")
             return subplan(blocks[attr])
     return sub_writes, make
-
-
-def plan_info(op_type, attrs, place, device, seed, subplan, location, io, slot_var):
-    """``kernel_info`` as a plan calls it, every fact given (``device``: ``place.module()``,
-    which the plan reads once; ``io``: the op's ``(inputs, outputs)``; ``subplan(block)``: the
-    plan's sub-plan maker): the info reads the op's slots when a kernel first asks."""
-    info = _PlanInfo(op_type, attrs, place, device, io, slot_var, seed, subplan, None)
-    info.location = location
-    return info
 
 
 def derived_seed(words):

@@ -23,7 +23,8 @@ from . import _loop, _prepare
 from ._loop import Instr
 from ._prepare import SlotMap
 from .frame import FrameLayout, LoDKernel
-from .kernel_info import KernelInfo, _PlanInfo, source_line as _source
+from ._plan_info import _PlanInfo
+from .kernel_info import KernelInfo, source_line as _source
 
 __all__ = ["KernelInfo", "Plan", "SlotMap", "prepare"]
 
