@@ -18,6 +18,8 @@ from ..framework.analysis import owner_exposed_reads
 from ..framework.block import Block
 from ..ops.grad import EMPTY
 from ._loop import Instr
+from ._plan_info import SlotVarOf
+from ._plan_info cimport slot_names
 from .kernel_info import SlotVar
 
 cdef object NONE_SLOT = 0   # plan.NONE_SLOT: unbound optional inputs read slot 0 (None)
@@ -64,26 +66,6 @@ cdef tuple _facts(var):
         m = var.meta()   # VarMeta: (name, shape, dtype, lod_level, kind)
     return ((<tuple>m)[4], _new_tuple(SlotVar, ((<tuple>m)[0], (<tuple>m)[2], (<tuple>m)[1],
                                                 (<tuple>m)[3], var.desc.persistable)))
-
-
-cdef class _SlotVarOf:
-    """``Plan._slot_var`` for a plan's infos (KernelInfo's ``slot_var``): a name the plan has
-    resolved already (every name of the op being prepared) is two lookups here; any other,
-    ``@EMPTY@`` and undeclared names included, goes to the plan's method. Kernel makers ask
-    about persistable and in-place variables (an SGD op's maker, a gradient's): through the
-    Python method each name cost ~0.3 us, ~2,000 names for a 1603-op program."""
-    cdef dict by_name
-    cdef list facts
-    cdef object slow
-
-    def __init__(self, plan):
-        self.by_name, self.facts, self.slow = plan._by_name, plan.slots.facts, plan._slot_var
-
-    def __call__(self, name):
-        i = self.by_name.get(name)
-        if i is None:
-            return self.slow(name)
-        return (<tuple>self.facts[<Py_ssize_t>i])[1]
 
 
 cdef tuple _op_type(opdef):
@@ -146,7 +128,7 @@ cdef class _Walk:
             return -1   # a gradient nobody needs: computed, never stored
         return self.first_sight(op, name, "output")
 
-    cdef tuple resolve(self, op, tuple shape, dict ins, dict outs, tuple float_dtypes):
+    cdef tuple resolve(self, op, tuple shape, list ins, list outs, tuple float_dtypes):
         """``(in_ids, out_ids, dtype)`` of ``op``: per input slot of ``shape`` (the op type's,
         :func:`_op_type`) its slot index or tuple of them (``()``/0 when unbound), per output
         slot likewise (``()``/-1), and the kernel's dtype: the first floating input's, else
@@ -160,7 +142,7 @@ cdef class _Walk:
         for k in range(n_in):
             entry = <tuple>slots_in[k]   # (Slot, name, duplicable)
             s = entry[0]
-            names = ins.get(entry[1])
+            names = slot_names(ins, entry[1])
             if not names:
                 in_ids[k] = () if entry[2] else NONE_SLOT
                 continue
@@ -189,7 +171,7 @@ cdef class _Walk:
                     dtype = d
         for k in range(n_out):
             entry = <tuple>slots_out[k]   # (name, duplicable)
-            names = outs.get(entry[0])
+            names = slot_names(outs, entry[0])
             if not names:
                 out_ids[k] = () if entry[1] else -1
             elif entry[1]:
@@ -249,7 +231,8 @@ cdef int _exposed(op, list io, dict attrs, set written, set seen, list exposed) 
                 seen.add(name)
                 exposed.append((op, name))
     for pair in <list>io[1]:
-        written.update(<tuple>pair[1])
+        for name in <tuple>pair[1]:
+            written.add(name)   # (set.update of a tuple cost ~4x the adds)
     return 0
 
 
@@ -313,7 +296,7 @@ def compile_ops(plan, ops, op_filter, info_type, tuple float_dtypes, set plain_t
     cdef Py_ssize_t op_idx = -1
     cdef object block_idx = plan._block_idx, base = plan._seed_base
     place, registry = plan.place, plan.registry
-    slot_var, subplan = _SlotVarOf(plan), plan.subplan
+    slot_var, subplan = SlotVarOf(plan), plan.subplan
     device = plan._device
     for op in ops:
         op_idx += 1
@@ -327,12 +310,10 @@ def compile_ops(plan, ops, op_filter, info_type, tuple float_dtypes, set plain_t
             t = types[opdef] = _op_type(opdef)
         if not t[3]:
             continue   # no_kernel: the executor binds feeds and fetches to slots directly
-        # The op's slots {slot: (names...)} (a repeated slot: its last binding), made here
-        # from the pairs the op keeps (Operator._io: [(slot, names), ...] of inputs, outputs)
-        # as Operator._slots makes them: its five Python calls an op cost a fresh 1603-op
-        # program's preparation ~1 ms more than the two dicts.
+        # The op's slots: the pairs it keeps (Operator._io: [(slot, (names...)), ...] of
+        # inputs, outputs; a repeated slot: its last binding), read by slot_names (no dicts).
         io = op._io()
-        ins, outs = dict(<list>io[0]), dict(<list>io[1])
+        ins, outs = <list>io[0], <list>io[1]
         in_ids, out_ids, dtype = walk.resolve(op, t, ins, outs, float_dtypes)
         op_type = t[2]
         try:
@@ -364,7 +345,7 @@ def compile_ops(plan, ops, op_filter, info_type, tuple float_dtypes, set plain_t
             instrs.append(Instr(fn, in_ids, out_ids, op, lod_share, None,
                                 _output_checks(out_ids, <tuple>t[4], facts, np_dtypes)))
         else:
-            instr = plan._framed(op, opdef, k[2], fn, in_ids, out_ids, ins, outs)
+            instr = plan._framed(op, opdef, k[2], fn, in_ids, out_ids, dict(ins), dict(outs))
             instr.checks = _output_checks(out_ids, <tuple>t[4], facts, np_dtypes)
             instrs.append(instr)
 
