@@ -98,12 +98,11 @@ def test_promotion_is_counted_and_stops_until_a_full_collection(collector):
     program ran no full collection and kept its dead programs)."""
     import numpy as np
     data = {"x": np.ones((2, 4), np.float32)}
-    gc.collect()
-    assert gc_pause._promoted == 0 and gc_pause._long_lived > 0
     main, startup, x, h, loss = _net()
     exe, scope = hr.Executor(), hr.Scope()
-    exe.run(startup, scope=scope)
-    gc_pause._promoted = 0   # the startup plan's promotion (with the imports') not counted
+    exe.run(startup, scope=scope)   # a promotion: the count is kept from now on
+    gc.collect()
+    assert gc_pause._promoted == 0 and gc_pause._long_lived > 0
     exe.run(main, feed=data, fetch_list=[h], scope=scope)
     _, old = _instrs_young(exe, main, x, h)
     assert old and gc_pause._promoted > 0
@@ -115,3 +114,28 @@ def test_promotion_is_counted_and_stops_until_a_full_collection(collector):
     assert young and gc.isenabled()
     gc.collect()   # a full collection starts the count again
     assert gc_pause._promoted == 0
+
+
+def test_the_count_is_hooked_at_the_first_promotion_not_at_import():
+    """The count of promotions lists the oldest generation after every full collection: a
+    process that imports headrace and never prepares a plan (one that only builds programs)
+    does not pay for it."""
+    import subprocess
+    import sys
+    code = (
+        "import gc, numpy as np, headrace as hr\n"
+        "from headrace.framework import gc_pause\n"
+        "hooked = lambda: gc_pause._after_collection in gc.callbacks\n"
+        "main, startup = hr.Program(), hr.Program()\n"
+        "with hr.program_guard(main, startup):\n"
+        "    x = hr.layers.data('x', shape=[-1, 4], dtype='float32')\n"
+        "    loss = hr.layers.mean(hr.layers.fc(x, size=3))\n"
+        "    hr.optimizer.SGD(learning_rate=0.1).minimize(loss)\n"
+        "gc.collect()\n"
+        "built = hooked()\n"
+        "hr.Executor().run(startup, scope=hr.Scope())\n"
+        "print(built, hooked())\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["False", "True"]

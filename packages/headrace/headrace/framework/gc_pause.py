@@ -50,15 +50,17 @@ def _after_collection(phase, info):
         _long_lived = len(gc.get_objects(2))
 
 
-gc.callbacks.append(_after_collection)
-
-
 def _end_pause(promote):
     """The collector back on after the outermost pause (under ``_lock``)."""
     global _promoted, _long_lived
     if promote and not gc.get_freeze_count():
-        if _long_lived < 0:   # no full collection seen since import: its size now, once
+        if _long_lived < 0:
+            # The first promotion: the oldest generation's size now, once, and after every
+            # full collection from now on (hooked here, not at import: listing the oldest
+            # generation at each full collection is no cost of a process that never
+            # promotes, one that only builds programs or runs none).
             _long_lived = len(gc.get_objects(2))
+            gc.callbacks.append(_after_collection)
         if _promoted <= _long_lived // 4:
             # freeze() takes every generation: count the young ones (what is promoted).
             _promoted += len(gc.get_objects(0)) + len(gc.get_objects(1))

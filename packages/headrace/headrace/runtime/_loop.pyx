@@ -6,6 +6,7 @@ instructions: no attribute dictionaries, no per-op allocation beyond the argumen
 Frame and LoD kernels (``layout`` set) get a Frame over the run's values instead; Frame is
 here, a cdef class too, since control flow calls it on every loop step (docs/kernels.md).
 """
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from numpy import ndarray
 
 from .tensor import Tensor
@@ -184,25 +185,33 @@ cdef bint _all_ints(tuple ids):
 def last_uses(list instrs, Py_ssize_t nslots):
     """Per slot (``nslots`` of them), the index of the last of ``instrs`` that reads or
     writes it, -1 for none (runtime.liveness: the walk over a 1603-op plan's slots took
-    ~0.5 ms of its first step in Python)."""
-    cdef list last = [-1] * nslots
+    ~0.5 ms of its first step in Python). Walked over a C array: storing each use's index
+    into a list made an int object per use (~6,000 of them above 256)."""
+    cdef Py_ssize_t* last = <Py_ssize_t*>PyMem_Malloc(max(nslots, 1) * sizeof(Py_ssize_t))
+    if last == NULL:
+        raise MemoryError()
     cdef Py_ssize_t k, i
     cdef Instr ins
     cdef object ids, x, j
-    for k in range(len(instrs)):
-        ins = <Instr>instrs[k]
-        for ids in (ins.in_ids, ins.out_ids):
-            for x in <tuple>ids:
-                if type(x) is int:
-                    i = <Py_ssize_t>x
-                    if i > 0:
-                        last[i] = k
-                else:
-                    for j in <tuple>x:
-                        i = <Py_ssize_t>j
-                        if i > 0:
+    try:
+        for i in range(nslots):
+            last[i] = -1
+        for k in range(len(instrs)):
+            ins = <Instr>instrs[k]
+            for ids in (ins.in_ids, ins.out_ids):
+                for x in <tuple>ids:
+                    if type(x) is int:
+                        i = <Py_ssize_t>x
+                        if 0 < i < nslots:
                             last[i] = k
-    return last
+                    else:
+                        for j in <tuple>x:
+                            i = <Py_ssize_t>j
+                            if 0 < i < nslots:
+                                last[i] = k
+        return [last[i] for i in range(nslots)]
+    finally:
+        PyMem_Free(last)
 
 
 def set_drops(list instrs, list last, list facts, keep):

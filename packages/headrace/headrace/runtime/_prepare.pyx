@@ -12,6 +12,7 @@ its error), ``@EMPTY@`` bound to a required input (``Plan._input_slot``), LoD pa
 (``Plan._where``): the messages are those of the Python methods.
 """
 from cpython.long cimport PyLong_FromVoidPtr
+from cpython.object cimport PyObject, PyTypeObject, newfunc
 
 from ..errors import HeadraceError, OpError
 from ..framework.analysis import owner_exposed_reads
@@ -24,7 +25,10 @@ from .kernel_info import SlotVar
 
 cdef object NONE_SLOT = 0   # plan.NONE_SLOT: unbound optional inputs read slot 0 (None)
 cdef str _EMPTY = EMPTY      # (a module global is a dict lookup at each use)
-cdef object _new_tuple = tuple.__new__   # SlotVar(...) without its Python-level __new__
+# SlotVar(...) without its Python-level __new__, nor tuple.__new__'s wrapper: tuple's own
+# constructor (tuple(iterable) as the subclass), called in C.
+cdef newfunc _tuple_new = (<PyTypeObject*>tuple).tp_new
+cdef type _SlotVar = SlotVar
 
 
 cdef class SlotMap:
@@ -64,8 +68,9 @@ cdef tuple _facts(var):
     m = var._meta   # meta(), kept by the variable (framework/_build.pyx reads it so too)
     if m is None:
         m = var.meta()   # VarMeta: (name, shape, dtype, lod_level, kind)
-    return ((<tuple>m)[4], _new_tuple(SlotVar, ((<tuple>m)[0], (<tuple>m)[2], (<tuple>m)[1],
-                                                (<tuple>m)[3], var.desc.persistable)))
+    cdef tuple args = (((<tuple>m)[0], (<tuple>m)[2], (<tuple>m)[1], (<tuple>m)[3],
+                        var.desc.persistable),)
+    return ((<tuple>m)[4], _tuple_new(_SlotVar, <PyObject*>args, NULL))
 
 
 cdef tuple _op_type(opdef):
@@ -312,7 +317,9 @@ def compile_ops(plan, ops, op_filter, info_type, tuple float_dtypes, set plain_t
             continue   # no_kernel: the executor binds feeds and fetches to slots directly
         # The op's slots: the pairs it keeps (Operator._io: [(slot, (names...)), ...] of
         # inputs, outputs; a repeated slot: its last binding), read by slot_names (no dicts).
-        io = op._io()
+        io = op._io_cache   # (Operator._io, without its call when decoded already)
+        if io is None:
+            io = op._io()
         ins, outs = <list>io[0], <list>io[1]
         in_ids, out_ids, dtype = walk.resolve(op, t, ins, outs, float_dtypes)
         op_type = t[2]
