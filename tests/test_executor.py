@@ -79,6 +79,34 @@ def test_missing_feed_and_unknown_names_are_errors():
                           scope=hr.Scope())
 
 
+def test_a_loop_bodys_unfed_and_uninitialized_reads_are_named():
+    """What a loop's body reads before anything writes it is checked as the root block's own
+    reads are (Executor._check_inputs over the plan's exposed reads, compiled in
+    _prepare.exposed_inputs): a data variable nobody feeds, a parameter not in the scope."""
+    main = hr.Program()
+    with hr.program_guard(main, hr.Program()):
+        x = hr.layers.data("x", shape=[-1, 2], dtype="float32")
+        y = hr.layers.data("y", shape=[-1, 2], dtype="float32")   # read in the body only
+        w = main.global_block().create_parameter("w", shape=[2], dtype="float32")
+        i = hr.layers.fill_constant([1], "int64", 0)
+        n = hr.layers.fill_constant([1], "int64", 2)
+        cond = hr.layers.less_than(i, n)
+        with hr.layers.While(cond).block():
+            hr.layers.assign(hr.layers.elementwise_add(hr.layers.elementwise_add(x, y), w),
+                             output=x)
+            hr.layers.increment(i)
+            hr.layers.less_than(i, n, cond=cond)
+    exe, scope = hr.Executor(), hr.Scope()
+    ones = np.ones((1, 2), np.float32)
+    with pytest.raises(FeedError, match="variable 'y' is read by op 'while'.*neither fed"):
+        exe.run(main, feed={"x": ones}, fetch_list=[x], scope=scope)
+    with pytest.raises(hr.HeadraceError, match="persistable variable 'w' .*not initialized"):
+        exe.run(main, feed={"x": ones, "y": ones}, fetch_list=[x], scope=scope)
+    scope.set("w", hr.Tensor(np.full(2, 0.5, np.float32)))
+    out, = exe.run(main, feed={"x": ones, "y": ones}, fetch_list=[x], scope=scope)
+    np.testing.assert_allclose(out, [[4.0, 4.0]])   # twice x + y + w
+
+
 def test_persistables_live_in_the_scope():
     prog = hr.Program()
     b = prog.global_block()

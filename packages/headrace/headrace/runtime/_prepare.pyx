@@ -357,6 +357,36 @@ def compile_ops(plan, ops, op_filter, info_type, tuple float_dtypes, set plain_t
             instrs.append(instr)
 
 
+def exposed_inputs(plan, fed):
+    """``(must_init, unfed)`` of a root plan: of the names its ops read before any of them
+    writes it (``plan.exposed_reads``) and not in ``fed`` (a set), ``(slot, op)`` of each
+    persistable variable (it must be in the scope when a run starts), and ``(op, Variable)``
+    of the first other dense one (nothing feeds or computes it: the executor's FeedError),
+    or None. A tensor array nothing wrote is empty: passed. A name the plan has no slot for
+    (read in a sub-block only) is looked up in the op's block, as
+    ``Executor._check_inputs`` did it name by name in Python (~0.4 ms of the first step of
+    a 1603-op program)."""
+    cdef dict by_name = plan._by_name
+    cdef list facts = plan.slots.facts, must_init = []
+    cdef tuple f
+    slot = plan.slots.slot
+    for op, name in <list>plan.exposed_reads:
+        if name in fed:
+            continue   # available from the start
+        i = by_name.get(name)
+        if i is None:
+            var = op.block.find_var(name)
+            if var is None:
+                continue   # undeclared: the plan already refused it, naming the op
+            i = slot(var)
+        f = <tuple>facts[<Py_ssize_t>i]
+        if (<tuple>f[1])[4]:   # SlotVar.persistable
+            must_init.append((i, op))
+        elif f[0] != "lod_tensor_array":
+            return must_init, (op, plan.slots.vars[<Py_ssize_t>i])
+    return must_init, None
+
+
 cdef int _mark_written(plan, bytearray written) except -1:
     """Set ``written[i]`` for every slot an instruction of ``plan`` or of its sub-plans
     stores to (output ids > 0; -1 is an @EMPTY@ output, () an unbound slot)."""

@@ -79,21 +79,11 @@ class _RunPlan:
         over ``analysis.exposed_reads`` of the plan's ops finds both (the rule of
         ``analysis.first_unsatisfied_read``, which has no ``must_init`` to collect); the plan
         made that list as it prepared them (Plan.exposed_reads), the fed names not counted."""
-        self.must_init = []
-        fed = set(feed_names)
-        for op, name in self.plan.exposed_reads:
-            if name in fed:
-                continue   # available from the start (exposed_reads' ``available``)
-            var = op.block.find_var(name)
-            if var is None:
-                continue  # undeclared: the plan already refused it, naming the op
-            if var.persistable:
-                self.must_init.append((self.plan.slots.slot(var), op))
-                continue
-            if var.kind == "lod_tensor_array":
-                continue  # an array nothing wrote is empty (its kernels read None as [])
+        self.must_init, unfed = _prepare.exposed_inputs(self.plan, set(feed_names))
+        if unfed is not None:
+            op, var = unfed
             raise FeedError(
-                f"variable '{name}' is read by op '{op.type}' (block {op.block.idx}, op "
+                f"variable '{var.name}' is read by op '{op.type}' (block {op.block.idx}, op "
                 f"#{op.idx}) but is neither fed nor computed before"
                 + (" it: add it to feed" if var.need_check_feed else " it"))
 
