@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import HeadraceError
 from ..framework import Program, Variable, analysis, default_main_program, gc_pause
 from . import host_memory, liveness, nan_inf
-from . import _prepare, plan as plan_mod
+from . import _prepare, _step, plan as plan_mod
 from .place import CPUPlace, Place
 from .scope import global_scope
 from .tensor import Tensor, check_lod, create_lod_tensor
@@ -166,6 +166,7 @@ class Executor:
                 with gc_pause.gc_paused(promote=True):
                     rp = _RunPlan(program, self.place, feed_names, fetch_names, prune,
                                   self._check_nan_inf)
+                rp.step = _step.Step(rp)   # (the per-run work, compiled)
                 per_program[key] = rp
             return rp
 
@@ -207,6 +208,11 @@ class Executor:
             return self._execute_on(program, feed, fetch_list, scope, return_numpy, prune)
 
     def _execute_on(self, program, feed, fetch_list, scope, return_numpy, prune):
+        # A run whose plan is prepared, with a feed by name and a list of fetch targets, is
+        # compiled from here on (_step.run); the rest comes this way.
+        out = _step.run(self, program, feed, fetch_list, scope, return_numpy, prune)
+        if out is not _step.SLOW:
+            return out
         feed = feed or {}
         if not isinstance(feed, dict):
             raise FeedError(f"feed must be a dict of name -> value, got {type(feed).__name__}")
@@ -225,66 +231,9 @@ class Executor:
             feed = {k.name if isinstance(k, Variable) else k: v for k, v in feed.items()}
             feed_names = tuple(sorted(feed))
         rp = self._run_plan(program, feed_names, tuple(fetch_names), prune)
-        values = [None] * rp.nslots
-        lods = {}
-        host, local = self._host, scope._vars
-        for i, name in rp.loads:
-            t = local.get(name)
-            if t is None:
-                t = scope.find(name)
-                if t is None:
-                    continue
-            data = t.data
-            if not (host and type(data) is np.ndarray) and not self._device.is_array(data) \
-                    and (isinstance(data, np.ndarray) or hasattr(data, "copy_to_host")):
-                data = t.data = self._moved_here(data)
-            values[i] = data
-            if t.lod:
-                lods[i] = t.lod
-        for name, i, var, plain in rp.feeds:
-            value = feed[name]
-            if plain is not None and _takes_as_is(value, plain):
-                values[i] = value
-                continue
-            values[i], lod = self._convert_feed(var, value)
-            if lod:
-                lods[i] = lod
-        self._check_initialized(rp, values)
-        # Kernels' outputs are checked against their declarations on the first run of each
-        # feed signature (shapes and dtypes): kernels' results depend on little else, and
-        # every later step runs unchecked.
-        sig = tuple([(getattr(values[i], "shape", None), getattr(values[i], "dtype", None))
-                     for _, i, _, _ in rp.feeds])
-        check = sig not in rp.checked
-        # The run's arrays come from the host pool where a run of this signature allocates
-        # enough to pay for it (host_memory.pool_pays; judged on its first run).
-        pool = self._pool if self._pool is not None and rp.pooled.get(sig, True) else None
-        if pool is not None:
-            served, handler = pool.served(), pool.enter()
-        try:
-            if self._checks is None:
-                rp.plan.run(values, lods, check)
-            else:
-                with self._checks():   # the device's checks its kernels left to the run's end
-                    rp.plan.run(values, lods, check)
-        finally:
-            if pool is not None:
-                pool.leave(handler)
-                if check and len(rp.pooled) < 64:
-                    rp.pooled[sig] = host_memory.pool_pays(pool.served() - served)
-        if check and len(rp.checked) < 64:
-            rp.checked.add(sig)
-        for i, name, has_lod in rp.stores:
-            v = values[i]
-            t = scope.find(name)
-            if t is None:
-                scope.set(name, Tensor(v, lods.get(i)))
-            else:
-                t.data = v
-                if has_lod:
-                    t.lod = lods.get(i, [])
-        return [self._fetch(name, values[i], lods.get(i), return_numpy)
-                for name, i in rp.fetches]
+        # The rest is compiled (_step.Step.run): the values from the scope and the feed, the
+        # first-run checks of a feed signature, the pool, the run, the write-back, the fetches.
+        return rp.step.run(rp, self, feed, scope, return_numpy)
 
     @staticmethod
     def _check_initialized(rp, values):
@@ -294,6 +243,14 @@ class Executor:
                     f"persistable variable '{rp.plan.slots.vars[i].name}' (read by op "
                     f"'{op.type}', block {op.block.idx}, op #{op.idx}) is not initialized in "
                     f"the scope: run the startup program first")
+
+    def _placed(self, t, data):
+        """Scope value ``t``'s ``data`` as this executor's runs read it: an array of another
+        place moved here (_moved_here), anything else as it is."""
+        if not self._device.is_array(data) and (isinstance(data, np.ndarray)
+                                                or hasattr(data, "copy_to_host")):
+            data = t.data = self._moved_here(data)
+        return data
 
     def _moved_here(self, data):
         """A scope value that lives on another place (parameters a startup program or a load
@@ -365,24 +322,6 @@ def _plain_feed(var, place):
             not isinstance(place, CPUPlace):
         return None
     return np.dtype(var.dtype), tuple(var.shape)
-
-
-def _takes_as_is(value, plain):
-    """Whether ``value`` needs none of _convert_feed's work: an aligned, C-contiguous,
-    native ndarray of the variable's dtype and shape (-1 matching any size)."""
-    dtype, want = plain
-    if type(value) is not np.ndarray or value.dtype != dtype:
-        return False
-    flags = value.flags
-    if not (flags.c_contiguous and flags.aligned):
-        return False
-    shape = value.shape
-    if len(shape) != len(want):
-        return False
-    for w, d in zip(want, shape):
-        if w >= 0 and w != d:
-            return False
-    return True
 
 
 def _ragged(value):
