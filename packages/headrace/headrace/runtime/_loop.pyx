@@ -218,12 +218,16 @@ def set_drops(list instrs, list last, list facts, keep):
     """Set each instruction's ``drop`` to the slots whose last use it is (``last``, from
     ``last_uses``) among those of dense non-persistable variables (``facts``: slot ->
     ``(kind, SlotVar)``) not in ``keep``, in ascending order. Returns how many."""
-    cdef Py_ssize_t i, k, n = 0
+    cdef Py_ssize_t i, k, n = 0, nslots = len(last)
     cdef list per = [None] * len(instrs)
     cdef tuple f
-    for i in range(1, len(last)):
+    cdef bytearray kept = bytearray(nslots)   # (``i in keep`` made an int object per slot)
+    for i in keep:
+        if 0 <= i < nslots:
+            kept[i] = 1
+    for i in range(1, nslots):
         k = <Py_ssize_t>last[i]
-        if k < 0 or i in keep:
+        if k < 0 or kept[i]:
             continue
         f = <tuple>facts[i]
         if f[0] != "lod_tensor" or (<tuple>f[1])[4]:   # SlotVar.persistable

@@ -225,8 +225,10 @@ cdef bint _owns_blocks(dict attrs):
 
 cdef int _exposed(op, list io, dict attrs, set written, set seen, list exposed) except -1:
     """analysis.exposed_reads' step for ``op``, appended to ``exposed`` (its loop over a plain
-    op's slots, compiled: the names each op reads before any earlier op wrote them)."""
-    if _owns_blocks(attrs):
+    op's slots, compiled: the names each op reads before any earlier op wrote them). An op
+    that keeps its attributes decoded owns no block (Operator._attrs_but: those with a block
+    reference are not kept), so only the others' attributes are searched for one."""
+    if op._attrs_kept is None and _owns_blocks(attrs):
         exposed.extend(owner_exposed_reads(op, written, seen))
         return 0
     cdef tuple pair
