@@ -26,6 +26,7 @@ import numpy as np
 from .. import dtypes
 from ..errors import HeadraceError
 from ..proto import framework_pb2 as pb
+from ..runtime.host_memory import empty_aligned
 from ..runtime.tensor import LoDError, check_lod
 
 __all__ = ["ModelFileError", "StreamReader", "write_tensor", "encode_tensor", "read_tensor",
@@ -96,10 +97,11 @@ class StreamReader:
 
     def take_array(self, dtype, dims, part):
         """A new array of ``dtype``/``dims`` filled from the next bytes (little-endian), read
-        straight into its memory: no second copy of a large parameter."""
+        straight into its memory: no second copy of a large parameter. Its data starts on a
+        64-byte boundary, as the kernels' vector loads want it (host_memory.empty_aligned)."""
         nbytes = math.prod(dims) * dtype.itemsize  # Python ints: huge claimed dims cannot wrap
         self._need(nbytes, part)
-        array = np.empty(dims, dtype)
+        array = empty_aligned(dims, dtype)
         n = self.f.readinto(array.reshape(-1).view(np.uint8))
         if n != nbytes:
             self.fail(f"short read in the {part}", expected=f"{nbytes} bytes", found=f"{n}")

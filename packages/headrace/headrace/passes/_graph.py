@@ -9,6 +9,7 @@ import numpy as np
 
 from ..framework.analysis import reads, writes
 from ..ops.definition import COMMON_ATTRS
+from ..runtime.host_memory import empty_aligned
 from ..runtime.tensor import Tensor
 
 HOLDERS = ("feed", "fetch")
@@ -107,7 +108,9 @@ def new_param(block, scope, base, array):
         k += 1
     block.create_var(name=name, shape=list(array.shape), dtype=array.dtype.name,
                      persistable=True)
-    scope.set(name, Tensor(np.ascontiguousarray(array)))
+    value = empty_aligned(np.shape(array), array.dtype)   # (as loaded parameters are)
+    value[...] = array
+    scope.set(name, Tensor(value))
     return name
 
 
