@@ -21,9 +21,9 @@ ndarray), so their checks and error messages are the Python ones.
 cimport numpy as cnp
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
-from numpy import ndarray
+from cpython.weakref cimport PyWeakref_NewRef
 
-from weakref import WeakKeyDictionary, ref
+from weakref import WeakKeyDictionary
 
 from ..framework import Variable
 from . import host_memory, scope as scope_mod
@@ -31,6 +31,9 @@ from .tensor import Tensor
 
 # What ``run`` returns when the step needs Executor._execute_on's Python path.
 SLOW = object()
+# The classes and marker the step compares with, as C variables: a module global is a dict
+# lookup at each use (ndarray is cnp.ndarray, NumPy's type object imported once).
+cdef object _SLOW = SLOW, _Variable = Variable, _WeakKeyDictionary = WeakKeyDictionary
 
 cnp.import_array()
 
@@ -42,7 +45,7 @@ cdef bint _as_is(object value, tuple plain):
     cdef cnp.ndarray a
     cdef tuple want
     cdef Py_ssize_t k, nd, w
-    if type(value) is not ndarray:
+    if type(value) is not cnp.ndarray:
         return False
     a = <cnp.ndarray>value
     dtype = plain[0]
@@ -69,7 +72,7 @@ cdef bint _same_signature(list values, tuple ids, tuple sig):
     cdef tuple entry, shape
     for k in range(len(ids)):
         v = values[<Py_ssize_t>ids[k]]
-        if type(v) is not ndarray:
+        if type(v) is not cnp.ndarray:
             return False
         a = <cnp.ndarray>v
         entry = <tuple>sig[k]
@@ -130,7 +133,7 @@ cdef class Step:
                 if t is None:
                     continue
             data = t.data
-            if not (host and type(data) is ndarray):
+            if not (host and type(data) is cnp.ndarray):
                 data = exe._placed(t, data)   # an array of another place, moved here
             values[i] = data
             lod = t.lod
@@ -197,7 +200,7 @@ cdef class Step:
         for q in self.fetches:
             i = <Py_ssize_t>q[1]
             v = values[i]
-            if return_numpy and host and type(v) is ndarray:   # np.array(copy=True)'s layout
+            if return_numpy and host and type(v) is cnp.ndarray:   # np.array(copy=True)'s layout
                 out.append(cnp.PyArray_NewCopy(<cnp.ndarray>v, cnp.NPY_KEEPORDER))
             else:
                 out.append(exe._fetch(q[0], v, lods.get(i), return_numpy))
@@ -214,43 +217,43 @@ def run(exe, program, feed, fetch_list, scope, bint return_numpy, bint prune):
     if feed is None:
         feed = {}
     elif type(feed) is not dict:
-        return SLOW
+        return _SLOW
     if type(fetch_list) is list or type(fetch_list) is tuple:
         n = len(fetch_list)
         fetch_names = PyTuple_New(n)
         for k in range(n):
             f = fetch_list[k]
             if type(f) is not str:
-                if not isinstance(f, Variable):
-                    return SLOW   # (the Python path names the item)
+                if not isinstance(f, _Variable):
+                    return _SLOW   # (the Python path names the item)
                 f = (<object>f)._name   # (Variable.name's field)
             Py_INCREF(f)
             PyTuple_SET_ITEM(fetch_names, k, f)
     else:
-        return SLOW
+        return _SLOW
     if len(<dict>feed) == 1:
         for name in <dict>feed:
             if type(name) is not str:
-                return SLOW
+                return _SLOW
             feed_names = (name,)
     else:
         keys = list(<dict>feed)
         for name in keys:
             if type(name) is not str:
-                return SLOW
+                return _SLOW
         keys.sort()
         feed_names = tuple(keys)
     # Executor._run_plan's lookup of a prepared plan (its key; plans by executor, weakly).
     plans = program.__dict__.get("_executor_plans")
-    if type(plans) is not WeakKeyDictionary:
-        return SLOW
-    per_program = (<object>plans).data.get(ref(exe))
+    if type(plans) is not _WeakKeyDictionary:
+        return _SLOW
+    per_program = (<object>plans).data.get(PyWeakref_NewRef(exe, None))
     if type(per_program) is not dict:
-        return SLOW
+        return _SLOW
     rp = (<dict>per_program).get((program._revision, program._random_seed, feed_names,
                                    fetch_names, prune))
     if rp is None:
-        return SLOW
+        return _SLOW
     if scope is None:
         scope = scope_mod._global_scope   # (global_scope())
     return (<Step?>rp.step).run(rp, exe, <dict>feed, scope, return_numpy)

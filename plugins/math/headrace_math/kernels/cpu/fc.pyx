@@ -13,8 +13,9 @@ activation while the row is in cache (an unfused mul + elementwise_add + relu re
 writes Out three times)."""
 cimport numpy as cnp
 from cpython.object cimport PyObject
+from cpython.ref cimport _Py_REFCNT
 from headrace.kernels.common cimport contiguous, dtype_name, shape_of, typenum
-from ._common cimport kept, recycled
+from ._common cimport kept
 from scipy.linalg.cython_blas cimport dgemm, sgemm
 from ._gemm cimport gemm_bias_act, gemm_rowmajor
 
@@ -68,11 +69,35 @@ cdef class FC:
     cdef bint relu
     cdef object _out       # the last result, reused when nothing else holds it (recycled)
 
+    cdef cnp.ndarray _output(self, cnp.ndarray a, int n, Py_ssize_t N, int t):
+        """Out, Input's first ``n`` dims and N: the last result where common.recycled would
+        reuse it (only the kernel holds it; its dtype, dims, C order, writeable), else new."""
+        cdef cnp.npy_intp dims[64]   # (n < Input's rank <= NumPy's 64)
+        cdef int i
+        cdef cnp.ndarray prev
+        for i in range(n):
+            dims[i] = cnp.PyArray_DIMS(a)[i]
+        dims[n] = N
+        if self._out is not None and _Py_REFCNT(<PyObject*>self._out) == 1 and \
+                type(self._out) is cnp.ndarray:
+            prev = <cnp.ndarray>self._out
+            if cnp.PyArray_TYPE(prev) == t and cnp.PyArray_NDIM(prev) == n + 1 and \
+                    cnp.PyArray_IS_C_CONTIGUOUS(prev) and cnp.PyArray_ISWRITEABLE(prev):
+                for i in range(n + 1):
+                    if cnp.PyArray_DIMS(prev)[i] != dims[i]:
+                        break
+                else:
+                    return prev
+        return cnp.PyArray_EMPTY(n + 1, dims, t, 0)
+
     def __init__(self, dict attrs, info=None):
         self.n = attrs["in_num_col_dims"]
         self.relu = attrs["activation_type"] == "relu"
 
     def __call__(self, x, w, bias):
+        # Shapes read from the arrays' dims, tuples only for the messages: the Python tuples
+        # and slices of the checks and of Out's shape were ~1/3 of a batch-1 fc call's own
+        # cost (~0.45 us a call, three a run of the MLP of benchmarks/bench_inference.py).
         cdef cnp.ndarray a = contiguous(x)
         cdef cnp.ndarray b = contiguous(w)
         cdef cnp.ndarray c = None if bias is None else contiguous(bias)
@@ -82,23 +107,26 @@ cdef class FC:
             raise TypeError(f"fc: Input, W and Bias must share float32 or float64, got "
                             f"{dtype_name(a)}, {dtype_name(b)} and "
                             f"{'none' if c is None else dtype_name(c)}")
-        cdef tuple xs = shape_of(a), ws = shape_of(b)
-        if not 0 < self.n < len(xs) or len(ws) != 2:
-            raise ValueError(f"fc: in_num_col_dims={self.n} does not fit Input{list(xs)}, or "
-                             f"W{list(ws)} is not a matrix")
-        cdef Py_ssize_t M = 1, K = 1, N = ws[1]
-        for d in xs[:self.n]:
-            M *= <Py_ssize_t>d
-        for d in xs[self.n:]:
-            K *= <Py_ssize_t>d
-        if K != ws[0]:
-            raise ValueError(f"fc: Input{list(xs)} flattens to [{M}, {K}] but W is {list(ws)}")
+        cdef int i, nd = cnp.PyArray_NDIM(a), n = self.n
+        cdef cnp.npy_intp* xd = cnp.PyArray_DIMS(a)
+        if not 0 < n < nd or cnp.PyArray_NDIM(b) != 2:
+            raise ValueError(f"fc: in_num_col_dims={n} does not fit "
+                             f"Input{list(shape_of(a))}, or W{list(shape_of(b))} is not a "
+                             f"matrix")
+        cdef Py_ssize_t M = 1, K = 1, N = cnp.PyArray_DIMS(b)[1]
+        for i in range(n):
+            M *= xd[i]
+        for i in range(n, nd):
+            K *= xd[i]
+        if K != cnp.PyArray_DIMS(b)[0]:
+            raise ValueError(f"fc: Input{list(shape_of(a))} flattens to [{M}, {K}] but W is "
+                             f"{list(shape_of(b))}")
         if c is not None and cnp.PyArray_SIZE(c) != N:
             raise ValueError(f"fc: Bias{list(shape_of(c))} does not hold one value per output "
                              f"column ({N})")
         if M > INT_MAX or N > INT_MAX or K > INT_MAX:
             raise ValueError("fc: a matrix dimension exceeds the BLAS int range")
-        cdef cnp.ndarray out = recycled(<PyObject*>self._out, xs[:self.n] + (N,), t)
+        cdef cnp.ndarray out = self._output(a, n, N, t)
         self._out = kept(out)   # (None in a pooled run: common.kept)
         if M == 0 or N == 0:
             return (out,)
