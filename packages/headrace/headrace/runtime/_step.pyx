@@ -125,9 +125,10 @@ cdef class Step:
         cdef Py_ssize_t i
         cdef tuple q, sig
         local = scope._vars
+        cdef dict names = local if type(local) is dict else None   # (a C lookup, no method)
         for q in self.loads:
             i = <Py_ssize_t>q[0]
-            t = local.get(q[1])
+            t = names.get(q[1]) if names is not None else local.get(q[1])
             if t is None:
                 t = scope.find(q[1])
                 if t is None:
