@@ -160,3 +160,35 @@ def test_the_count_is_hooked_at_the_first_promotion_not_at_import():
                          timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.split() == ["False", "True"]
+
+
+def test_a_finalizer_run_by_the_collection_may_pause_again(collector):
+    """The full collection that replaces a promotion runs the finalizers of what it frees;
+    one that builds a program (a paused pass) must not wait on the pause's own lock."""
+    import threading
+    import numpy as np
+    data = {"x": np.ones((2, 4), np.float32)}
+    main, startup, x, h, loss = _net()
+    exe, scope = hr.Executor(), hr.Scope()
+    exe.run(startup, scope=scope)
+    gc.collect()
+    built = []
+
+    class Builds:
+        def __del__(self):
+            with gc_pause.gc_paused():
+                built.append(_net())
+
+    cycle = Builds()
+    cycle.me = cycle   # freed only by a full collection
+    del cycle
+    gc_pause._promoted = gc_pause._long_lived   # the next promotion is that collection
+    done = threading.Event()
+
+    def run():
+        exe.run(main, feed=data, fetch_list=[h], scope=scope)
+        done.set()
+
+    threading.Thread(target=run, daemon=True).start()
+    assert done.wait(60), "the collection's finalizer waited on the pause's lock"
+    assert built and gc.isenabled()

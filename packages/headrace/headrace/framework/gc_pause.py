@@ -55,7 +55,9 @@ def _after_collection(phase, info):
 
 
 def _end_pause(promote):
-    """The collector back on after the outermost pause (under ``_lock``)."""
+    """The collector back on after the outermost pause (under ``_lock``); whether the full
+    collection that replaces a promotion is due (run by the caller, outside the lock: the
+    finalizers a collection runs may build programs and pause again)."""
     global _promoted, _long_lived
     if promote and not gc.get_freeze_count():
         if _long_lived < 0:
@@ -67,13 +69,14 @@ def _end_pause(promote):
             gc.callbacks.append(_after_collection)
         # freeze() takes every generation: count the young ones (what is promoted).
         young = len(gc.get_objects(0)) + len(gc.get_objects(1))
-        if _promoted + young <= _long_lived // 4:
-            _promoted += young
-            gc.freeze()
-            gc.unfreeze()
-        else:
-            gc.collect()   # the count starts again (_after_collection)
+        if _promoted + young > _long_lived // 4:
+            gc.enable()
+            return True   # the count starts again with it (_after_collection)
+        _promoted += young
+        gc.freeze()
+        gc.unfreeze()
     gc.enable()
+    return False
 
 
 @contextlib.contextmanager
@@ -89,10 +92,13 @@ def gc_paused(promote=False):
     try:
         yield
     finally:
+        collect = False
         with _lock:
             _pauses -= 1
             if _pauses == 0 and _resume:
-                _end_pause(_promote)
+                collect = _end_pause(_promote)
+        if collect:
+            gc.collect()
 
 
 def pausing_gc(fn):
