@@ -432,3 +432,35 @@ def test_whole_plane_gradient_matches_finite_differences(ptype, case, shape):
     attrs = _whole_attrs(case, shape, pooling_type=ptype)
     check_grad("pool2d", {"X": _distinct(np.random.default_rng(case), shape)}, wrt=["X"],
                attrs=attrs)
+
+
+# ---------------------------------------------------------------- threads
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+@pytest.mark.parametrize("ptype", ["max", "avg"])
+@pytest.mark.parametrize("case", [0, 2, 7, 8])   # 2x2/2, padded ceil_mode, global, adaptive
+def test_two_threads_give_one_threads_results(kernel, dtype, layout, ptype, case):
+    # Above ELEMENT_GRAIN values a thread the planes (NCHW) or images (NHWC) are split between
+    # the threads, forward and gradient, each output written by one thread in the serial
+    # order: the same bits as one thread, and the reference's values. 5 images of 16 planes
+    # (odd shares: 40 planes or 2.5 images a thread), ties in the max windows.
+    import headrace as hr
+    from headrace_nn.reference.pool import pool2d as ref
+    attrs = dict(KERNEL_CASES[case], pooling_type=ptype, data_format=layout)
+    shape = (5, 16, 36, 30) if layout == "NCHW" else (5, 36, 30, 16)
+    inputs = _grad_inputs(np.random.default_rng(40 + case), shape, attrs, dtype, ties=True)
+    x, g = inputs["X"], inputs["Out@GRAD"]
+    got = {}
+    before = hr.get_num_threads()
+    try:
+        for threads in (1, 2):
+            hr.set_num_threads(threads)
+            (out,) = kernel("pool2d", attrs, dtype)(x)
+            (dx,) = kernel("pool2d_grad", attrs, dtype)(x, out, g)
+            got[threads] = (out.copy(), dx.copy())
+    finally:
+        hr.set_num_threads(before)
+    np.testing.assert_array_equal(got[2][0], got[1][0])
+    np.testing.assert_array_equal(got[2][1], got[1][1])
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(got[2][0], ref({"X": x}, attrs)["Out"], rtol=tol, atol=tol)

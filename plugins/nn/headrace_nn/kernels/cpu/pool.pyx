@@ -22,12 +22,17 @@ The forward has a vectorizable path for those windows too (_max2x2_fwd_rows), an
 its last Out again when nothing else holds it (recycled: no allocation in a steady run).
 NCHW pooling with one window over the whole plane (global, adaptive 1x1, ksize = H x W) runs
 _pool_planes.h's vectorized reductions instead (its avg gradient: a fill per plane).
+Above ELEMENT_GRAIN values a thread (threads_for), the planes (NCHW) or images (NHWC) are
+split between the threads in contiguous shares, forward and gradient: each output is written
+by one thread, in the serial order, so the results do not depend on the thread count.
 """
 cimport numpy as cnp
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 from cpython.object cimport PyObject
+from cython.parallel cimport prange
 from headrace.kernels.common cimport contiguous, empty, kept, real, recycled, shape_of
+from headrace.kernels.threads cimport ELEMENT_GRAIN, threads_for
 from ._common cimport expect_shape, float_array, same_float
 
 import numpy as np
@@ -190,15 +195,66 @@ cdef void _pixels(const real* x, real* out, const Win* w, double* acc) noexcept 
                     dst[c] = <real>(acc[c] / div)
 
 
-cdef void _run(const real* x, real* out, Py_ssize_t N, const Win* w, bint nhwc,
-               double* acc, int fast_rows, int fast_cols) noexcept nogil:
+cdef void _share(const real* x, real* out, const Win* w, bint nhwc, double* acc,
+                 int fast_rows, int fast_cols, Py_ssize_t p0, Py_ssize_t p1) noexcept nogil:
+    """Images (NHWC) or planes (NCHW) p0..p1."""
     cdef Py_ssize_t p, hw = <Py_ssize_t>w.H * w.W, ohw = <Py_ssize_t>w.Ho * w.Wo
     if nhwc:
-        for p in range(N):
+        for p in range(p0, p1):
             _pixels(x + p * hw * w.C, out + p * ohw * w.C, w, acc)
     else:
-        for p in range(N * w.C):
+        for p in range(p0, p1):
             _plane(x + p * hw, out + p * ohw, w, fast_rows, fast_cols)
+
+
+cdef void _run(const real* x, real* out, Py_ssize_t N, const Win* w, bint nhwc,
+               double* acc, int fast_rows, int fast_cols, int nt) noexcept nogil:
+    """Every image or plane, on ``nt`` threads (acc: nt rows of C + 1)."""
+    cdef Py_ssize_t P = N if nhwc else N * w.C
+    cdef int t
+    if nt <= 1:
+        _share(x, out, w, nhwc, acc, fast_rows, fast_cols, 0, P)
+        return
+    for t in prange(nt, nogil=True, num_threads=nt, schedule="static"):
+        _share(x, out, w, nhwc, acc + t * (w.C + 1), fast_rows, fast_cols, P * t // nt,
+               P * (t + 1) // nt)
+
+
+cdef int _threads(const Win* w, Py_ssize_t N, bint nhwc) noexcept nogil:
+    """Threads for pooling N images: no more than the shares there are."""
+    cdef Py_ssize_t P = N if nhwc else N * w.C
+    cdef int nt = threads_for(<double>N * w.C * w.H * w.W, ELEMENT_GRAIN)
+    return <int>P if nt > P else nt
+
+
+cdef void _whole_share(int kind, const char* x, char* out, Py_ssize_t p0, Py_ssize_t p1,
+                       Py_ssize_t hw, double div) noexcept nogil:
+    """_pool_planes.h's reduction of planes p0..p1 (kind: 0/1 max/avg float32, 2/3 float64;
+    4/5 the avg gradient, float32/float64: ``x`` is Out@GRAD, ``out`` X@GRAD)."""
+    cdef Py_ssize_t n = p1 - p0
+    if kind == 0:
+        hr_max_planes_f32(<const float*>x + p0 * hw, <float*>out + p0, n, hw)
+    elif kind == 1:
+        hr_avg_planes_f32(<const float*>x + p0 * hw, <float*>out + p0, n, hw, div)
+    elif kind == 2:
+        hr_max_planes_f64(<const double*>x + p0 * hw, <double*>out + p0, n, hw)
+    elif kind == 3:
+        hr_avg_planes_f64(<const double*>x + p0 * hw, <double*>out + p0, n, hw, div)
+    elif kind == 4:
+        hr_avg_planes_grad_f32(<const float*>x + p0, <float*>out + p0 * hw, n, hw, div)
+    else:
+        hr_avg_planes_grad_f64(<const double*>x + p0, <double*>out + p0 * hw, n, hw, div)
+
+
+cdef void _whole_run(int kind, const char* x, char* out, Py_ssize_t planes, Py_ssize_t hw,
+                     double div) noexcept nogil:
+    cdef int t, nt = threads_for(<double>planes * hw, ELEMENT_GRAIN)
+    nt = <int>planes if nt > planes else nt
+    if nt <= 1:
+        _whole_share(kind, x, out, 0, planes, hw, div)
+        return
+    for t in prange(nt, nogil=True, num_threads=nt, schedule="static"):
+        _whole_share(kind, x, out, planes * t // nt, planes * (t + 1) // nt, hw, div)
 
 
 cdef inline bint _whole(const Win* w) noexcept:
@@ -299,34 +355,26 @@ cdef class Pool2D:
         cdef int* idx = self._tables(&w)
         cdef Py_ssize_t planes = N * w.C, hw = <Py_ssize_t>w.H * w.W
         cdef double div = _divisor(&w)
+        cdef int kind = (0 if self.is_max else 1) + (0 if t == cnp.NPY_FLOAT32 else 2)
         if not self.nhwc and _whole(&w):
             free(idx)
             with nogil:
-                if t == cnp.NPY_FLOAT32 and self.is_max:
-                    hr_max_planes_f32(<const float*>cnp.PyArray_DATA(a),
-                                      <float*>cnp.PyArray_DATA(out), planes, hw)
-                elif t == cnp.NPY_FLOAT32:
-                    hr_avg_planes_f32(<const float*>cnp.PyArray_DATA(a),
-                                      <float*>cnp.PyArray_DATA(out), planes, hw, div)
-                elif self.is_max:
-                    hr_max_planes_f64(<const double*>cnp.PyArray_DATA(a),
-                                      <double*>cnp.PyArray_DATA(out), planes, hw)
-                else:
-                    hr_avg_planes_f64(<const double*>cnp.PyArray_DATA(a),
-                                      <double*>cnp.PyArray_DATA(out), planes, hw, div)
+                _whole_run(kind, <const char*>cnp.PyArray_DATA(a),
+                           <char*>cnp.PyArray_DATA(out), planes, hw, div)
             return (out,)
-        cdef double* acc = <double*>malloc((w.C + 1) * sizeof(double))
+        cdef int nt = _threads(&w, N, self.nhwc)
+        cdef double* acc = <double*>malloc(nt * (w.C + 1) * sizeof(double))
         if acc == NULL:
             free(idx)
             raise MemoryError("pool2d: no memory for the window tables")
         if t == cnp.NPY_FLOAT32:
             with nogil:
                 _run(<const float*>cnp.PyArray_DATA(a), <float*>cnp.PyArray_DATA(out), N, &w,
-                     self.nhwc, acc, fast_rows, fast_cols)
+                     self.nhwc, acc, fast_rows, fast_cols, nt)
         else:
             with nogil:
                 _run(<const double*>cnp.PyArray_DATA(a), <double*>cnp.PyArray_DATA(out), N,
-                     &w, self.nhwc, acc, fast_rows, fast_cols)
+                     &w, self.nhwc, acc, fast_rows, fast_cols, nt)
         free(idx)
         free(acc)
         return (out,)
@@ -438,16 +486,30 @@ cdef void _pixels_grad(const real* x, const real* dy, real* dx, const Win* w, re
                             dst[c] += best[c]
 
 
-cdef void _run_grad(const real* x, const real* dy, real* dx, Py_ssize_t N, const Win* w,
-                    bint nhwc, real* best, Py_ssize_t* arg, int fast_rows,
-                    int fast_cols) noexcept nogil:
+cdef void _share_grad(const real* x, const real* dy, real* dx, const Win* w, bint nhwc,
+                      real* best, Py_ssize_t* arg, int fast_rows, int fast_cols, Py_ssize_t p0,
+                      Py_ssize_t p1) noexcept nogil:
     cdef Py_ssize_t p, hw = <Py_ssize_t>w.H * w.W, ohw = <Py_ssize_t>w.Ho * w.Wo
     if nhwc:
-        for p in range(N):
+        for p in range(p0, p1):
             _pixels_grad(x + p * hw * w.C, dy + p * ohw * w.C, dx + p * hw * w.C, w, best, arg)
     else:
-        for p in range(N * w.C):
+        for p in range(p0, p1):
             _plane_grad(x + p * hw, dy + p * ohw, dx + p * hw, w, fast_rows, fast_cols)
+
+
+cdef void _run_grad(const real* x, const real* dy, real* dx, Py_ssize_t N, const Win* w,
+                    bint nhwc, real* best, Py_ssize_t* arg, int fast_rows,
+                    int fast_cols, int nt) noexcept nogil:
+    """Every image or plane, on ``nt`` threads (best, arg: nt rows of C + 1)."""
+    cdef Py_ssize_t P = N if nhwc else N * w.C
+    cdef int t
+    if nt <= 1:
+        _share_grad(x, dy, dx, w, nhwc, best, arg, fast_rows, fast_cols, 0, P)
+        return
+    for t in prange(nt, nogil=True, num_threads=nt, schedule="static"):
+        _share_grad(x, dy, dx, w, nhwc, best + t * (w.C + 1), arg + t * (w.C + 1), fast_rows,
+                    fast_cols, P * t // nt, P * (t + 1) // nt)
 
 
 cdef class Pool2DGrad(Pool2D):
@@ -483,18 +545,16 @@ cdef class Pool2DGrad(Pool2D):
         cdef int* idx = self._tables(&w)
         cdef Py_ssize_t planes = N * w.C, hw = <Py_ssize_t>w.H * w.W
         cdef double div = _divisor(&w)
+        cdef int kind = 4 if cnp.PyArray_TYPE(a) == cnp.NPY_FLOAT32 else 5
         if not self.nhwc and not self.is_max and _whole(&w):
             free(idx)
             with nogil:
-                if cnp.PyArray_TYPE(a) == cnp.NPY_FLOAT32:
-                    hr_avg_planes_grad_f32(<const float*>cnp.PyArray_DATA(dy),
-                                           <float*>cnp.PyArray_DATA(dx), planes, hw, div)
-                else:
-                    hr_avg_planes_grad_f64(<const double*>cnp.PyArray_DATA(dy),
-                                           <double*>cnp.PyArray_DATA(dx), planes, hw, div)
+                _whole_run(kind, <const char*>cnp.PyArray_DATA(dy), <char*>cnp.PyArray_DATA(dx),
+                           planes, hw, div)
             return (dx,)
-        cdef Py_ssize_t* arg = <Py_ssize_t*>malloc((w.C + 1) * sizeof(Py_ssize_t))
-        cdef double* best = <double*>malloc((w.C + 1) * sizeof(double))
+        cdef int nt = _threads(&w, N, self.nhwc)
+        cdef Py_ssize_t* arg = <Py_ssize_t*>malloc(nt * (w.C + 1) * sizeof(Py_ssize_t))
+        cdef double* best = <double*>malloc(nt * (w.C + 1) * sizeof(double))
         if arg == NULL or best == NULL:
             free(idx)
             free(arg)
@@ -504,12 +564,12 @@ cdef class Pool2DGrad(Pool2D):
             with nogil:
                 _run_grad(<const float*>cnp.PyArray_DATA(a), <const float*>cnp.PyArray_DATA(dy),
                           <float*>cnp.PyArray_DATA(dx), N, &w, self.nhwc, <float*>best, arg,
-                          fast_rows, fast_cols)
+                          fast_rows, fast_cols, nt)
         else:
             with nogil:
                 _run_grad(<const double*>cnp.PyArray_DATA(a),
                           <const double*>cnp.PyArray_DATA(dy), <double*>cnp.PyArray_DATA(dx),
-                          N, &w, self.nhwc, best, arg, fast_rows, fast_cols)
+                          N, &w, self.nhwc, best, arg, fast_rows, fast_cols, nt)
         free(idx)
         free(arg)
         free(best)
